@@ -1,0 +1,93 @@
+// Feeds the read models from the event store. Each batch of events is applied to every projection
+// and the checkpoint moves in the same transaction, so a crash never applies an event twice or
+// skips one. The checkpoint row is locked and compared first: if another runner moved it, this
+// one resynchronises instead of applying the batch again.
+import type { Database } from '../src/eventstore/db.ts';
+import type { EventStore, StoredEvent, Subscription } from '../src/eventstore/port.ts';
+import { ALL_PROJECTIONS } from './read-models.ts';
+import type { RowProjection } from './row-projection.ts';
+import { applyBatch, projectionDdl, q } from './store.ts';
+
+export class CheckpointMovedError extends Error {
+  constructor(readonly actual: number) {
+    super(`checkpoint moved to ${actual} by another runner`);
+  }
+}
+
+export async function ensureReadModels(db: Database, schema: string, projections: RowProjection[] = ALL_PROJECTIONS): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [schema]);
+    for (const stmt of projectionDdl(schema, projections)) await tx.query(stmt);
+  });
+}
+
+export async function readCheckpoint(db: Database, schema: string): Promise<number> {
+  const rows = await db.query<{ position: number }>(`SELECT position FROM ${q(schema, 'checkpoint')} WHERE name = 'main'`);
+  return Number(rows[0]?.position ?? 0);
+}
+
+/** Applies events (which must follow `expectedPosition`) to every projection in one transaction. */
+export async function applyEvents(db: Database, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS): Promise<number> {
+  const last = events[events.length - 1].position;
+  await db.transaction(async (tx) => {
+    const [cp] = await tx.query<{ position: number }>(`SELECT position FROM ${q(schema, 'checkpoint')} WHERE name = 'main' FOR UPDATE`);
+    if (Number(cp.position) !== expectedPosition) throw new CheckpointMovedError(Number(cp.position));
+    const fresh = events.filter((e) => e.position > expectedPosition);
+    for (const p of projections) await applyBatch(tx, schema, p, fresh);
+    await tx.query(`UPDATE ${q(schema, 'checkpoint')} SET position = $1, updated_at = now() WHERE name = 'main'`, [last]);
+  });
+  return last;
+}
+
+export interface ProjectionRunner {
+  readonly position: number;
+  /** Resolves when every event appended before the call is in the read models. */
+  caughtUp(): Promise<void>;
+  /** Resolves when the read models include `position`. */
+  waitFor(position: number, timeoutMs?: number): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+export async function startProjectionRunner(opts: { db: Database; store: EventStore; schema: string; onApplied?: (position: number, events: StoredEvent[]) => void }): Promise<ProjectionRunner> {
+  const { db, store, schema } = opts;
+  await ensureReadModels(db, schema);
+  let position = await readCheckpoint(db, schema);
+  const waiters = new Set<{ target: number; resolve: (ok: boolean) => void }>();
+
+  const handler = async (events: StoredEvent[]) => {
+    for (;;) {
+      const fresh = events.filter((e) => e.position > position);
+      if (fresh.length === 0) return;
+      try {
+        position = await applyEvents(db, schema, fresh, position);
+        opts.onApplied?.(position, fresh);
+        for (const w of waiters) if (w.target <= position) { waiters.delete(w); w.resolve(true); }
+        return;
+      } catch (err) {
+        // Another runner (or a rebuild swap) got further: continue from where it is.
+        if (!(err instanceof CheckpointMovedError)) throw err;
+        position = err.actual;
+      }
+    }
+  };
+
+  const subscription: Subscription = store.subscribe(position, handler);
+
+  return {
+    get position() { return position; },
+    caughtUp: () => subscription.caughtUp(),
+    waitFor(target, timeoutMs = 5000) {
+      if (target <= position) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const w = { target, resolve };
+        waiters.add(w);
+        setTimeout(() => { if (waiters.delete(w)) resolve(false); }, timeoutMs).unref();
+      });
+    },
+    async stop() {
+      await subscription.close();
+      for (const w of waiters) w.resolve(false);
+      waiters.clear();
+    },
+  };
+}

@@ -1,0 +1,76 @@
+// The event store port. Adapters: PostgreSQL (also embedded PGlite) and KurrentDB.
+
+export interface EventMetadata {
+  correlationId: string;
+  causationId: string | null;
+  actor: string;
+  [extra: string]: unknown;
+}
+
+export interface NewEvent<T extends string = string, D = Record<string, unknown>> {
+  /** Deterministic ids make an append idempotent (e.g. one adjustment per charge and correction). */
+  id?: string;
+  type: T;
+  data: D;
+  metadata: EventMetadata;
+}
+
+export interface StoredEvent<D = Record<string, unknown>> {
+  id: string;
+  type: string;
+  stream: string;
+  revision: number;
+  /** Global position: strictly increasing in commit order across all streams. */
+  position: number;
+  timestamp: string;
+  data: D;
+  metadata: EventMetadata;
+  prevHash: string;
+  hash: string;
+}
+
+/** A stream's revision before the append: -1 (or 'no_stream') when it must not exist yet. */
+export type ExpectedRevision = number | 'no_stream' | 'any';
+
+export interface AppendRequest {
+  stream: string;
+  events: NewEvent[];
+  expectedRevision: ExpectedRevision;
+  /** Decider state after these events, stored with the stream so loading it stays O(1). */
+  snapshot?: unknown;
+}
+
+export interface AppendResult {
+  stream: string;
+  /** The revision of the last event appended. */
+  revision: number;
+  firstPosition: number;
+  lastPosition: number;
+}
+
+export interface Snapshot {
+  revision: number;
+  state: unknown;
+}
+
+export interface Subscription {
+  /** Resolves once the handler has seen every event committed before this call. */
+  caughtUp(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type EventHandler = (events: StoredEvent[]) => Promise<void>;
+
+export interface EventStore {
+  readonly kind: string;
+  append(request: AppendRequest): Promise<AppendResult>;
+  /** Group commit: every request in one transaction; each one succeeds or fails on its own revision. */
+  appendMany(requests: AppendRequest[]): Promise<Array<AppendResult | Error>>;
+  readStream(stream: string, fromRevision?: number): Promise<StoredEvent[]>;
+  /** Events after `afterPosition` in global order (position 0 = from the start). */
+  readAll(afterPosition: number, limit: number): Promise<StoredEvent[]>;
+  readSnapshot(stream: string): Promise<Snapshot | null>;
+  headPosition(): Promise<number>;
+  subscribe(afterPosition: number, handler: EventHandler): Subscription;
+  close(): Promise<void>;
+}

@@ -1,0 +1,78 @@
+// Catch-up-then-live subscription over any readAll(): reads in pages until the head, then
+// waits for an append notification (or a slow poll, in case one was missed) and reads again.
+import type { EventEmitter } from 'node:events';
+import type { EventHandler, StoredEvent, Subscription } from './port.ts';
+
+export function pollingSubscription(opts: {
+  afterPosition: number;
+  handler: EventHandler;
+  readAll: (after: number, limit: number) => Promise<StoredEvent[]>;
+  head: () => Promise<number>;
+  notifier: EventEmitter;
+  pollIntervalMs: number;
+  pageSize?: number;
+}): Subscription {
+  let position = opts.afterPosition;
+  let closed = false;
+  let wake: (() => void) | null = null;
+  let dirty = true;
+  let failure: Error | null = null;
+  const waiters: Array<{ target: number; resolve: () => void; reject: (e: Error) => void }> = [];
+  const pageSize = opts.pageSize ?? 2000;
+
+  const onAppend = () => { dirty = true; wake?.(); };
+  opts.notifier.on('position', onAppend);
+  const timer = setInterval(onAppend, opts.pollIntervalMs);
+  timer.unref();
+
+  const settleWaiters = () => {
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      if (waiters[i].target <= position) { waiters[i].resolve(); waiters.splice(i, 1); }
+    }
+  };
+
+  const loop = (async () => {
+    while (!closed) {
+      if (!dirty) await new Promise<void>((r) => { wake = r; });
+      wake = null;
+      dirty = false;
+      try {
+        for (;;) {
+          const events = await opts.readAll(position, pageSize);
+          if (events.length === 0 || closed) break;
+          await opts.handler(events);
+          position = events[events.length - 1].position;
+          settleWaiters();
+          if (events.length < pageSize) break;
+        }
+        failure = null;
+      } catch (err) {
+        // A failing handler is retried from the same position on the next wake-up.
+        failure = err as Error;
+        for (const w of waiters.splice(0)) w.reject(failure);
+        await new Promise((r) => setTimeout(r, 200));
+        dirty = true;
+      }
+    }
+  })();
+
+  return {
+    async caughtUp() {
+      const target = await opts.head();
+      if (target <= position) return;
+      await new Promise<void>((resolve, reject) => {
+        waiters.push({ target, resolve, reject });
+        dirty = true;
+        wake?.();
+      });
+    },
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      opts.notifier.off('position', onAppend);
+      wake?.();
+      await loop;
+      for (const w of waiters.splice(0)) w.reject(failure ?? new Error('subscription closed'));
+    },
+  };
+}

@@ -1,0 +1,12 @@
+import type { DomainEvent } from './events.ts';
+
+/** Emmett-style decider: pure functions, no I/O. */
+export interface Decider<State, Command> {
+  initialState(): State;
+  decide(command: Command, state: State): DomainEvent[];
+  evolve(state: State, event: DomainEvent): State;
+}
+
+export function fold<S>(decider: Pick<Decider<S, unknown>, 'initialState' | 'evolve'>, events: DomainEvent[], from?: S): S {
+  return events.reduce(decider.evolve, from ?? decider.initialState());
+}

@@ -1,0 +1,18 @@
+// Domain failures. The HTTP layer maps `code` to a status; the message is safe to show a caller.
+export type DomainErrorCode = 'not_found' | 'already_exists' | 'invalid' | 'insufficient_quota' | 'model_not_enabled' | 'conflict';
+
+export class DomainError extends Error {
+  constructor(readonly code: DomainErrorCode, message: string, readonly details: Record<string, unknown> = {}) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const invalid = (message: string, details?: Record<string, unknown>) => new DomainError('invalid', message, details);
+
+export function requireTokenAmount(value: unknown, name: string, { allowZero = false } = {}): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < (allowZero ? 0 : 1)) {
+    throw invalid(`${name} must be a whole number of tokens ${allowZero ? '>= 0' : '>= 1'}`, { param: name });
+  }
+  return value;
+}
