@@ -2,7 +2,7 @@
 // and the checkpoint moves in the same transaction, so a crash never applies an event twice or
 // skips one. The checkpoint row is locked and compared first: if another runner moved it, this
 // one resynchronises instead of applying the batch again.
-import type { Database } from '../src/eventstore/db.ts';
+import type { Database, Queryable } from '../src/eventstore/db.ts';
 import type { EventStore, StoredEvent, Subscription } from '../src/eventstore/port.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import type { RowProjection } from './row-projection.ts';
@@ -28,14 +28,20 @@ export async function readCheckpoint(db: Database, schema: string): Promise<numb
 
 /** Applies events (which must follow `expectedPosition`) to every projection in one transaction. */
 export async function applyEvents(db: Database, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS): Promise<number> {
+  return db.transaction((tx) => applyEventsIn(tx, schema, events, expectedPosition, projections));
+}
+
+/** The same, inside a transaction the caller owns. */
+export async function applyEventsIn(tx: Queryable, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS): Promise<number> {
+  const [cp] = await tx.query<{ position: number }>(`SELECT position FROM ${q(schema, 'checkpoint')} WHERE name = 'main' FOR UPDATE`);
+  // No row: the schema was swapped by a rebuild while we waited; retry on the new one.
+  if (!cp) throw new CheckpointMovedError(expectedPosition);
+  if (Number(cp.position) !== expectedPosition) throw new CheckpointMovedError(Number(cp.position));
+  if (events.length === 0) return expectedPosition;
   const last = events[events.length - 1].position;
-  await db.transaction(async (tx) => {
-    const [cp] = await tx.query<{ position: number }>(`SELECT position FROM ${q(schema, 'checkpoint')} WHERE name = 'main' FOR UPDATE`);
-    if (Number(cp.position) !== expectedPosition) throw new CheckpointMovedError(Number(cp.position));
-    const fresh = events.filter((e) => e.position > expectedPosition);
-    for (const p of projections) await applyBatch(tx, schema, p, fresh);
-    await tx.query(`UPDATE ${q(schema, 'checkpoint')} SET position = $1, updated_at = now() WHERE name = 'main'`, [last]);
-  });
+  const fresh = events.filter((e) => e.position > expectedPosition);
+  for (const p of projections) await applyBatch(tx, schema, p, fresh);
+  await tx.query(`UPDATE ${q(schema, 'checkpoint')} SET position = $1, updated_at = now() WHERE name = 'main'`, [last]);
   return last;
 }
 

@@ -2,13 +2,13 @@
 export type DomainErrorCode = 'not_found' | 'already_exists' | 'invalid' | 'insufficient_quota' | 'model_not_enabled' | 'conflict';
 
 export class DomainError extends Error {
-  constructor(readonly code: DomainErrorCode, message: string, readonly details: Record<string, unknown> = {}) {
+  constructor(readonly code: DomainErrorCode, message: string, readonly facts: Record<string, unknown> = {}) {
     super(message);
     this.name = 'DomainError';
   }
 }
 
-export const invalid = (message: string, details?: Record<string, unknown>) => new DomainError('invalid', message, details);
+export const invalid = (message: string, facts?: Record<string, unknown>) => new DomainError('invalid', message, facts);
 
 export function requireTokenAmount(value: unknown, name: string, { allowZero = false } = {}): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < (allowZero ? 0 : 1)) {

@@ -1,0 +1,132 @@
+// Real token counts (o200k_base via js-tiktoken) for quota holds, simulated usage and
+// counting what was already streamed when a client goes away.
+import { Tiktoken } from 'js-tiktoken/lite';
+import o200k from 'js-tiktoken/ranks/o200k_base';
+import type { ChatMessage, ToolDefinition } from './port.ts';
+
+/** OpenAI bills a high-detail 1024x1024 image part at 85 + 4 * 170 tokens. */
+export const IMAGE_PART_TOKENS = 765;
+// OpenAI's published chat accounting: every message is wrapped in a few framing tokens and the
+// reply is primed with a few more.
+const TOKENS_PER_MESSAGE = 3;
+const TOKENS_PER_NAME = 1;
+const REPLY_PRIMING = 3;
+const TOKENS_PER_TOOL_CALL = 3;
+const TOOLS_PREAMBLE = 7;
+const TOKENS_PER_TOOL = 3;
+
+// js-tiktoken's byte-pair merge is quadratic in the length of one regex piece (4,000 repeated
+// letters take ~0.8 s), so a hostile prompt could stall the event loop. Text with no long run
+// takes the exact path; otherwise pieces longer than MAX_PIECE are encoded in chunks, which
+// keeps the cost linear and decode(encode(x)) === x, at the price of exactness on those pieces.
+const LONG_RUN = /[\p{L}\p{M}]{32}|[^\s\p{L}\p{N}]{32}|\s{32}/u;
+const MAX_PIECE = 40;
+const CHUNK_CODE_POINTS = 32;
+
+let encoder: Tiktoken | undefined;
+let piecePattern: RegExp | undefined;
+
+/** Builds the encoder once (~1 s of rank parsing); call at startup to keep it off a request. */
+export function warmTokenizer(): void {
+  getEncoder();
+}
+
+function getEncoder(): Tiktoken {
+  encoder ??= new Tiktoken(o200k);
+  return encoder;
+}
+
+function pieces(): RegExp {
+  piecePattern ??= new RegExp(o200k.pat_str, 'gu');
+  return piecePattern;
+}
+
+function appendAll(target: number[], tokens: number[]): void {
+  // A loop, not push(...tokens): spreading a huge array overflows the stack.
+  for (const token of tokens) target.push(token);
+}
+
+/** Token ids of `text`. Special-token text such as <|endoftext|> is treated as plain text. */
+export function encodeText(text: string): number[] {
+  const enc = getEncoder();
+  if (!LONG_RUN.test(text)) return enc.encode(text, [], []);
+  const out: number[] = [];
+  const chunkMemo = new Map<string, number[]>();
+  let segmentStart = 0;
+  for (const match of text.matchAll(pieces())) {
+    if (match[0].length <= MAX_PIECE) continue;
+    if (match.index > segmentStart) appendAll(out, enc.encode(text.slice(segmentStart, match.index), [], []));
+    const codePoints = Array.from(match[0]);
+    for (let i = 0; i < codePoints.length; i += CHUNK_CODE_POINTS) {
+      const chunk = codePoints.slice(i, i + CHUNK_CODE_POINTS).join('');
+      let tokens = chunkMemo.get(chunk);
+      if (!tokens) {
+        tokens = enc.encode(chunk, [], []);
+        chunkMemo.set(chunk, tokens);
+      }
+      appendAll(out, tokens);
+    }
+    segmentStart = match.index + match[0].length;
+  }
+  if (segmentStart < text.length) appendAll(out, enc.encode(text.slice(segmentStart), [], []));
+  return out;
+}
+
+export function decodeTokens(tokens: number[]): string {
+  return getEncoder().decode(tokens);
+}
+
+export function countTextTokens(text: string): number {
+  return text.length === 0 ? 0 : encodeText(text).length;
+}
+
+/**
+ * Splits `text` into its tokens as strings, one per token, except that tokens which only
+ * together form a character (multi-byte UTF-8 split by the encoder) share one piece.
+ * Concatenating the pieces gives back `text`.
+ */
+export function tokenPieces(text: string): { text: string; tokens: number }[] {
+  const tokens = encodeText(text);
+  const out: { text: string; tokens: number }[] = [];
+  let pending: number[] = [];
+  let position = 0;
+  for (const token of tokens) {
+    pending.push(token);
+    const candidate = decodeTokens(pending);
+    if (text.startsWith(candidate, position)) {
+      out.push({ text: candidate, tokens: pending.length });
+      position += candidate.length;
+      pending = [];
+    }
+  }
+  if (pending.length > 0) out.push({ text: decodeTokens(pending), tokens: pending.length });
+  return out;
+}
+
+function contentTokens(content: ChatMessage['content']): number {
+  if (content == null) return 0;
+  if (typeof content === 'string') return countTextTokens(content);
+  let total = 0;
+  for (const part of content) {
+    total += part.type === 'text' ? countTextTokens(part.text) : IMAGE_PART_TOKENS;
+  }
+  return total;
+}
+
+/** Prompt tokens of a chat request, following OpenAI's documented per-message accounting. */
+export function countMessageTokens(messages: ChatMessage[], tools?: ToolDefinition[]): number {
+  let total = REPLY_PRIMING;
+  for (const message of messages) {
+    total += TOKENS_PER_MESSAGE + countTextTokens(message.role) + contentTokens(message.content);
+    if (message.name) total += TOKENS_PER_NAME + countTextTokens(message.name);
+    for (const call of message.tool_calls ?? []) {
+      total += TOKENS_PER_TOOL_CALL + countTextTokens(call.function.name) + countTextTokens(call.function.arguments);
+    }
+  }
+  if (tools && tools.length > 0) {
+    // OpenAI renders tools in its own compact form; the JSON schema is a close upper estimate.
+    total += TOOLS_PREAMBLE;
+    for (const tool of tools) total += TOKENS_PER_TOOL + countTextTokens(JSON.stringify(tool.function));
+  }
+  return total;
+}

@@ -1,0 +1,140 @@
+// The pure domain: pricing arithmetic and the deciders, with exact numbers.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { accountDecider, availableTokens, type AccountCommand, type AccountState } from '../src/ledger/account.ts';
+import { keyDecider } from '../src/ledger/key.ts';
+import { modelDecider } from '../src/ledger/model.ts';
+import { fold } from '../src/ledger/decider.ts';
+import { DomainError } from '../src/ledger/errors.ts';
+import { applyMultiplier, chatCharge, imageCharge, rawTokensCoveredBy, toMilli } from '../src/ledger/pricing.ts';
+import type { DomainEvent } from '../src/ledger/events.ts';
+
+const now = new Date('2026-11-20T12:00:00Z');
+const plan = { planId: 'pro', name: 'Pro', quota: 1000, validityDays: 30, requestsPerMinute: 60, models: ['cx/gen-6-terra', 'alpha-haiku-4.5'] };
+
+function run(state: AccountState, c: AccountCommand): { events: DomainEvent[]; state: AccountState } {
+  const events = accountDecider.decide(c, state);
+  return { events, state: fold(accountDecider, events, state) };
+}
+
+function subscribed(): AccountState {
+  let s = run(accountDecider.initialState(), { type: 'Open', accountId: 'acme', name: 'Acme' }).state;
+  s = run(s, { type: 'Subscribe', accountId: 'acme', plan, now }).state;
+  return s;
+}
+
+const reserve = (holdId: string, amount: number, model = 'cx/gen-6-terra'): AccountCommand =>
+  ({ type: 'Reserve', holdId, requestId: `r-${holdId}`, keyId: 'k1', model, kind: 'chat', amount, now, ttlMs: 60_000 });
+
+function throwsCode(fn: () => unknown, code: string) {
+  try { fn(); assert.unreachable(`expected ${code}`); } catch (err) {
+    assert.instance(err, DomainError);
+    assert.is((err as DomainError).code, code);
+  }
+}
+
+test('multipliers are integer thousandths; charges round up', () => {
+  assert.is(toMilli(1.25), 1250);
+  assert.is(toMilli(1.75), 1750);
+  assert.is(toMilli(2), 2000);
+  assert.throws(() => toMilli(0));
+  assert.throws(() => toMilli(-1));
+  assert.throws(() => toMilli(1.2345));
+  assert.is(chatCharge(10, 3, 1250), 17); // 13 * 1.25 = 16.25 -> 17
+  assert.is(chatCharge(100, 100, 1000), 200);
+  assert.is(applyMultiplier(1, 1), 1);
+  assert.is(imageCharge(1250), 56250);
+  assert.is(imageCharge(1750), 78750);
+  assert.is(rawTokensCoveredBy(17, 1250), 13);
+  assert.ok(chatCharge(rawTokensCoveredBy(1001, 1750), 0, 1750) <= 1001);
+});
+
+test('reserve within quota, settle charges actual usage, the hold is gone', () => {
+  let s = subscribed();
+  ({ state: s } = run(s, reserve('h1', 500)));
+  assert.is(availableTokens(s, now), 500);
+  const settled = run(s, { type: 'SettleChat', holdId: 'h1', multiplierMilli: 1250, promptTokens: 100, completionTokens: 60, reasoningEffort: 'high', api: 'chat.completions', streamed: false, aborted: false });
+  const charge = settled.events[0];
+  assert.is(charge.type, 'ChatCharged');
+  assert.equal({ billed: (charge.data as { billed: number }).billed, reserved: (charge.data as { reserved: number }).reserved }, { billed: 200, reserved: 500 });
+  assert.is(settled.state.quotaUsed, 200);
+  assert.equal(settled.state.holds, {});
+  assert.is(availableTokens(settled.state, now), 800);
+  throwsCode(() => run(settled.state, { type: 'Release', holdId: 'h1', reason: 'other' }), 'conflict');
+});
+
+test('holds cannot exceed what is left; concurrent holds count against each other', () => {
+  let s = subscribed();
+  ({ state: s } = run(s, reserve('a', 600)));
+  throwsCode(() => run(s, reserve('b', 401)), 'insufficient_quota');
+  ({ state: s } = run(s, reserve('b', 400)));
+  assert.is(availableTokens(s, now), 0);
+  ({ state: s } = run(s, { type: 'Release', holdId: 'a', reason: 'upstream_error' }));
+  assert.is(availableTokens(s, now), 600);
+});
+
+test('main plan is spent first, then extra tokens; an expired plan leaves only extra', () => {
+  let s = subscribed();
+  ({ state: s } = run(s, { type: 'GrantExtra', accountId: 'acme', amount: 300, reason: 'top-up' }));
+  ({ state: s } = run(s, reserve('h', 1200, 'alpha-haiku-4.5')));
+  const { events, state } = run(s, { type: 'SettleImage', holdId: 'h', multiplierMilli: 1000, images: 1, tokensPerImage: 1100, size: '1024x1024', edit: false });
+  assert.equal([(events[0].data as { fromQuota: number }).fromQuota, (events[0].data as { fromExtra: number }).fromExtra], [1000, 100]);
+  assert.is(state.extraUsed, 100);
+  const later = new Date(now.getTime() + 31 * 86_400_000);
+  let fresh = subscribed();
+  ({ state: fresh } = run(fresh, { type: 'GrantExtra', accountId: 'acme', amount: 50, reason: 'x' }));
+  assert.is(availableTokens(fresh, later), 50);
+  throwsCode(() => run(fresh, { ...reserve('z', 51), now: later } as AccountCommand), 'insufficient_quota');
+});
+
+test('a model outside the plan is refused; an unopened account is not found', () => {
+  throwsCode(() => run(subscribed(), reserve('h', 10, 'alpha-opus-5')), 'model_not_enabled');
+  throwsCode(() => run(accountDecider.initialState(), reserve('h', 10)), 'not_found');
+  throwsCode(() => run(subscribed(), { type: 'GrantExtra', accountId: 'acme', amount: 1.5, reason: '' }), 'invalid');
+  throwsCode(() => run(subscribed(), { type: 'GrantExtra', accountId: 'acme', amount: -3, reason: '' }), 'invalid');
+});
+
+test('expired holds are released by the sweeper command, others stay', () => {
+  let s = subscribed();
+  ({ state: s } = run(s, reserve('old', 100)));
+  ({ state: s } = run(s, { ...reserve('new', 100), now: new Date(now.getTime() + 50_000) } as AccountCommand));
+  const { events, state } = run(s, { type: 'ExpireHolds', now: new Date(now.getTime() + 61_000) });
+  assert.equal(events.map((e) => (e.data as { holdId: string }).holdId), ['old']);
+  assert.equal(Object.keys(state.holds), ['new']);
+});
+
+test('adjustments: refund returns to the main plan, surcharge spends it first', () => {
+  let s = subscribed();
+  ({ state: s } = run(s, reserve('h', 500)));
+  ({ state: s } = run(s, { type: 'SettleChat', holdId: 'h', multiplierMilli: 2000, promptTokens: 100, completionTokens: 100, reasoningEffort: null, api: 'chat.completions', streamed: false, aborted: false }));
+  assert.is(s.quotaUsed, 400);
+  const base = { type: 'Adjust', correctionId: 'c1', chargeEventId: 'e1', requestId: 'r', model: 'cx/gen-6-terra', chargedAt: now.toISOString(), billedBefore: 400, multiplierMilliBefore: 2000, fromQuotaBefore: 400 } as const;
+  const refund = run(s, { ...base, billedCorrected: 250, multiplierMilliCorrected: 1250 });
+  assert.is((refund.events[0].data as { delta: number }).delta, -150);
+  assert.is(refund.state.quotaUsed, 250);
+  assert.equal(run(s, { ...base, billedCorrected: 400, multiplierMilliCorrected: 2000 }).events, []);
+});
+
+test('keys: issue once, revoke once', () => {
+  const issued = fold(keyDecider, keyDecider.decide({ type: 'Issue', keyId: 'k', accountId: 'a', name: 'app', hash: 'f'.repeat(64), last4: 'abcd' }, keyDecider.initialState()));
+  assert.is(issued.status, 'active');
+  const revoked = fold(keyDecider, keyDecider.decide({ type: 'Revoke', reason: 'leaked' }, issued), issued);
+  assert.is(revoked.status, 'revoked');
+  throwsCode(() => keyDecider.decide({ type: 'Revoke', reason: 'again' }, revoked), 'conflict');
+  throwsCode(() => keyDecider.decide({ type: 'Revoke', reason: 'x' }, keyDecider.initialState()), 'not_found');
+});
+
+test('models: price, then corrections over non-overlapping past windows', () => {
+  let m = fold(modelDecider, modelDecider.decide({ type: 'Price', modelId: 'x', multiplierMilli: 1500, alias: null }, modelDecider.initialState()));
+  assert.equal([m.multiplierMilli, m.status], [1500, 'ACTIVE']);
+  throwsCode(() => modelDecider.decide({ type: 'Price', modelId: 'x', multiplierMilli: 0 }, m), 'invalid');
+  const correct = (id: string, from: string, to: string) => ({ type: 'Correct' as const, correctionId: id, from: new Date(from), to: new Date(to), multiplierMilli: 1250, reason: 'typo', now });
+  m = fold(modelDecider, modelDecider.decide(correct('c1', '2026-11-01', '2026-11-10'), m), m);
+  assert.is(m.corrections.length, 1);
+  throwsCode(() => modelDecider.decide(correct('c2', '2026-11-05', '2026-11-12'), m), 'conflict');
+  throwsCode(() => modelDecider.decide(correct('c3', '2026-11-12', '2026-11-11'), m), 'invalid');
+  throwsCode(() => modelDecider.decide(correct('c4', '2026-11-12', '2026-12-30'), m), 'invalid');
+  assert.equal(modelDecider.decide(correct('c1', '2026-11-01', '2026-11-10'), m), [], 'same correction again changes nothing');
+});
+
+test.run();
