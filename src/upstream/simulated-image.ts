@@ -1,5 +1,6 @@
 // Offline image generation and editing for the simulated upstream: real JPEGs, deterministic
 // per (prompt, model), drawn from the prompt's colours, sized to the spec's payload band.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ImageSize } from './port.ts';
 import { decodeSource } from './image-source.ts';
 import { encodeJpegInBand, type RawImage } from './jpeg-band.ts';
@@ -47,9 +48,13 @@ function paintDisc(image: RawImage, cx: number, cy: number, radius: number, ring
 /** Concentric waves around (cx, cy) that brighten and darken the canvas. */
 function paintWaves(image: RawImage, cx: number, cy: number, period: number, strength: number): void {
   const { pixels, width, height } = image;
+  // A table per whole-pixel distance: sin() per pixel was most of the drawing time.
+  const shifts = new Float64Array(Math.ceil(Math.hypot(width, height)) + 1);
+  for (let d = 0; d < shifts.length; d++) shifts[d] = Math.sin(d / period) * strength;
   for (let y = 0; y < height; y++) {
+    const dy2 = (y - cy) ** 2;
     for (let x = 0; x < width; x++) {
-      const shift = Math.sin(Math.hypot(x - cx, y - cy) / period) * strength;
+      const shift = shifts[Math.sqrt((x - cx) ** 2 + dy2) | 0]!;
       const i = (y * width + x) * 3;
       for (let ch = 0; ch < 3; ch++) {
         const value = pixels[i + ch]! + shift;
@@ -66,13 +71,17 @@ export async function drawImage(prompt: string, model: string, size: ImageSize):
   const { width, height } = dimensions(size);
   const image = blank(width, height);
   paintGradient(image, [colours[0]!, colours[1]!, colours[2]!, colours[3]!]);
+  // Painting is synchronous; yielding between layers keeps other requests (streams) moving.
+  await nextTurn();
   const shapes = 8 + Math.floor(random() * 8);
   for (let s = 0; s < shapes; s++) {
     const radius = (0.05 + random() * 0.2) * Math.min(width, height);
     const colour = colours[Math.floor(random() * colours.length)]!;
     paintDisc(image, random() * width, random() * height, radius, random() < 0.35, colour, 0.5 + random() * 0.35);
   }
+  await nextTurn();
   paintWaves(image, random() * width, random() * height, 12 + random() * 30, 14);
+  await nextTurn();
   return encodeJpegInBand(image, seed);
 }
 
@@ -93,12 +102,15 @@ export async function editImage(source: Buffer, prompt: string, model: string, s
   for (let i = 0; i < pixels.length; i += 3) {
     for (let ch = 0; ch < 3; ch++) pixels[i + ch] = pixels[i + ch]! * (1 - strength) + tint[ch]! * strength;
   }
+  await nextTurn();
   const shapes = 4 + Math.floor(random() * 4);
   for (let s = 0; s < shapes; s++) {
     const radius = (0.1 + random() * 0.2) * Math.min(width, height);
     const colour = colours[1 + Math.floor(random() * (colours.length - 1))]!;
     paintDisc(image, random() * width, random() * height, radius, random() < 0.5, colour, 0.3 + random() * 0.2);
   }
+  await nextTurn();
   paintWaves(image, random() * width, random() * height, 10 + random() * 20, 22);
+  await nextTurn();
   return encodeJpegInBand(image, seed);
 }

@@ -1,0 +1,92 @@
+// The Koa application: middleware order is request id, access log, errors, then routes.
+import { readFile } from 'node:fs/promises';
+import Koa, { type Context, type Next } from 'koa';
+import Router from '@koa/router';
+import { koaBody } from 'koa-body';
+import type { GatewayDeps } from './gateway/deps.ts';
+import { requestId } from './http/request-id.ts';
+import { accessLog } from './http/access-log.ts';
+import { ApiError, errorBody, errorHandler } from './http/errors.ts';
+import { requireApiKey } from './http/auth.ts';
+import { applyRateHeaders, rateLimitError } from './http/rate-limit.ts';
+import { idempotency } from './http/idempotency.ts';
+import { chatCompletions } from './routes/chat.ts';
+import { images } from './routes/images.ts';
+import { listModels, subscription, usage } from './routes/account.ts';
+
+const BODY_LIMIT = '25mb';
+
+/** JSON for every POST, multipart too for image edits; anything else is a 415. */
+function requireContentType(ctx: Context, next: Next) {
+  if (ctx.method === 'POST') {
+    const multipartOk = ctx.path.endsWith('/images/edits');
+    const hasBody = Number(ctx.get('content-length') || 0) > 0 || !!ctx.get('transfer-encoding');
+    const ok = ctx.is('application/json') || (multipartOk && ctx.is('multipart/form-data'));
+    if (hasBody && !ok) {
+      throw new ApiError(415, `Unsupported Content-Type '${ctx.get('content-type') || '(none)'}': send application/json${multipartOk ? ' or multipart/form-data' : ''}.`, 'invalid_request_error', 'unsupported_media_type');
+    }
+  }
+  return next();
+}
+
+function rateLimit(deps: GatewayDeps) {
+  return async (ctx: Context, next: Next) => {
+    const state = await deps.metering.state(ctx.state.auth.accountId);
+    const perMinute = state.subscription?.requestsPerMinute;
+    if (perMinute) {
+      const d = await deps.rateLimiter.take(ctx.state.auth.accountId, perMinute);
+      if (!d.allowed) throw rateLimitError(d);
+      applyRateHeaders(ctx, d);
+    }
+    await next();
+  };
+}
+
+export function createApp(deps: GatewayDeps): Koa {
+  const app = new Koa({ proxy: process.env.TOLLGATE_TRUST_PROXY === '1' });
+  const v1 = new Router({ prefix: '/v1' });
+  const auth = requireApiKey(deps.keys);
+  const metered = [auth, rateLimit(deps), idempotency(deps.db, deps.ledger.schema)];
+
+  v1.post('/chat/completions', ...metered, chatCompletions(deps));
+  v1.post('/images/generations', ...metered, images(deps, 'generations'));
+  v1.post('/images/edits', ...metered, images(deps, 'edits'));
+  v1.get('/models', auth, listModels(deps));
+  v1.get('/subscription', auth, subscription(deps));
+  v1.get('/usage', auth, usage(deps));
+
+  const site = new Router();
+  site.get('/healthz', (ctx) => { ctx.body = { status: 'ok' }; });
+  site.head('/', (ctx) => { ctx.status = 200; });
+  site.get('/', (ctx) => { ctx.body = { name: 'tollgate', base_url: deps.baseUrl(ctx), docs: 'See README.md' }; });
+  for (const file of ['setup.sh', 'setup.ps1']) {
+    site.get(`/setup/${file}`, async (ctx) => {
+      ctx.type = 'text/plain; charset=utf-8';
+      ctx.body = await readFile(new URL(`../setup/${file}`, import.meta.url));
+    });
+  }
+
+  app.use(requestId);
+  app.use(accessLog(deps.log));
+  app.use(errorHandler);
+  app.use(requireContentType);
+  app.use(koaBody({
+    jsonLimit: BODY_LIMIT, multipart: true, urlencoded: false, text: false,
+    formidable: { maxFileSize: 20 * 1024 * 1024, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024 },
+  }));
+  app.use((ctx, next) => { ctx.state.route = ctx.path.startsWith('/v1/') ? ctx.path.slice(0, 60) : ctx.path.slice(0, 60); return next(); });
+  app.use(v1.routes());
+  app.use(v1.allowedMethods({ throw: true }));
+  app.use(site.routes());
+  app.use(site.allowedMethods({ throw: true }));
+  // Set, not thrown, so the routers' allowedMethods can still turn a known path into a 405.
+  app.use((ctx) => {
+    const base = deps.baseUrl(ctx);
+    const e = new ApiError(404, `Unknown path ${ctx.method} ${ctx.path.slice(0, 200)}. The API base is ${base}; the chat endpoint is ${base}/chat/completions.`, 'invalid_request_error', 'unknown_url');
+    ctx.status = 404;
+    ctx.state.errorCode = e.code;
+    ctx.body = errorBody(e);
+  });
+  app.on('error', () => undefined);
+  return app;
+}

@@ -1,0 +1,30 @@
+// Every setting is an environment variable; these are the defaults for the embedded setup.
+export interface Settings {
+  port: number;
+  host: string;
+  databaseUrl?: string;
+  dataDir: string;
+  schema: string;
+  modelsConfig?: string;
+  projections: boolean;
+  publicBaseUrl?: string;
+  logLevel: string;
+  sweepIntervalMs: number;
+  bootstrap: boolean;
+}
+
+export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
+  return {
+    port: Number(env.PORT ?? 8787),
+    host: env.HOST ?? '127.0.0.1',
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: env.TOLLGATE_DATA_DIR ?? '.data',
+    schema: env.TOLLGATE_SCHEMA ?? 'tollgate',
+    modelsConfig: env.TOLLGATE_MODELS_CONFIG || undefined,
+    projections: env.TOLLGATE_PROJECTIONS !== 'off',
+    publicBaseUrl: env.TOLLGATE_PUBLIC_BASE_URL || undefined,
+    logLevel: env.LOG_LEVEL ?? 'info',
+    sweepIntervalMs: Number(env.TOLLGATE_SWEEP_INTERVAL_MS ?? 30_000),
+    bootstrap: env.TOLLGATE_BOOTSTRAP !== 'off',
+  };
+}

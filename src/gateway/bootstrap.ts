@@ -1,0 +1,17 @@
+// First start on an empty ledger: a demo plan with every model, an account and a key, so a
+// newcomer can make a call at once. The key is returned here and printed once by the CLI.
+import type { Ledger } from '../ledger/ledger.ts';
+
+export const DEMO_PLAN = { planId: 'demo', name: 'Demo', quota: 10_000_000, validityDays: 365, requestsPerMinute: 600, models: ['*'] };
+
+export async function bootstrapDemo(ledger: Ledger): Promise<{ keySecret: string; accountId: string } | null> {
+  const [{ n }] = await ledger.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${ledger.rmSchema}".plans`);
+  if (Number(n) > 0) return null;
+  const actor = 'system:bootstrap';
+  await ledger.definePlan(DEMO_PLAN, actor);
+  const accountId = await ledger.openAccount({ accountId: 'demo', name: 'Demo account' }, actor);
+  await ledger.subscribe(accountId, DEMO_PLAN.planId, actor);
+  const key = await ledger.issueKey(accountId, 'demo key', actor);
+  await ledger.caughtUp();
+  return { keySecret: key.secret, accountId };
+}

@@ -1,0 +1,83 @@
+// Metering as a card hold: reserve an upper bound before the upstream call, then settle the
+// actual usage or release the hold. The upstream's output is capped at what the hold covers.
+import { randomUUID } from 'node:crypto';
+import type { Ledger } from '../ledger/ledger.ts';
+import { metadataFor } from '../ledger/ledger.ts';
+import { availableTokens, isModelEnabled, type AccountState } from '../ledger/account.ts';
+import { DomainError } from '../ledger/errors.ts';
+import type { ChatApi, ReleaseReason } from '../ledger/events.ts';
+import { chatCharge, imageCharge, rawTokensCoveredBy, DEFAULT_TOKENS_PER_IMAGE } from '../ledger/pricing.ts';
+
+export interface Caller { keyId: string; accountId: string; requestId: string }
+
+export interface Hold { holdId: string; accountId: string; amount: number; multiplierMilli: number; model: string; maxCompletionTokens: number; metadata: ReturnType<typeof metadataFor> }
+
+export const DEFAULT_MAX_COMPLETION_TOKENS = 8192;
+
+export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; imageHoldTtlMs?: number; tokensPerImage?: number } = {}) {
+  const chatTtl = opts.chatHoldTtlMs ?? 15 * 60_000;
+  const imageTtl = opts.imageHoldTtlMs ?? 5 * 60_000;
+  const tokensPerImage = opts.tokensPerImage ?? DEFAULT_TOKENS_PER_IMAGE;
+  const meta = (c: Caller) => metadataFor(`key:${c.keyId}`, c.requestId);
+
+  async function state(accountId: string): Promise<AccountState> {
+    return ledger.accountState(accountId);
+  }
+
+  function chatHoldSize(s: AccountState, promptTokens: number, requestedMax: number | undefined, milli: number) {
+    const available = availableTokens(s, new Date());
+    let maxCompletion = requestedMax ?? DEFAULT_MAX_COMPLETION_TOKENS;
+    if (chatCharge(promptTokens, maxCompletion, milli) > available) maxCompletion = rawTokensCoveredBy(available, milli) - promptTokens;
+    if (maxCompletion < 1) {
+      throw new DomainError('insufficient_quota', 'insufficient quota', {
+        available, needed: chatCharge(promptTokens, 1, milli), planActive: s.subscription ? Date.parse(s.subscription.expiresAt) > Date.now() : false,
+      });
+    }
+    return { maxCompletion, amount: chatCharge(promptTokens, maxCompletion, milli) };
+  }
+
+  async function reserve(caller: Caller, model: string, kind: 'chat' | 'image', size: (s: AccountState) => { amount: number; maxCompletion: number }, milli: number): Promise<Hold> {
+    for (let attempt = 0; ; attempt++) {
+      const s = await state(caller.accountId);
+      if (!s.opened) throw new DomainError('not_found', 'account not found');
+      if (!isModelEnabled(s, model)) throw new DomainError('model_not_enabled', `model ${model} is not enabled`);
+      const { amount, maxCompletion } = size(s);
+      const holdId = randomUUID();
+      const md = meta(caller);
+      try {
+        await ledger.account(caller.accountId, { type: 'Reserve', holdId, requestId: caller.requestId, keyId: caller.keyId, model, kind, amount, now: new Date(), ttlMs: kind === 'chat' ? chatTtl : imageTtl }, md);
+        return { holdId, accountId: caller.accountId, amount, multiplierMilli: milli, model, maxCompletionTokens: maxCompletion, metadata: md };
+      } catch (err) {
+        // Another process spent tokens since our cached view: size the hold again, once.
+        if (!(err instanceof DomainError && err.code === 'insufficient_quota') || attempt > 0 || kind === 'image') throw err;
+      }
+    }
+  }
+
+  return {
+    reserveChat(caller: Caller, model: string, milli: number, promptTokens: number, requestedMax?: number): Promise<Hold> {
+      return reserve(caller, model, 'chat', (s) => chatHoldSize(s, promptTokens, requestedMax, milli), milli);
+    },
+    reserveImage(caller: Caller, model: string, milli: number): Promise<Hold> {
+      return reserve(caller, model, 'image', () => ({ amount: imageCharge(milli, 1, tokensPerImage), maxCompletion: 0 }), milli);
+    },
+    async settleChat(hold: Hold, usage: { promptTokens: number; completionTokens: number }, extra: { reasoningEffort: string | null; api: ChatApi; streamed: boolean; aborted: boolean }) {
+      const r = await ledger.account(hold.accountId, { type: 'SettleChat', holdId: hold.holdId, multiplierMilli: hold.multiplierMilli, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, ...extra }, hold.metadata);
+      return { billed: (r.events[0].data as { billed: number }).billed, remaining: availableTokens(r.state, new Date()), position: r.lastPosition };
+    },
+    async settleImage(hold: Hold, detail: { size: string; edit: boolean }) {
+      const r = await ledger.account(hold.accountId, { type: 'SettleImage', holdId: hold.holdId, multiplierMilli: hold.multiplierMilli, images: 1, tokensPerImage, ...detail }, hold.metadata);
+      return { billed: (r.events[0].data as { billed: number }).billed, remaining: availableTokens(r.state, new Date()), position: r.lastPosition };
+    },
+    async release(hold: Hold, reason: ReleaseReason) {
+      await ledger.account(hold.accountId, { type: 'Release', holdId: hold.holdId, reason }, hold.metadata);
+    },
+    async remaining(accountId: string): Promise<number> {
+      return availableTokens(await state(accountId), new Date());
+    },
+    state,
+    tokensPerImage,
+  };
+}
+
+export type Metering = ReturnType<typeof createMetering>;

@@ -1,0 +1,32 @@
+// Server-sent events onto a Koa response, noticing when the client goes away.
+import { PassThrough } from 'node:stream';
+import type { Context } from 'koa';
+
+export interface SseWriter {
+  /** Aborted when the client disconnects before the stream ends. */
+  readonly clientGone: AbortSignal;
+  data(payload: unknown): void;
+  event(name: string, payload: unknown): void;
+  raw(text: string): void;
+  end(): void;
+}
+
+export function openSse(ctx: Context): SseWriter {
+  const out = new PassThrough();
+  const gone = new AbortController();
+  let ended = false;
+  ctx.status = 200;
+  ctx.set('content-type', 'text/event-stream; charset=utf-8');
+  ctx.set('cache-control', 'no-cache');
+  ctx.set('x-accel-buffering', 'no');
+  ctx.body = out;
+  ctx.res.once('close', () => { if (!ended) gone.abort(); });
+  const write = (text: string) => { if (!ended && !gone.signal.aborted) out.write(text); };
+  return {
+    clientGone: gone.signal,
+    data: (payload) => write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`),
+    event: (name, payload) => write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`),
+    raw: write,
+    end: () => { if (!ended) { ended = true; out.end(); } },
+  };
+}

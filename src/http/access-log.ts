@@ -1,0 +1,26 @@
+// One log line per request. Only ids and numbers: never a key, a prompt or a body.
+import type { Context, Next } from 'koa';
+import type { Logger } from 'pino';
+
+export function accessLog(log: Logger) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const done = () => {
+        const s = ctx.state;
+        const entry = {
+          requestId: s.requestId, method: ctx.method, route: s.route ?? ctx.path.slice(0, 80), status: ctx.status,
+          latencyMs: Number(process.hrtime.bigint() - started) / 1e6, keyId: s.auth?.keyId, account: s.auth?.accountId,
+          model: s.model, billed: s.billed, errorCode: s.errorCode,
+        };
+        if (s.internalError) log.error({ ...entry, err: { name: (s.internalError as Error).name, message: (s.internalError as Error).message, stack: (s.internalError as Error).stack } }, 'request failed');
+        else log.info(entry, 'request');
+      };
+      // Streams finish after the middleware returns; log when the response really ends.
+      if (ctx.res.writableFinished || !ctx.body || typeof (ctx.body as { pipe?: unknown }).pipe !== 'function') done();
+      else ctx.res.once('close', done);
+    }
+  };
+}

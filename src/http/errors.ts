@@ -1,0 +1,80 @@
+// Every failure leaves as OpenAI's error shape {"error":{"message","type","param","code"}}.
+import type { Context, Next } from 'koa';
+import { DomainError } from '../ledger/errors.ts';
+import { UpstreamError } from '../upstream/port.ts';
+import { InvalidImageError } from '../upstream/image-error.ts';
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: string,
+    readonly code: string | null = null,
+    readonly param: string | null = null,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export const badRequest = (message: string, param: string | null = null, code: string | null = 'invalid_value') =>
+  new ApiError(400, message, 'invalid_request_error', code, param);
+
+export function insufficientQuota(facts: Record<string, unknown>): ApiError {
+  const hint = facts.planActive === false
+    ? 'Your main plan has expired or is not active: renew the plan, or add extra tokens.'
+    : 'Your main plan quota is used up: add extra tokens (they do not change your call rate), or renew/upgrade the plan.';
+  const needed = facts.needed !== undefined ? ` This call needs at least ${facts.needed} tokens; ${facts.available ?? 0} are available.` : '';
+  return new ApiError(402, `You exceeded your current quota.${needed} ${hint}`, 'insufficient_quota', 'insufficient_quota');
+}
+
+export function modelNotFound(model: string, baseUrl: string): ApiError {
+  return new ApiError(403, `The model '${model}' does not exist or is not enabled in your plan. Call GET ${baseUrl}/models and use an id from it.`, 'invalid_request_error', 'model_not_found', 'model');
+}
+
+/** Maps any thrown value to an ApiError; unknown failures become a 500 without internals. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof DomainError) {
+    const param = (err.facts.param as string | undefined) ?? null;
+    switch (err.code) {
+      case 'insufficient_quota': return insufficientQuota(err.facts);
+      case 'not_found': return new ApiError(404, err.message, 'invalid_request_error', 'not_found', param);
+      case 'already_exists': return new ApiError(409, err.message, 'invalid_request_error', 'already_exists', param);
+      case 'conflict': return new ApiError(409, err.message, 'invalid_request_error', 'conflict', param);
+      case 'model_not_enabled': return new ApiError(403, err.message, 'invalid_request_error', 'model_not_found', 'model');
+      default: return new ApiError(400, err.message, 'invalid_request_error', 'invalid_value', param);
+    }
+  }
+  if (err instanceof InvalidImageError) return badRequest(err.message, 'image', 'invalid_image');
+  if (err instanceof UpstreamError) return new ApiError(502, 'The upstream model provider failed; nothing was charged. Try again.', 'upstream_error', 'upstream_error');
+  const e = err as { status?: number; statusCode?: number; expose?: boolean; message?: string; type?: string };
+  const status = e.status ?? e.statusCode;
+  if (status === 413 || e.type === 'entity.too.large') return new ApiError(413, 'Request body too large.', 'invalid_request_error', 'request_too_large');
+  if (status === 415) return new ApiError(415, e.message ?? 'Unsupported media type.', 'invalid_request_error', 'unsupported_media_type');
+  if (status && status >= 400 && status < 500) {
+    const message = e.type === 'entity.parse.failed' || /JSON/i.test(e.message ?? '') ? 'The request body is not valid JSON.' : (e.expose ? e.message ?? 'Bad request.' : 'Bad request.');
+    return new ApiError(status, message, 'invalid_request_error', status === 400 ? 'invalid_json' : null);
+  }
+  return new ApiError(500, 'The server had an error processing your request; nothing was charged.', 'server_error', 'server_error');
+}
+
+export function errorBody(e: ApiError) {
+  return { error: { message: e.message, type: e.type, param: e.param, code: e.code } };
+}
+
+/** Outermost middleware: turns exceptions into the error shape and remembers them for the log. */
+export async function errorHandler(ctx: Context, next: Next): Promise<void> {
+  try {
+    await next();
+  } catch (err) {
+    const api = toApiError(err);
+    if (api.status >= 500 && api.status !== 502) ctx.state.internalError = err;
+    ctx.state.errorCode = api.code;
+    if (ctx.headerSent || !ctx.writable) return;
+    ctx.status = api.status;
+    for (const [k, v] of Object.entries(api.headers)) ctx.set(k, v);
+    ctx.body = ctx.path.startsWith('/admin') ? errorBody(api) : ctx.state.errorShape?.(api) ?? errorBody(api);
+  }
+}

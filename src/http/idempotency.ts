@@ -1,0 +1,88 @@
+// Idempotency-Key on any POST: the first request with a key runs; repeats with the same body
+// within 24 hours get its recorded response (waiting while it is still running), without a
+// second upstream call or charge. The same key with another body is a 409. A 5xx outcome is not
+// recorded, so a retry runs again.
+import { createHash } from 'node:crypto';
+import { PassThrough, type Readable } from 'node:stream';
+import type { Context, Next } from 'koa';
+import type { Database } from '../eventstore/db.ts';
+import { canonicalJson } from '../eventstore/canonical.ts';
+import { ApiError, errorBody, toApiError } from './errors.ts';
+
+const TTL_MS = 24 * 3600_000;
+const WAIT_MS = 120_000;
+const REPLAYED_HEADERS = ['content-type', 'x-tollgate-billed-tokens', 'x-tollgate-remaining-tokens'];
+
+export async function ensureIdempotencyTable(db: Database, schema: string): Promise<void> {
+  await db.exec(`CREATE TABLE IF NOT EXISTS "${schema}".idempotency (
+    account_id text NOT NULL, key text NOT NULL, body_hash text NOT NULL, created_at timestamptz NOT NULL,
+    status integer, headers jsonb, body text, PRIMARY KEY (account_id, key))`);
+}
+
+interface Row { body_hash: string; created_at: Date; status: number | null; headers: Record<string, string> | null; body: string | null }
+
+export function idempotency(db: Database, schema: string) {
+  const table = `"${schema}".idempotency`;
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const key = ctx.get('idempotency-key');
+    if (!key || ctx.method !== 'POST') return next();
+    if (key.length > 255) throw new ApiError(400, 'Idempotency-Key must be at most 255 characters.', 'invalid_request_error', 'invalid_idempotency_key', 'Idempotency-Key');
+    const account = ctx.state.auth.accountId as string;
+    const files = (ctx.request as unknown as { files?: Record<string, { size: number; originalFilename?: string }> }).files;
+    const bodyHash = createHash('sha256').update(ctx.path + '\n' + canonicalJson(ctx.request.body ?? null) + canonicalJson(files ? Object.entries(files).map(([k, f]) => [k, ([] as { size: number }[]).concat(f).map((x) => x.size)]) : null)).digest('hex');
+
+    const claimed = await db.query(
+      `INSERT INTO ${table} (account_id, key, body_hash, created_at) VALUES ($1, $2, $3, now())
+       ON CONFLICT (account_id, key) DO UPDATE SET body_hash = excluded.body_hash, created_at = excluded.created_at, status = NULL, headers = NULL, body = NULL
+         WHERE ${table}.created_at < now() - interval '24 hours'
+       RETURNING 1`, [account, key, bodyHash]);
+    if (claimed.length === 0) return replay(ctx, account, key, bodyHash);
+
+    const record = (status: number, headers: Record<string, string>, body: string) =>
+      status >= 500
+        ? db.query(`DELETE FROM ${table} WHERE account_id = $1 AND key = $2`, [account, key])
+        : db.query(`UPDATE ${table} SET status = $3, headers = $4, body = $5 WHERE account_id = $1 AND key = $2`, [account, key, status, JSON.stringify(headers), body]);
+    try {
+      await next();
+    } catch (err) {
+      const api = toApiError(err);
+      await record(api.status, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(errorBody(api))).catch(() => undefined);
+      throw err;
+    }
+    const headers: Record<string, string> = {};
+    for (const h of REPLAYED_HEADERS) { const v = ctx.response.get(h); if (v) headers[h] = v; }
+    const body = ctx.body as unknown;
+    if (body && typeof (body as Readable).pipe === 'function') {
+      // A stream: pass it on and record it as it goes.
+      const source = body as Readable;
+      const tee = new PassThrough();
+      const chunks: Buffer[] = [];
+      source.on('data', (c: Buffer) => { chunks.push(Buffer.from(c)); tee.write(c); });
+      source.on('end', () => { tee.end(); void record(ctx.status, headers, Buffer.concat(chunks).toString('utf8')).catch(() => undefined); });
+      source.on('error', (e) => tee.destroy(e));
+      ctx.body = tee;
+    } else {
+      await record(ctx.status, headers, typeof body === 'string' ? body : JSON.stringify(body ?? null));
+    }
+  };
+
+  async function replay(ctx: Context, account: string, key: string, bodyHash: string): Promise<void> {
+    const until = Date.now() + WAIT_MS;
+    for (let wait = 10; ; wait = Math.min(wait * 1.5, 200)) {
+      const [row] = await db.query<Row>(`SELECT body_hash, created_at, status, headers, body FROM ${table} WHERE account_id = $1 AND key = $2`, [account, key]);
+      if (!row) throw new ApiError(409, 'The first request with this Idempotency-Key failed; retry with the same key.', 'invalid_request_error', 'idempotency_retry');
+      if (row.body_hash !== bodyHash) throw new ApiError(409, 'This Idempotency-Key was already used with a different request body.', 'invalid_request_error', 'idempotency_key_reused', 'Idempotency-Key');
+      if (row.status !== null) {
+        ctx.status = row.status;
+        for (const [h, v] of Object.entries(row.headers ?? {})) ctx.set(h, v);
+        ctx.set('idempotent-replayed', 'true');
+        ctx.body = row.body ?? '';
+        return;
+      }
+      if (Date.now() > until) throw new ApiError(409, 'A request with this Idempotency-Key is still in progress.', 'invalid_request_error', 'idempotency_in_progress');
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}
+
+export const IDEMPOTENCY_TTL_MS = TTL_MS;

@@ -1,0 +1,66 @@
+// POST /v1/images/generations and /v1/images/edits (JSON, or multipart as the openai SDK sends).
+import { readFile } from 'node:fs/promises';
+import type { Context } from 'koa';
+import type { GatewayDeps } from '../gateway/deps.ts';
+import { validateBody } from '../http/validate.ts';
+import { badRequest, modelNotFound } from '../http/errors.ts';
+import { resolveImageField, MAX_SOURCE_BYTES } from '../gateway/image-source.ts';
+import { setBillingHeaders } from '../gateway/billing-headers.ts';
+import type { ImageSize } from '../upstream/port.ts';
+
+interface ImageBody { model: string; prompt: string; image?: string; size?: ImageSize; n?: number; response_format?: string }
+
+interface UploadedFile { filepath: string; mimetype?: string | null; size: number }
+
+/** Multipart fields arrive as strings; n is a number in JSON. */
+function fromMultipart(fields: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fields)) out[k] = Array.isArray(v) ? v[0] : v;
+  if (typeof out.n === 'string' && /^\d+$/.test(out.n)) out.n = Number(out.n);
+  return out;
+}
+
+async function uploadedSource(ctx: Context): Promise<{ bytes: Buffer; mime: string } | null> {
+  const files = (ctx.request as unknown as { files?: Record<string, UploadedFile | UploadedFile[]> }).files ?? {};
+  const names = Object.keys(files);
+  const unknown = names.filter((n) => n !== 'image' && n !== 'image[]');
+  if (unknown.length) throw badRequest(`Unsupported file field '${unknown[0]}': send the source image as 'image'.`, unknown[0]);
+  const list = names.flatMap((n) => ([] as UploadedFile[]).concat(files[n]));
+  if (list.length === 0) return null;
+  if (list.length > 1) throw badRequest('Send exactly one source image.', 'image');
+  if (list[0].size > MAX_SOURCE_BYTES) throw badRequest('The source image is too large.', 'image', 'image_too_large');
+  return { bytes: await readFile(list[0].filepath), mime: list[0].mimetype ?? 'application/octet-stream' };
+}
+
+export function images(deps: GatewayDeps, mode: 'generations' | 'edits') {
+  return async (ctx: Context) => {
+    const multipart = ctx.is('multipart/form-data') !== false && ctx.is('multipart/form-data') !== null;
+    if (multipart && mode === 'generations') throw badRequest('Send a JSON body to /images/generations.', null);
+    const raw = multipart ? fromMultipart(ctx.request.body as Record<string, unknown>) : ctx.request.body;
+    const body = validateBody<ImageBody>('images', raw);
+    const upload = multipart ? await uploadedSource(ctx) : null;
+    if (upload && body.image) throw badRequest("Give the source image either as a file or as 'image', not both.", 'image');
+    if (mode === 'edits' && !upload && !body.image) throw badRequest("Missing required parameter: 'image' (the source image to edit).", 'image');
+    const model = deps.catalog.resolve(body.model);
+    if (!model) throw modelNotFound(body.model, deps.baseUrl(ctx));
+    ctx.state.model = model.id;
+    const source = upload ?? (body.image ? await resolveImageField(body.image) : undefined);
+    const size: ImageSize = body.size ?? '1024x1024';
+    const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
+    const hold = await deps.metering.reserveImage(caller, model.id, model.multiplierMilli);
+    const abort = new AbortController();
+    ctx.res.once('close', () => { if (!ctx.res.writableFinished) abort.abort(); });
+    let jpeg: Buffer;
+    try {
+      ({ jpeg } = await model.route.provider.image({ upstreamModel: model.route.upstreamModel, prompt: body.prompt, size, source, signal: abort.signal }));
+    } catch (err) {
+      await deps.metering.release(hold, abort.signal.aborted ? 'client_aborted' : 'upstream_error');
+      throw err;
+    }
+    // Charged only once the image exists, and durably before the caller receives it.
+    const billing = await deps.metering.settleImage(hold, { size, edit: !!source });
+    deps.noteAppended(billing.position);
+    setBillingHeaders(ctx, billing.billed, billing.remaining);
+    ctx.body = { created: Math.floor(Date.now() / 1000), data: [{ b64_json: jpeg.toString('base64') }], output_format: 'jpeg', size };
+  };
+}
