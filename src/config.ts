@@ -3,6 +3,7 @@ export interface Settings {
   port: number;
   host: string;
   databaseUrl?: string;
+  /** Where embedded PGlite keeps its files; empty means in memory (tests). */
   dataDir: string;
   schema: string;
   modelsConfig?: string;

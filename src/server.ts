@@ -33,7 +33,7 @@ export interface RunningGateway {
 
 export async function startGateway(settings: Settings, log: Logger = pino({ level: settings.logLevel })): Promise<RunningGateway> {
   let dataDir: string | undefined;
-  if (!settings.databaseUrl) {
+  if (!settings.databaseUrl && settings.dataDir) {
     mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
     dataDir = join(settings.dataDir, 'pglite');
   }

@@ -52,6 +52,7 @@ export function toApiError(err: unknown): ApiError {
   const e = err as { status?: number; statusCode?: number; expose?: boolean; message?: string; type?: string };
   const status = e.status ?? e.statusCode;
   if (status === 413 || e.type === 'entity.too.large') return new ApiError(413, 'Request body too large.', 'invalid_request_error', 'request_too_large');
+  if (status === 405) return new ApiError(405, `Method not allowed${e.message ? `: ${e.message}` : ''}.`, 'invalid_request_error', 'method_not_allowed');
   if (status === 415) return new ApiError(415, e.message ?? 'Unsupported media type.', 'invalid_request_error', 'unsupported_media_type');
   if (status && status >= 400 && status < 500) {
     const message = e.type === 'entity.parse.failed' || /JSON/i.test(e.message ?? '') ? 'The request body is not valid JSON.' : (e.expose ? e.message ?? 'Bad request.' : 'Bad request.');

@@ -23,6 +23,9 @@ interface ChatBody {
   [param: string]: unknown;
 }
 
+/** Identifies the gateway build serving the reply (clients may log it). */
+const FINGERPRINT = 'fp_tollgate_1';
+
 /** Common parameters handed to the upstream as they are. */
 const PASSTHROUGH = ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'seed', 'stop', 'user', 'response_format', 'logit_bias', 'parallel_tool_calls'];
 
@@ -61,7 +64,7 @@ export function chatCompletions(deps: GatewayDeps) {
       deps.noteAppended(billing.position);
       setBillingHeaders(ctx, billing.billed, billing.remaining);
       ctx.body = {
-        id, object: 'chat.completion', created, model: model.id, system_fingerprint: null,
+        id, object: 'chat.completion', created, model: model.id, system_fingerprint: FINGERPRINT,
         choices: [{
           index: 0, finish_reason: outcome.finishReason, logprobs: null,
           message: { role: 'assistant', content: outcome.toolCalls.length && !outcome.content ? null : outcome.content, refusal: null, ...(outcome.toolCalls.length ? { tool_calls: outcome.toolCalls } : {}) },
@@ -74,7 +77,7 @@ export function chatCompletions(deps: GatewayDeps) {
     const sse = openSse(ctx);
     setBillingHeaders(ctx, 0, await deps.metering.remaining(caller.accountId));
     sse.clientGone.addEventListener('abort', () => abort.abort());
-    const chunk = (delta: Record<string, unknown>, finish: string | null) => ({ id, object: 'chat.completion.chunk', created, model: model.id, system_fingerprint: null, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] });
+    const chunk = (delta: Record<string, unknown>, finish: string | null) => ({ id, object: 'chat.completion.chunk', created, model: model.id, system_fingerprint: FINGERPRINT, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] });
     let streamedText = '';
     let toolArgs = '';
     void (async () => {
@@ -93,7 +96,7 @@ export function chatCompletions(deps: GatewayDeps) {
             deps.noteAppended(billing.position);
             ctx.state.billed = billing.billed;
             sse.data(chunk({}, part.finishReason));
-            if (body.stream_options?.include_usage) sse.data({ id, object: 'chat.completion.chunk', created, model: model.id, system_fingerprint: null, choices: [], usage: usageBody(part.usage) });
+            if (body.stream_options?.include_usage) sse.data({ id, object: 'chat.completion.chunk', created, model: model.id, system_fingerprint: FINGERPRINT, choices: [], usage: usageBody(part.usage) });
             sse.data('[DONE]');
             sse.end();
             return;

@@ -1,0 +1,77 @@
+// Gateways for tests: in-process (real HTTP on a random port, with the ledger at hand) or as a
+// separate process started the way a user starts it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { settingsFromEnv, type Settings } from '../../src/config.ts';
+import { startGateway, type RunningGateway } from '../../src/server.ts';
+import { openPostgres } from '../../src/eventstore/db.ts';
+import { uniqueSchema } from './db.ts';
+
+export interface TestGateway extends RunningGateway {
+  stop(): Promise<void>;
+}
+
+export async function startTestGateway(overrides: Partial<Settings> = {}): Promise<TestGateway> {
+  const schema = uniqueSchema('gw');
+  const settings: Settings = { ...settingsFromEnv({}), port: 0, dataDir: '', schema, databaseUrl: process.env.DATABASE_URL || undefined, logLevel: 'silent', ...overrides };
+  const gw = await startGateway(settings, pino({ level: settings.logLevel }));
+  return {
+    ...gw,
+    async stop() {
+      await gw.close();
+      if (settings.databaseUrl) await dropSchemas(settings.databaseUrl, settings.schema);
+    },
+  };
+}
+
+export async function dropSchemas(url: string, schema: string): Promise<void> {
+  const db = openPostgres(url, 1);
+  await db.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm_next" CASCADE`);
+  await db.close();
+}
+
+export interface GatewayProcess {
+  baseUrl: string;
+  key: string;
+  child: ChildProcess;
+  output(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** `npm start` as a user runs it (node + tsx on src/cli/main.ts), on a fresh data directory. */
+export async function spawnGateway(env: Record<string, string> = {}): Promise<GatewayProcess> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
+  const schema = uniqueSchema('gp');
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    env: { ...process.env, PORT: '0', TOLLGATE_DATA_DIR: dataDir, TOLLGATE_SCHEMA: schema, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => { out += d; });
+  child.stderr!.on('data', (d) => { out += d; });
+  const started = await new Promise<{ baseUrl: string; key: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 60_000);
+    const check = () => {
+      const base = /base URL: (\S+)/.exec(out)?.[1];
+      const key = /(sk_svc_[A-Za-z0-9]+)/.exec(out)?.[1];
+      if (base && key) { clearTimeout(timer); resolve({ baseUrl: base, key }); }
+    };
+    child.stdout!.on('data', check);
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`gateway exited ${code}:\n${out}`)); });
+  });
+  return {
+    ...started, child, output: () => out,
+    async stop(signal = 'SIGTERM') {
+      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      child.kill(signal);
+      const code = await exited;
+      rmSync(dataDir, { recursive: true, force: true });
+      if (process.env.DATABASE_URL) await dropSchemas(process.env.DATABASE_URL, schema);
+      return code;
+    },
+  };
+}

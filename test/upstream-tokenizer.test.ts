@@ -1,0 +1,106 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import {
+  IMAGE_PART_TOKENS,
+  countMessageTokens,
+  countTextTokens,
+  decodeTokens,
+  encodeText,
+  tokenPieces,
+  warmTokenizer,
+} from '../src/upstream/tokenizer.ts';
+import type { ChatMessage, ToolDefinition } from '../src/upstream/port.ts';
+
+test.before(() => warmTokenizer());
+
+test('o200k_base token ids and counts of known strings', () => {
+  assert.equal(encodeText('hello world'), [24912, 2375]);
+  assert.is(countTextTokens('hello world'), 2);
+  assert.is(countTextTokens('Hello, world!'), 4); // Hello | , | world | !
+  assert.is(countTextTokens(''), 0);
+  assert.is(countTextTokens('user'), 1);
+});
+
+test('decode(encode(text)) gives the text back, in any script', () => {
+  for (const text of ['Grüße aus Köln', '世界你好，今天怎么样？', 'emoji 😀👍🏽 mix', 'tabs\tand\nnew\r\nlines', '']) {
+    assert.is(decodeTokens(encodeText(text)), text);
+  }
+});
+
+test('special-token text from a user is counted as plain text, never refused', () => {
+  const count = countTextTokens('before <|endoftext|> after');
+  assert.ok(count > 3);
+  assert.is(decodeTokens(encodeText('<|endoftext|>')), '<|endoftext|>');
+});
+
+test('tokenPieces concatenate back to the text and sum to the count', () => {
+  for (const text of ['The quick brown fox jumps over the lazy dog.', 'héllo 😀 世界 wörld']) {
+    const pieces = tokenPieces(text);
+    assert.is(pieces.map((p) => p.text).join(''), text);
+    assert.is(pieces.reduce((sum, p) => sum + p.tokens, 0), countTextTokens(text));
+  }
+  // ASCII text: exactly one token per piece.
+  assert.ok(tokenPieces('The quick brown fox').every((p) => p.tokens === 1));
+});
+
+test('chat accounting follows OpenAI: 3 per message + role + content (+ name), 3 to prime the reply', () => {
+  assert.is(countMessageTokens([{ role: 'user', content: 'Hello' }]), 3 + 1 + 1 + 3);
+  const two: ChatMessage[] = [
+    { role: 'system', content: 'You are terse.' },
+    { role: 'user', content: 'hello world', name: 'alice' },
+  ];
+  const expected = 3 + (3 + 1 + countTextTokens('You are terse.')) + (3 + 1 + 2 + 1 + countTextTokens('alice'));
+  assert.is(countMessageTokens(two), expected);
+  assert.is(countMessageTokens([{ role: 'assistant', content: null }]), 3 + 3 + countTextTokens('assistant'));
+});
+
+test('image parts, tool calls and tool definitions are counted', () => {
+  const withImage: ChatMessage[] = [{
+    role: 'user',
+    content: [
+      { type: 'text', text: 'What is this?' },
+      { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+    ],
+  }];
+  assert.is(countMessageTokens(withImage), 3 + 3 + 1 + countTextTokens('What is this?') + IMAGE_PART_TOKENS);
+
+  const call: ChatMessage = {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+  };
+  const plain = countMessageTokens([{ role: 'assistant', content: null }]);
+  assert.is(countMessageTokens([call]), plain + 3 + countTextTokens('get_weather') + countTextTokens('{"city":"Paris"}'));
+
+  const tools: ToolDefinition[] = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }];
+  const base = countMessageTokens([{ role: 'user', content: 'hi' }]);
+  assert.is(countMessageTokens([{ role: 'user', content: 'hi' }], tools), base + 7 + 3 + countTextTokens(JSON.stringify(tools[0]!.function)));
+});
+
+test('ordinary text is counted fast', () => {
+  const text = 'The quick brown fox jumps over the lazy dog. '.repeat(2_500); // ~110 KB
+  const started = performance.now();
+  assert.is(countTextTokens(text), 25_001); // 10 per sentence, plus the final lone space
+  assert.ok(performance.now() - started < 300, 'counting 110 KB of prose should take well under 300 ms');
+});
+
+test('hostile long runs stay linear and still round-trip', () => {
+  const run = 'a'.repeat(200_000);
+  let started = performance.now();
+  const tokens = encodeText(run);
+  assert.ok(performance.now() - started < 500, 'a 200 KB single-letter run must not go quadratic');
+  assert.is(decodeTokens(tokens), run);
+
+  let random = '';
+  let state = 7;
+  for (let i = 0; i < 20_000; i++) {
+    state = (state * 1103515245 + 12345) >>> 0;
+    random += String.fromCharCode(97 + ((state >>> 16) % 26));
+  }
+  started = performance.now();
+  assert.is(decodeTokens(encodeText(random)), random);
+  assert.ok(performance.now() - started < 1_000);
+  assert.is(countTextTokens(random), encodeText(random).length);
+});
+
+test.run();
