@@ -168,7 +168,7 @@ export const plans = defineProjection<PlanRow>({
 export interface ChargeRow extends Row {
   event_id: string; position: number; account_id: string; key_id: string | null; request_id: string; model: string;
   kind: 'chat' | 'image' | 'adjustment'; at: string; day: string; prompt_tokens: number; completion_tokens: number;
-  images: number; multiplier_milli: number; billed: number; from_quota: number; from_extra: number;
+  images: number; tokens_per_image: number; multiplier_milli: number; billed: number; from_quota: number; from_extra: number;
   correction_id: string | null; charge_event_id: string | null;
 }
 
@@ -177,7 +177,7 @@ export const charges = defineProjection<ChargeRow>({
   name: 'charges', table: 'charges',
   columns: `event_id text NOT NULL, position bigint NOT NULL, account_id text NOT NULL, key_id text, request_id text NOT NULL,
     model text NOT NULL, kind text NOT NULL, at timestamptz NOT NULL, day text NOT NULL, prompt_tokens bigint NOT NULL,
-    completion_tokens bigint NOT NULL, images bigint NOT NULL, multiplier_milli integer NOT NULL, billed bigint NOT NULL,
+    completion_tokens bigint NOT NULL, images bigint NOT NULL, tokens_per_image bigint NOT NULL, multiplier_milli integer NOT NULL, billed bigint NOT NULL,
     from_quota bigint NOT NULL, from_extra bigint NOT NULL, correction_id text, charge_event_id text`,
   indexes: ['account_id, at', 'model, at'],
   handles: new Set(['ChatCharged', 'ImageCharged', 'ChargeAdjusted']),
@@ -186,12 +186,12 @@ export const charges = defineProjection<ChargeRow>({
     const base = { event_id: e.id, position: e.position, at: e.timestamp, day: dayOf(e.timestamp) };
     if (e.type === 'ChargeAdjusted') {
       const d = data<'ChargeAdjusted'>(e);
-      return { ...base, account_id: d.accountId, key_id: null, request_id: d.requestId, model: d.model, kind: 'adjustment', prompt_tokens: 0, completion_tokens: 0, images: 0, multiplier_milli: d.multiplierMilliCorrected, billed: d.delta, from_quota: d.quotaDelta, from_extra: d.extraDelta, correction_id: d.correctionId, charge_event_id: d.chargeEventId };
+      return { ...base, account_id: d.accountId, key_id: null, request_id: d.requestId, model: d.model, kind: 'adjustment', prompt_tokens: 0, completion_tokens: 0, images: 0, tokens_per_image: 0, multiplier_milli: d.multiplierMilliCorrected, billed: d.delta, from_quota: d.quotaDelta, from_extra: d.extraDelta, correction_id: d.correctionId, charge_event_id: d.chargeEventId };
     }
     const d = data<'ChatCharged'>(e) as Partial<EventDataByType['ChatCharged'] & EventDataByType['ImageCharged']> & EventDataByType['ChatCharged'];
     return {
       ...base, account_id: d.accountId, key_id: d.keyId, request_id: d.requestId, model: d.model, kind: e.type === 'ChatCharged' ? 'chat' : 'image',
-      prompt_tokens: d.promptTokens ?? 0, completion_tokens: d.completionTokens ?? 0, images: d.images ?? 0,
+      prompt_tokens: d.promptTokens ?? 0, completion_tokens: d.completionTokens ?? 0, images: d.images ?? 0, tokens_per_image: d.tokensPerImage ?? 0,
       multiplier_milli: d.multiplierMilli, billed: d.billed, from_quota: d.fromQuota, from_extra: d.fromExtra, correction_id: null, charge_event_id: null,
     };
   },

@@ -11,8 +11,11 @@ import { requireApiKey } from './http/auth.ts';
 import { applyRateHeaders, rateLimitError } from './http/rate-limit.ts';
 import { idempotency } from './http/idempotency.ts';
 import { chatCompletions } from './routes/chat.ts';
+import { anthropicErrors, countTokens, messages } from './routes/messages.ts';
+import { responses } from './routes/responses.ts';
 import { images } from './routes/images.ts';
 import { listModels, subscription, usage } from './routes/account.ts';
+import { adminRouter } from './routes/admin.ts';
 
 const BODY_LIMIT = '25mb';
 
@@ -42,13 +45,16 @@ function rateLimit(deps: GatewayDeps) {
   };
 }
 
-export function createApp(deps: GatewayDeps): Koa {
+export function createApp(deps: GatewayDeps, opts: { adminToken?: string } = {}): Koa {
   const app = new Koa({ proxy: process.env.TOLLGATE_TRUST_PROXY === '1' });
   const v1 = new Router({ prefix: '/v1' });
   const auth = requireApiKey(deps.keys);
   const metered = [auth, rateLimit(deps), idempotency(deps.db, deps.ledger.schema)];
 
   v1.post('/chat/completions', ...metered, chatCompletions(deps));
+  v1.post('/messages', anthropicErrors, ...metered, messages(deps));
+  v1.post('/messages/count_tokens', anthropicErrors, auth, countTokens(deps));
+  v1.post('/responses', ...metered, responses(deps));
   v1.post('/images/generations', ...metered, images(deps, 'generations'));
   v1.post('/images/edits', ...metered, images(deps, 'edits'));
   v1.get('/models', auth, listModels(deps));
@@ -75,6 +81,11 @@ export function createApp(deps: GatewayDeps): Koa {
     formidable: { maxFileSize: 20 * 1024 * 1024, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024 },
   }));
   app.use((ctx, next) => { ctx.state.route = ctx.path.startsWith('/v1/') ? ctx.path.slice(0, 60) : ctx.path.slice(0, 60); return next(); });
+  if (opts.adminToken) {
+    const admin = adminRouter(deps, opts.adminToken);
+    app.use(admin.routes());
+    app.use(admin.allowedMethods({ throw: true }));
+  }
   app.use(v1.routes());
   app.use(v1.allowedMethods({ throw: true }));
   app.use(site.routes());

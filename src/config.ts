@@ -12,6 +12,8 @@ export interface Settings {
   logLevel: string;
   sweepIntervalMs: number;
   bootstrap: boolean;
+  /** TOLLGATE_ADMIN_TOKEN; unset means the token file in the data directory. */
+  adminToken?: string;
 }
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
@@ -27,5 +29,6 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     logLevel: env.LOG_LEVEL ?? 'info',
     sweepIntervalMs: Number(env.TOLLGATE_SWEEP_INTERVAL_MS ?? 30_000),
     bootstrap: env.TOLLGATE_BOOTSTRAP !== 'off',
+    adminToken: env.TOLLGATE_ADMIN_TOKEN || undefined,
   };
 }

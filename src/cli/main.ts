@@ -1,11 +1,14 @@
-// The `tollgate` command line.
+// The `tollgate` command line: `serve` runs the gateway; the rest drive its admin API.
+import { parseArgs } from 'node:util';
 import { settingsFromEnv } from '../config.ts';
 import { startGateway } from '../server.ts';
+import { CliError } from './admin-client.ts';
+import { COMMAND_HELP, runAdminCommand } from './commands.ts';
 
 async function serve() {
-  const settings = settingsFromEnv();
-  const gw = await startGateway(settings);
+  const gw = await startGateway(settingsFromEnv());
   process.stdout.write(`\nTollgate is listening.\n  base URL: ${gw.baseUrl}\n`);
+  if (gw.newAdminToken) process.stdout.write(`  admin token (shown once; saved with mode 0600 in ${gw.newAdminToken.path}): ${gw.newAdminToken.token}\n`);
   if (gw.demo) {
     process.stdout.write(`  demo API key (shown once, stored only as a hash): ${gw.demo.keySecret}\n\n`);
     process.stdout.write(`  curl ${gw.baseUrl}/chat/completions -H "Authorization: Bearer ${gw.demo.keySecret}" -H "Content-Type: application/json" -d '{"model":"cx/gen-6-luna","messages":[{"role":"user","content":"Hello"}]}'\n\n`);
@@ -15,10 +18,29 @@ async function serve() {
   process.once('SIGINT', stop);
 }
 
-const [command = 'serve'] = process.argv.slice(2);
-const commands: Record<string, () => Promise<void>> = { serve };
-if (!commands[command]) {
-  process.stderr.write(`tollgate: unknown command '${command}'. Commands: ${Object.keys(commands).join(', ')}\n`);
-  process.exit(2);
+const options = {
+  url: { type: 'string' }, token: { type: 'string' }, actor: { type: 'string' }, json: { type: 'boolean' },
+  name: { type: 'string' }, id: { type: 'string' }, quota: { type: 'string' }, 'validity-days': { type: 'string' },
+  rpm: { type: 'string' }, models: { type: 'string' }, plan: { type: 'string' }, amount: { type: 'string' },
+  reason: { type: 'string' }, multiplier: { type: 'string' }, status: { type: 'string' }, alias: { type: 'string' },
+  'no-alias': { type: 'boolean' }, model: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' },
+  'dry-run': { type: 'boolean' }, format: { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+} as const;
+
+async function main(): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new CliError(`${(err as Error).message}\n\n${COMMAND_HELP}`, 2);
+  }
+  if (parsed.values.help) { process.stdout.write(COMMAND_HELP + '\n'); return; }
+  if (parsed.positionals.length === 0 || parsed.positionals[0] === 'serve') return serve();
+  const json = !!parsed.values.json;
+  await runAdminCommand(parsed, (human, data) => process.stdout.write((json ? JSON.stringify(data, null, 2) : human) + '\n'));
 }
-await commands[command]();
+
+main().catch((err) => {
+  process.stderr.write(`tollgate: ${err instanceof CliError ? err.message : (err as Error).stack}\n`);
+  process.exit(err instanceof CliError ? err.exitCode : 1);
+});

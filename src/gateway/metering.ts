@@ -40,7 +40,7 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
     for (let attempt = 0; ; attempt++) {
       const s = await state(caller.accountId);
       if (!s.opened) throw new DomainError('not_found', 'account not found');
-      if (!isModelEnabled(s, model)) throw new DomainError('model_not_enabled', `model ${model} is not enabled`);
+      if (!isModelEnabled(s, model)) throw new DomainError('model_not_enabled', `model ${model} is not enabled`, { model });
       const { amount, maxCompletion } = size(s);
       const holdId = randomUUID();
       const md = meta(caller);

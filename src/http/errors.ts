@@ -29,8 +29,8 @@ export function insufficientQuota(facts: Record<string, unknown>): ApiError {
   return new ApiError(402, `You exceeded your current quota.${needed} ${hint}`, 'insufficient_quota', 'insufficient_quota');
 }
 
-export function modelNotFound(model: string, baseUrl: string): ApiError {
-  return new ApiError(403, `The model '${model}' does not exist or is not enabled in your plan. Call GET ${baseUrl}/models and use an id from it.`, 'invalid_request_error', 'model_not_found', 'model');
+export function modelNotFound(model: string | null, baseUrl: string): ApiError {
+  return new ApiError(403, `The model ${model === null ? 'requested' : `'${model}'`} does not exist or is not enabled in your plan. Call GET ${baseUrl}/models and use an id from it.`, 'invalid_request_error', 'model_not_found', 'model');
 }
 
 /** Maps any thrown value to an ApiError; unknown failures become a 500 without internals. */
@@ -43,7 +43,8 @@ export function toApiError(err: unknown): ApiError {
       case 'not_found': return new ApiError(404, err.message, 'invalid_request_error', 'not_found', param);
       case 'already_exists': return new ApiError(409, err.message, 'invalid_request_error', 'already_exists', param);
       case 'conflict': return new ApiError(409, err.message, 'invalid_request_error', 'conflict', param);
-      case 'model_not_enabled': return new ApiError(403, err.message, 'invalid_request_error', 'model_not_found', 'model');
+      // Routes check the plan first with the absolute {base_url}; this covers a plan changed mid-call.
+      case 'model_not_enabled': return modelNotFound(typeof err.facts.model === 'string' ? err.facts.model : null, '/v1');
       default: return new ApiError(400, err.message, 'invalid_request_error', 'invalid_value', param);
     }
   }

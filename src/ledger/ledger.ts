@@ -11,7 +11,7 @@ import { accountDecider, type AccountCommand, type AccountState } from './accoun
 import { keyDecider } from './key.ts';
 import { planDecider, type PlanState } from './plan.ts';
 import { modelDecider, type ModelCommand } from './model.ts';
-import { streams, type PlanTerms } from './events.ts';
+import { streams, type DomainEvent, type PlanTerms } from './events.ts';
 import { DomainError, invalid } from './errors.ts';
 import { generateKeySecret, hashKey, lastFour } from './keys.ts';
 import { SEED_MODELS } from './price-list.ts';
@@ -47,8 +47,8 @@ export async function openLedger(opts: LedgerOptions) {
   await ensureReadModels(opts.db, rmSchema);
   const runner: ProjectionRunner | null = opts.projections === false ? null : await startProjectionRunner({ db: opts.db, store, schema: rmSchema });
 
-  const account = (accountId: string, command: AccountCommand, md: EventMetadata) =>
-    handler.handle(accountDecider, streams.account(accountId), command, md);
+  const account = (accountId: string, command: AccountCommand, md: EventMetadata, eventIds?: (e: DomainEvent, i: number) => string) =>
+    handler.handle(accountDecider, streams.account(accountId), command, md, eventIds);
 
   async function planTerms(planId: string): Promise<PlanTerms> {
     const { state } = await handler.state<PlanState>(planDecider as never, streams.plan(planId));

@@ -4,6 +4,7 @@ import type { Context } from 'koa';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { validateBody } from '../http/validate.ts';
 import { modelNotFound } from '../http/errors.ts';
+import { isModelEnabled } from '../ledger/account.ts';
 import { countMessageTokens, countTextTokens } from '../upstream/tokenizer.ts';
 import type { ChatCall, ChatMessage, ToolDefinition, Usage } from '../upstream/port.ts';
 import { openSse } from '../gateway/sse.ts';
@@ -33,7 +34,8 @@ export function chatCompletions(deps: GatewayDeps) {
   return async (ctx: Context) => {
     const body = validateBody<ChatBody>('chat-completions', ctx.request.body);
     const model = deps.catalog.resolve(body.model);
-    if (!model) throw modelNotFound(body.model, deps.baseUrl(ctx));
+    // A model outside the caller's plan reads exactly like an unknown one.
+    if (!model || !isModelEnabled(await deps.metering.state(ctx.state.auth.accountId), model.id)) throw modelNotFound(body.model, deps.baseUrl(ctx));
     ctx.state.model = model.id;
     const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
     const promptTokens = countMessageTokens(body.messages, body.tools);

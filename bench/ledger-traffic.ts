@@ -1,0 +1,113 @@
+// Generated ledger traffic for the benchmarks: accounts that reserve quota and are charged for
+// chat calls, exactly as the gateway does it. Events come from the real account decider (so
+// they are schema-valid and carry realistic data), and every append carries the decider state as
+// its snapshot with an exact expected revision, like the command handler's appends.
+import { randomUUID } from 'node:crypto';
+import type { AppendRequest, EventMetadata, NewEvent } from '../src/eventstore/port.ts';
+import { accountDecider, type AccountCommand, type AccountState } from '../src/ledger/account.ts';
+import { SNAPSHOT_VERSION } from '../src/ledger/command-handler.ts';
+import { streams, type DomainEvent, type PlanTerms } from '../src/ledger/events.ts';
+import { SEED_MODELS, REASONING_EFFORTS } from '../src/ledger/price-list.ts';
+import { toMilli } from '../src/ledger/pricing.ts';
+
+const PLAN: PlanTerms = { planId: 'bench', name: 'Bench', quota: 1_000_000_000_000, validityDays: 3650, requestsPerMinute: 600, models: ['*'] };
+const APIS = ['chat.completions', 'messages', 'responses'] as const;
+const MODEL_MILLI = new Map(SEED_MODELS.map((m) => [m.id, toMilli(m.multiplier)]));
+
+function toNew(events: DomainEvent[], metadata: EventMetadata): NewEvent[] {
+  return events.map((e) => ({ id: randomUUID(), type: e.type, data: e.data as unknown as Record<string, unknown>, metadata }));
+}
+
+/** One account stream and its key: the decider state and revision follow every append. */
+export class SimAccount {
+  readonly accountId: string;
+  readonly keyId: string;
+  readonly stream: string;
+  state: AccountState = accountDecider.initialState();
+  revision = -1;
+  private n = 0;
+  private openHold: string | null = null;
+
+  constructor(readonly tag: string, readonly index: number) {
+    this.accountId = `acct_${tag}_${index}`;
+    this.keyId = `key_${tag}_${index}`;
+    this.stream = streams.account(this.accountId);
+  }
+
+  private decide(cmd: AccountCommand): DomainEvent[] {
+    const events = accountDecider.decide(cmd, this.state);
+    this.state = events.reduce(accountDecider.evolve, this.state);
+    return events;
+  }
+
+  private metadata(): EventMetadata {
+    return { correlationId: randomUUID(), causationId: null, actor: `key:${this.keyId}` };
+  }
+
+  /** AccountOpened + SubscriptionStarted on the account stream, KeyIssued on the key stream. */
+  setup(now: Date): AppendRequest[] {
+    const admin: EventMetadata = { correlationId: randomUUID(), causationId: null, actor: 'admin:bench' };
+    const events = [
+      ...this.decide({ type: 'Open', accountId: this.accountId, name: `Bench account ${this.index}` }),
+      ...this.decide({ type: 'Subscribe', accountId: this.accountId, plan: PLAN, now }),
+    ];
+    const expected = this.revision;
+    this.revision += events.length;
+    return [
+      { stream: this.stream, expectedRevision: expected === -1 ? 'no_stream' : expected, events: toNew(events, admin), snapshot: { v: SNAPSHOT_VERSION, s: this.state } },
+      {
+        stream: streams.key(this.keyId), expectedRevision: 'no_stream',
+        events: toNew([{ type: 'KeyIssued', data: { keyId: this.keyId, accountId: this.accountId, name: 'bench', hash: randomUUID().replace(/-/g, '').repeat(2), last4: String(1000 + (this.index % 9000)) } }], admin),
+      },
+    ];
+  }
+
+  /** The next command's events: a QuotaReserved when no hold is open, else the ChatCharged settling it. */
+  nextEvents(now: Date): DomainEvent[] {
+    this.n++;
+    if (this.openHold === null) {
+      const holdId = randomUUID();
+      this.openHold = holdId;
+      const model = SEED_MODELS[(this.index + this.n) % SEED_MODELS.length].id;
+      return this.decide({ type: 'Reserve', holdId, requestId: `req_${holdId}`, keyId: this.keyId, model, kind: 'chat', amount: 4096, now, ttlMs: 600_000 });
+    }
+    const holdId = this.openHold;
+    this.openHold = null;
+    const model = this.state.holds[holdId].model;
+    return this.decide({
+      type: 'SettleChat', holdId, multiplierMilli: MODEL_MILLI.get(model)!, promptTokens: 200 + (this.n * 37) % 1500,
+      completionTokens: 20 + (this.n * 13) % 800, reasoningEffort: this.n % 3 === 0 ? REASONING_EFFORTS[this.n % REASONING_EFFORTS.length] : null,
+      api: APIS[this.n % APIS.length], streamed: this.n % 2 === 0, aborted: false,
+    });
+  }
+
+  /** One command's append (one event) with the new state as snapshot; it must succeed. */
+  nextAppend(now = new Date()): AppendRequest {
+    const events = this.nextEvents(now);
+    const request: AppendRequest = {
+      stream: this.stream, expectedRevision: this.revision, events: toNew(events, this.metadata()),
+      snapshot: { v: SNAPSHOT_VERSION, s: this.state },
+    };
+    this.revision += events.length;
+    return request;
+  }
+
+  /** `pairs` reserve/charge pairs in one append (the bulk seeding path). */
+  nextBulk(pairs: number, now = new Date()): AppendRequest {
+    const expected = this.revision;
+    const events: DomainEvent[] = [];
+    for (let i = 0; i < pairs * 2; i++) events.push(...this.nextEvents(now));
+    this.revision += events.length;
+    return { stream: this.stream, expectedRevision: expected, events: toNew(events, this.metadata()), snapshot: { v: SNAPSHOT_VERSION, s: this.state } };
+  }
+}
+
+/** Plan and model-price events every ledger starts with (13 events). */
+export function catalogueSetup(): AppendRequest[] {
+  const admin: EventMetadata = { correlationId: randomUUID(), causationId: null, actor: 'admin:bench' };
+  const out: AppendRequest[] = [{ stream: streams.plan(PLAN.planId), expectedRevision: 'any', events: toNew([{ type: 'PlanDefined', data: PLAN }], admin) }];
+  for (const m of SEED_MODELS) {
+    out.push({ stream: streams.model(m.id), expectedRevision: 'any', events: toNew([{ type: 'ModelPriced', data: { modelId: m.id, multiplierMilli: toMilli(m.multiplier), status: 'ACTIVE', alias: m.alias } }], admin) });
+  }
+  return out;
+}

@@ -1,0 +1,23 @@
+// The admin token: TOLLGATE_ADMIN_TOKEN, else a file in the data directory (mode 0600),
+// generated on first start and printed once.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const ADMIN_TOKEN_PREFIX = 'tg_admin_';
+
+export function loadOrCreateAdminToken(dataDir: string): { token: string; created: boolean; path: string } {
+  const path = join(dataDir, 'admin-token');
+  if (existsSync(path)) return { token: readFileSync(path, 'utf8').trim(), created: false, path };
+  const token = ADMIN_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  writeFileSync(path, token + '\n', { mode: 0o600, flag: 'wx' });
+  chmodSync(path, 0o600);
+  return { token, created: true, path };
+}
+
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/** Constant-time: compares fixed-length digests, whatever the presented length. */
+export function adminTokenMatches(presented: string, expected: string): boolean {
+  return expected.length > 0 && timingSafeEqual(digest(presented), digest(expected));
+}

@@ -1,0 +1,51 @@
+// The CLI talks to a running gateway's admin API, so it works the same on embedded PGlite
+// (one process owns the files) and on a shared PostgreSQL.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export class CliError extends Error {
+  constructor(message: string, readonly exitCode = 1) { super(message); }
+}
+
+export interface AdminClientOptions { url?: string; token?: string; actor?: string }
+
+export function adminClient(opts: AdminClientOptions) {
+  const base = (opts.url ?? process.env.TOLLGATE_URL ?? `http://127.0.0.1:${process.env.PORT ?? 8787}`).replace(/\/+$/, '');
+  const token = opts.token ?? process.env.TOLLGATE_ADMIN_TOKEN ?? readTokenFile();
+  if (!token) throw new CliError('No admin token: pass --token, set TOLLGATE_ADMIN_TOKEN, or run where the data directory holds admin-token.', 2);
+
+  async function request(method: string, path: string, body?: unknown, accept = 'application/json'): Promise<Response> {
+    let res: Response;
+    try {
+      res = await fetch(`${base}/admin/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, accept, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(opts.actor ? { 'x-tollgate-actor': opts.actor } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (err) {
+      throw new CliError(`Cannot reach the gateway at ${base}: ${(err as Error).message}. Is it running (npm start)? Use --url to point elsewhere.`);
+    }
+    if (!res.ok) {
+      const text = await res.text();
+      let message = text;
+      try { message = (JSON.parse(text) as { error: { message: string } }).error.message; } catch { /* not JSON */ }
+      throw new CliError(`${res.status}: ${message}`);
+    }
+    return res;
+  }
+
+  return {
+    base,
+    request,
+    async json<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<T> {
+      return (await request(method, path, body)).json() as Promise<T>;
+    },
+  };
+}
+
+function readTokenFile(): string | undefined {
+  const path = join(process.env.TOLLGATE_DATA_DIR ?? '.data', 'admin-token');
+  return existsSync(path) ? readFileSync(path, 'utf8').trim() : undefined;
+}
+
+export type AdminClient = ReturnType<typeof adminClient>;

@@ -1,0 +1,117 @@
+// One metered chat call, whatever the dialect (chat completions, Anthropic Messages, Responses):
+// resolve the model, hold the upper bound, call the upstream capped at the hold, settle the
+// actual usage or release the hold. Dialects only translate requests and render replies.
+import type { Context } from 'koa';
+import type { GatewayDeps } from './deps.ts';
+import { modelNotFound } from '../http/errors.ts';
+import { countMessageTokens, countTextTokens } from '../upstream/tokenizer.ts';
+import type { ChatCall, ChatMessage, ChatOutcome, ChatStreamPart, FinishReason, ToolDefinition, Usage } from '../upstream/port.ts';
+import type { ChatApi } from '../ledger/events.ts';
+import { setBillingHeaders } from './billing-headers.ts';
+import { isAbortError } from '../upstream/abort.ts';
+import type { SseWriter } from './sse.ts';
+import type { CatalogModel } from './model-catalog.ts';
+
+export interface ChatRequest {
+  api: ChatApi;
+  model: string;
+  messages: ChatMessage[];
+  tools?: ToolDefinition[];
+  toolChoice?: unknown;
+  maxTokens?: number;
+  reasoningEffort?: string;
+  params: Record<string, unknown>;
+}
+
+export interface Billing { billed: number; remaining: number }
+
+export interface PreparedChat {
+  model: CatalogModel;
+  promptTokens: number;
+  call: ChatCall;
+  /** Non-streamed: the upstream's reply, already settled. */
+  complete(): Promise<{ outcome: ChatOutcome; billing: Billing }>;
+  /** Streamed: feeds parts to the renderer; settles before `finish` is rendered. */
+  stream(sse: SseWriter, render: StreamRenderer): void;
+}
+
+export interface StreamRenderer {
+  text(text: string): void;
+  toolCall(part: Extract<ChatStreamPart, { type: 'tool_call' }>): void;
+  finish(reason: FinishReason, usage: Usage, billing: Billing): void;
+  error(message: string): void;
+}
+
+export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequest): Promise<PreparedChat> {
+  const model = deps.catalog.resolve(req.model);
+  if (!model) throw modelNotFound(req.model, deps.baseUrl(ctx));
+  ctx.state.model = model.id;
+  const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
+  const promptTokens = countMessageTokens(req.messages, req.tools);
+  const hold = await deps.metering.reserveChat(caller, model.id, model.multiplierMilli, promptTokens, req.maxTokens);
+  const abort = new AbortController();
+  const call: ChatCall = {
+    upstreamModel: model.route.upstreamModel, messages: req.messages, maxTokens: hold.maxCompletionTokens,
+    reasoningEffort: req.reasoningEffort, tools: req.tools, toolChoice: req.toolChoice, params: req.params, signal: abort.signal,
+  };
+  const effort = req.reasoningEffort ?? null;
+  const settle = async (usage: Usage, streamed: boolean, aborted: boolean): Promise<Billing> => {
+    const b = await deps.metering.settleChat(hold, { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens }, { reasoningEffort: effort, api: req.api, streamed, aborted });
+    deps.noteAppended(b.position);
+    ctx.state.billed = b.billed;
+    return b;
+  };
+  // A client that leaves before a non-streamed reply is ready stops the upstream too.
+  ctx.res.once('close', () => { if (!ctx.res.writableFinished) abort.abort(); });
+
+  return {
+    model, promptTokens, call,
+    async complete() {
+      let outcome: ChatOutcome;
+      try {
+        outcome = await model.route.provider.chat(call);
+      } catch (err) {
+        await deps.metering.release(hold, abort.signal.aborted ? 'client_aborted' : 'upstream_error');
+        throw err;
+      }
+      const billing = await settle(outcome.usage, false, false);
+      setBillingHeaders(ctx, billing.billed, billing.remaining);
+      return { outcome, billing };
+    },
+    stream(sse, render) {
+      sse.clientGone.addEventListener('abort', () => abort.abort());
+      let streamedText = '';
+      void (async () => {
+        try {
+          for await (const part of model.route.provider.chatStream(call)) {
+            if (part.type === 'text') {
+              streamedText += part.text;
+              render.text(part.text);
+            } else if (part.type === 'tool_call') {
+              streamedText += (part.name ?? '') + (part.arguments ?? '');
+              render.toolCall(part);
+            } else {
+              // The charge is durable before the client is told the stream is complete.
+              const billing = await settle(part.usage, true, false);
+              render.finish(part.finishReason, part.usage, billing);
+              sse.end();
+              return;
+            }
+          }
+          throw new Error('upstream stream ended without a finish');
+        } catch (err) {
+          if (sse.clientGone.aborted || isAbortError(err)) {
+            // The client left: charge the prompt and what was streamed so far, and stop.
+            await settle({ prompt_tokens: promptTokens, completion_tokens: countTextTokens(streamedText) }, true, true)
+              .catch((e) => deps.log.error({ err: (e as Error).message, requestId: caller.requestId }, 'settle after client abort failed'));
+          } else {
+            await deps.metering.release(hold, 'upstream_error').catch(() => undefined);
+            ctx.state.errorCode = 'upstream_error';
+            render.error('The upstream model provider failed mid-stream; nothing was charged.');
+          }
+          sse.end();
+        }
+      })();
+    },
+  };
+}

@@ -1,0 +1,195 @@
+// The operator API under /admin/v1, behind the admin token. Every action is an event whose
+// metadata records the actor ("admin:<x-tollgate-actor or 'operator'>").
+import type { Context, Next } from 'koa';
+import Router from '@koa/router';
+import type { GatewayDeps } from '../gateway/deps.ts';
+import { ApiError, badRequest } from '../http/errors.ts';
+import { adminTokenMatches } from '../admin/admin-token.ts';
+import { toMilli } from '../ledger/pricing.ts';
+import { requireId } from '../ledger/ledger.ts';
+import { requireTokenAmount } from '../ledger/errors.ts';
+import { maskKey } from '../ledger/keys.ts';
+import { applyCorrection, dryRunCorrection } from '../admin/corrections.ts';
+import { buildStatement, statementCsv } from '../admin/statements.ts';
+import { verifyLedger } from '../admin/audit.ts';
+import { rebuildReadModels } from '../../projections/rebuild.ts';
+import { sweepExpiredHolds } from '../gateway/sweeper.ts';
+import type { PlanTerms } from '../ledger/events.ts';
+
+type Body = Record<string, unknown>;
+
+function adminAuth(token: string) {
+  return async (ctx: Context, next: Next) => {
+    const m = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'));
+    if (!m || !adminTokenMatches(m[1], token)) throw new ApiError(401, 'Missing or wrong admin token.', 'invalid_request_error', 'invalid_admin_token');
+    const name = ctx.get('x-tollgate-actor');
+    ctx.state.actor = `admin:${/^[A-Za-z0-9_.@-]{1,64}$/.test(name) ? name : 'operator'}`;
+    await next();
+  };
+}
+
+const body = (ctx: Context): Body => {
+  const b = ctx.request.body;
+  if (!b || typeof b !== 'object' || Array.isArray(b)) throw badRequest('The request body must be a JSON object.');
+  return b as Body;
+};
+
+function str(b: Body, name: string, opts: { optional?: boolean; max?: number } = {}): string {
+  const v = b[name];
+  if (v === undefined && opts.optional) return '';
+  if (typeof v !== 'string' || v.length === 0 || v.length > (opts.max ?? 200)) throw badRequest(`'${name}' must be a non-empty string of at most ${opts.max ?? 200} characters.`, name);
+  return v;
+}
+
+function planTerms(b: Body, planId: string): PlanTerms {
+  const models = b.models;
+  if (!Array.isArray(models) || models.length === 0 || !models.every((m) => typeof m === 'string' && m.length > 0)) throw badRequest("'models' must list model ids, or [\"*\"] for all.", 'models');
+  const int = (name: string, min: number) => {
+    const v = b[name];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw badRequest(`'${name}' must be a whole number >= ${min}.`, name);
+    return v;
+  };
+  return { planId, name: str(b, 'name'), quota: int('quota', 0), validityDays: int('validity_days', 1), requestsPerMinute: int('requests_per_minute', 1), models: models as string[] };
+}
+
+function parseTime(v: unknown, name: string): Date {
+  const d = typeof v === 'string' ? new Date(v) : new Date(NaN);
+  if (Number.isNaN(d.getTime())) throw badRequest(`'${name}' must be an ISO 8601 time.`, name);
+  return d;
+}
+
+export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
+  const { ledger } = deps;
+  const r = new Router({ prefix: '/admin/v1' });
+  r.use(adminAuth(adminToken));
+
+  const plans = async () => ledger.db.query(`SELECT plan_id, name, quota, validity_days, requests_per_minute, models, updated_at FROM "${ledger.rmSchema}".plans ORDER BY plan_id`);
+
+  r.get('/plans', async (ctx) => { await ledger.caughtUp(); ctx.body = { object: 'list', data: await plans() }; });
+  r.post('/plans', async (ctx) => {
+    const b = body(ctx);
+    const terms = planTerms(b, requireId(b.plan_id, 'plan_id'));
+    await ledger.definePlan(terms, ctx.state.actor);
+    ctx.status = 201;
+    ctx.body = { object: 'plan', ...terms };
+  });
+  r.put('/plans/:id', async (ctx) => {
+    const terms = planTerms(body(ctx), requireId(ctx.params.id, 'plan_id'));
+    await ledger.updatePlan(terms, ctx.state.actor);
+    ctx.body = { object: 'plan', ...terms };
+  });
+
+  r.post('/accounts', async (ctx) => {
+    const b = body(ctx);
+    const accountId = await ledger.openAccount({ accountId: b.account_id === undefined ? undefined : String(b.account_id), name: str(b, 'name') }, ctx.state.actor);
+    ctx.status = 201;
+    ctx.body = { object: 'account', account_id: accountId };
+  });
+  r.get('/accounts/:id', async (ctx) => {
+    await ledger.caughtUp();
+    const [row] = await ledger.db.query(`SELECT * FROM "${ledger.rmSchema}".accounts WHERE account_id = $1`, [ctx.params.id]);
+    if (!row) throw new ApiError(404, `account ${ctx.params.id} not found`, 'invalid_request_error', 'not_found');
+    ctx.body = { object: 'account', ...row };
+  });
+  r.post('/accounts/:id/subscription', async (ctx) => {
+    const b = body(ctx);
+    const res = await ledger.subscribe(requireId(ctx.params.id, 'account_id'), requireId(b.plan_id, 'plan_id'), ctx.state.actor);
+    ctx.body = { object: 'subscription', event: res.events[0].type, ...res.events[0].data };
+  });
+  r.post('/accounts/:id/extra-tokens', async (ctx) => {
+    const b = body(ctx);
+    const amount = requireTokenAmount(b.amount, 'amount');
+    await ledger.grantExtra(requireId(ctx.params.id, 'account_id'), amount, typeof b.reason === 'string' ? b.reason.slice(0, 500) : '', ctx.state.actor);
+    ctx.body = { object: 'extra_tokens', account_id: ctx.params.id, granted: amount };
+  });
+  r.post('/accounts/:id/keys', async (ctx) => {
+    const b = ctx.request.body && typeof ctx.request.body === 'object' ? ctx.request.body as Body : {};
+    const key = await ledger.issueKey(requireId(ctx.params.id, 'account_id'), typeof b.name === 'string' && b.name ? b.name.slice(0, 200) : 'default', ctx.state.actor);
+    ctx.status = 201;
+    // The only time the secret leaves the gateway.
+    ctx.body = { object: 'api_key', key_id: key.keyId, account_id: ctx.params.id, key: key.secret, masked: maskKey(key.last4) };
+  });
+  r.get('/accounts/:id/keys', async (ctx) => {
+    await ledger.caughtUp();
+    const rows = await ledger.db.query<{ key_id: string; name: string; last4: string; status: string; issued_at: Date; revoked_at: Date | null; last_used_at: Date | null }>(
+      `SELECT key_id, name, last4, status, issued_at, revoked_at, last_used_at FROM "${ledger.rmSchema}".keys WHERE account_id = $1 ORDER BY issued_at`, [ctx.params.id]);
+    ctx.body = { object: 'list', data: rows.map((k) => ({ key_id: k.key_id, name: k.name, masked: maskKey(k.last4), status: k.status, issued_at: k.issued_at, revoked_at: k.revoked_at, last_used_at: k.last_used_at })) };
+  });
+  r.post('/keys/:id/revoke', async (ctx) => {
+    const b = ctx.request.body && typeof ctx.request.body === 'object' ? ctx.request.body as Body : {};
+    await ledger.revokeKey(ctx.params.id, typeof b.reason === 'string' ? b.reason.slice(0, 500) : '', ctx.state.actor);
+    ctx.body = { object: 'api_key', key_id: ctx.params.id, status: 'revoked' };
+  });
+
+  r.get('/models', async (ctx) => {
+    await ledger.caughtUp();
+    ctx.body = { object: 'list', data: await ledger.db.query(`SELECT model_id, alias, multiplier_milli, status, updated_at FROM "${ledger.rmSchema}".models ORDER BY model_id`) };
+  });
+  r.patch('/models/:id', async (ctx) => {
+    const b = body(ctx);
+    const cmd: { modelId: string; multiplierMilli?: number; status?: 'ACTIVE' | 'INACTIVE'; alias?: string | null } = { modelId: ctx.params.id };
+    if (b.multiplier !== undefined) cmd.multiplierMilli = toMilli(b.multiplier as number);
+    if (b.status !== undefined) {
+      if (b.status !== 'ACTIVE' && b.status !== 'INACTIVE') throw badRequest("'status' must be ACTIVE or INACTIVE.", 'status');
+      cmd.status = b.status;
+    }
+    if (b.alias !== undefined) {
+      if (b.alias !== null && (typeof b.alias !== 'string' || !b.alias)) throw badRequest("'alias' must be a string or null.", 'alias');
+      cmd.alias = b.alias as string | null;
+    }
+    const res = await ledger.priceModel(cmd, ctx.state.actor);
+    ctx.body = { object: 'model', ...res.events[0].data };
+  });
+
+  const correction = (b: Body) => ({
+    modelId: str(b, 'model'), from: parseTime(b.from, 'from'), to: parseTime(b.to, 'to'),
+    multiplierMilli: toMilli(b.multiplier as number), reason: typeof b.reason === 'string' ? b.reason.slice(0, 500) : '',
+  });
+  r.post('/corrections', async (ctx) => {
+    const b = body(ctx);
+    const c = correction(b);
+    if (b.dry_run === true) { ctx.body = { object: 'reconciliation', dry_run: true, ...(await dryRunCorrection(ledger, c)) }; return; }
+    const result = await applyCorrection(ledger, c, ctx.state.actor);
+    ctx.body = { object: 'reconciliation', dry_run: false, appended: result.appended, already_applied: result.alreadyApplied, ...result.report };
+  });
+
+  r.get('/accounts/:id/statement', async (ctx) => {
+    const from = parseTime(ctx.query.from, 'from');
+    const to = parseTime(ctx.query.to, 'to');
+    if (from >= to) throw badRequest("'from' must be before 'to'.", 'from');
+    const s = await buildStatement(ledger, requireId(ctx.params.id, 'account_id'), from, to);
+    if (ctx.query.format === 'csv') { ctx.type = 'text/csv; charset=utf-8'; ctx.body = statementCsv(s); }
+    else ctx.body = { object: 'statement', ...s };
+  });
+
+  r.post('/verify', async (ctx) => { ctx.body = { object: 'verification', ...(await verifyLedger(ledger)) }; });
+  r.post('/sweep', async (ctx) => { ctx.body = { object: 'sweep', released: await sweepExpiredHolds(ledger) }; });
+  r.get('/events', async (ctx) => {
+    // NDJSON for an outside auditor, streamed page by page.
+    const { PassThrough } = await import('node:stream');
+    const out = new PassThrough();
+    ctx.type = 'application/x-ndjson';
+    ctx.body = out;
+    void (async () => {
+      let position = Number(ctx.query.after ?? 0) || 0;
+      for (;;) {
+        const page = await ledger.store.readAll(position, 5000);
+        if (page.length === 0) break;
+        out.write(page.map((e) => JSON.stringify(e)).join('\n') + '\n');
+        position = page[page.length - 1].position;
+      }
+      out.end();
+    })().catch((e) => out.destroy(e));
+  });
+  r.post('/rebuild', async (ctx) => {
+    // Progress as NDJSON lines; the old tables answer reads until the swap.
+    const { PassThrough } = await import('node:stream');
+    const out = new PassThrough();
+    ctx.type = 'application/x-ndjson';
+    ctx.body = out;
+    void rebuildReadModels(ledger.db, ledger.store, ledger.rmSchema, { onProgress: (p) => out.write(JSON.stringify({ type: 'progress', ...p }) + '\n') })
+      .then((done) => { out.end(JSON.stringify({ type: 'done', ...done }) + '\n'); })
+      .catch((e) => { out.end(JSON.stringify({ type: 'error', message: (e as Error).message }) + '\n'); });
+  });
+  return r;
+}

@@ -1,0 +1,30 @@
+// POST /v1/responses: the OpenAI Responses dialect (Codex CLI, the openai SDK's responses.create).
+// Stateless: nothing is stored, so the caller sends the whole conversation each time (Codex does,
+// with store: false). Metering is the shared chat core's; errors keep the OpenAI shape.
+import type { Context } from 'koa';
+import type { GatewayDeps } from '../gateway/deps.ts';
+import { validateBody } from '../http/validate.ts';
+import { prepareChat } from '../gateway/chat-call.ts';
+import { openSse } from '../gateway/sse.ts';
+import { setBillingHeaders } from '../gateway/billing-headers.ts';
+import { completedResponse, newId, responsesStreamRenderer, toCanonical, type ResponseShell, type ResponsesBody } from '../gateway/responses-dialect.ts';
+
+export function responses(deps: GatewayDeps) {
+  return async (ctx: Context) => {
+    const body = validateBody<ResponsesBody>('responses', ctx.request.body);
+    const canonical = toCanonical(body);
+    const prepared = await prepareChat(deps, ctx, {
+      api: 'responses', model: body.model, messages: canonical.messages, tools: canonical.tools, toolChoice: canonical.toolChoice,
+      maxTokens: body.max_output_tokens ?? undefined, reasoningEffort: canonical.reasoningEffort, params: canonical.params,
+    });
+    const shell: ResponseShell = { id: newId('resp'), createdAt: Math.floor(Date.now() / 1000), model: prepared.model.id, body, reasoningEffort: canonical.reasoningEffort };
+    if (!body.stream) {
+      const { outcome } = await prepared.complete();
+      ctx.body = completedResponse(shell, outcome);
+      return;
+    }
+    const sse = openSse(ctx);
+    setBillingHeaders(ctx, 0, await deps.metering.remaining(ctx.state.auth.accountId));
+    prepared.stream(sse, responsesStreamRenderer(sse, shell));
+  };
+}

@@ -1,0 +1,126 @@
+// Small helpers for gateway tests over real HTTP: calls with a key, accounts set up through the
+// ledger, and what the ledger holds for an account (charges, holds, the accounts read model).
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { RunningGateway } from '../../src/server.ts';
+import type { StoredEvent } from '../../src/eventstore/port.ts';
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The parsed JSON body, or null when the body is not JSON. */
+  json: any;
+}
+
+export interface CallOptions {
+  method?: string;
+  key?: string | null;
+  body?: unknown;
+  /** Sent as is (no JSON encoding, no content-type unless given in headers). */
+  raw?: string;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** One request to the gateway; `path` is relative to the origin (e.g. /v1/chat/completions). */
+export async function call(gw: { url: string }, path: string, opts: CallOptions = {}): Promise<Reply> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+  let body: string | undefined;
+  if (opts.raw !== undefined) body = opts.raw;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(gw.url + path, { method: opts.method ?? (body === undefined ? 'GET' : 'POST'), headers, body, signal: opts.signal });
+  const text = await res.text();
+  let json: unknown = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+export const chat = (gw: { url: string }, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  call(gw, '/v1/chat/completions', { key, body, headers });
+
+export const userMessage = (content: string) => [{ role: 'user', content }];
+
+export interface TestAccount { accountId: string; planId: string; keyId: string; key: string }
+
+/** A plan of its own, an account subscribed to it and a key, straight through the ledger. */
+export async function openAccount(gw: RunningGateway, terms: {
+  quota: number; requestsPerMinute?: number; models?: string[]; validityDays?: number; subscribedAt?: Date; extra?: number;
+}): Promise<TestAccount> {
+  const id = randomBytes(5).toString('hex');
+  const planId = `plan_${id}`;
+  await gw.ledger.definePlan({
+    planId, name: `Plan ${id}`, quota: terms.quota, validityDays: terms.validityDays ?? 30,
+    requestsPerMinute: terms.requestsPerMinute ?? 10_000, models: terms.models ?? ['*'],
+  }, 'admin:test');
+  const accountId = await gw.ledger.openAccount({ accountId: `acct_${id}`, name: `Account ${id}` }, 'admin:test');
+  await gw.ledger.subscribe(accountId, planId, 'admin:test', terms.subscribedAt ?? new Date());
+  if (terms.extra) await gw.ledger.grantExtra(accountId, terms.extra, 'test top-up', 'admin:test');
+  const key = await gw.ledger.issueKey(accountId, 'test key', 'admin:test');
+  await gw.ledger.caughtUp();
+  return { accountId, planId, keyId: key.keyId, key: key.secret };
+}
+
+export interface AccountRowView { quota_total: number; quota_used: number; reserved: number; open_holds: number; extra_granted: number; extra_used: number }
+
+export interface LedgerView {
+  events: StoredEvent[];
+  chatCharges: StoredEvent[];
+  imageCharges: StoredEvent[];
+  reservations: StoredEvent[];
+  releases: StoredEvent[];
+  /** Sum of `billed` over the account's chat and image charges. */
+  billed: number;
+  row: AccountRowView;
+  /** Rows left in the holds read model for the account. */
+  openHoldRows: number;
+}
+
+/** Everything the ledger says about one account, after the read models caught up. */
+export async function ledgerView(gw: RunningGateway, accountId: string): Promise<LedgerView> {
+  await gw.ledger.caughtUp();
+  const events = (await gw.ledger.store.readAll(0, 100_000)).filter((e) => e.data.accountId === accountId);
+  const of = (type: string) => events.filter((e) => e.type === type);
+  const chatCharges = of('ChatCharged');
+  const imageCharges = of('ImageCharged');
+  const [row] = await gw.db.query<Record<string, unknown>>(
+    `SELECT quota_total, quota_used, reserved, open_holds, extra_granted, extra_used FROM "${gw.ledger.rmSchema}".accounts WHERE account_id = $1`, [accountId]);
+  const [holds] = await gw.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${gw.ledger.rmSchema}".holds WHERE account_id = $1`, [accountId]);
+  return {
+    events, chatCharges, imageCharges, reservations: of('QuotaReserved'), releases: of('ReservationReleased'),
+    billed: [...chatCharges, ...imageCharges].reduce((sum, e) => sum + Number(e.data.billed), 0),
+    row: Object.fromEntries(Object.entries(row ?? {}).map(([k, v]) => [k, Number(v)])) as unknown as AccountRowView,
+    openHoldRows: Number(holds?.n ?? 0),
+  };
+}
+
+/** Waits (bounded) until `check` passes; returns its last value. */
+export async function eventually<T>(fn: () => Promise<T>, check: (v: T) => boolean, timeoutMs = 5000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (check(v) || Date.now() > until) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Writes a models config to a temp file and returns its path (for startTestGateway's modelsConfig). */
+export function writeModelsConfig(config: { providers: Record<string, unknown>; models: Record<string, { provider: string; upstreamModel: string }> }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-models-'));
+  const path = join(dir, 'models.json');
+  writeFileSync(path, JSON.stringify(config));
+  return path;
+}
+
+/** Reads an SSE response body: every `data:` payload (JSON parsed, except [DONE]). */
+export async function readSse(res: Response): Promise<unknown[]> {
+  const text = await res.text();
+  return text.split('\n\n').map((block) => block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n'))
+    .filter(Boolean).map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
+}
