@@ -125,9 +125,11 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
     await ledger.caughtUp();
     ctx.body = { object: 'list', data: await ledger.db.query(`SELECT model_id, alias, multiplier_milli, status, updated_at FROM "${ledger.rmSchema}".models ORDER BY model_id`) };
   });
-  r.patch('/models/:id', async (ctx) => {
+  // Model ids may contain '/', e.g. cx/gen-6-terra.
+  r.patch('/models/*id', async (ctx) => {
+    const modelId = ([] as string[]).concat(ctx.params.id as unknown as string[]).join('/');
     const b = body(ctx);
-    const cmd: { modelId: string; multiplierMilli?: number; status?: 'ACTIVE' | 'INACTIVE'; alias?: string | null } = { modelId: ctx.params.id };
+    const cmd: { modelId: string; multiplierMilli?: number; status?: 'ACTIVE' | 'INACTIVE'; alias?: string | null } = { modelId };
     if (b.multiplier !== undefined) cmd.multiplierMilli = toMilli(b.multiplier as number);
     if (b.status !== undefined) {
       if (b.status !== 'ACTIVE' && b.status !== 'INACTIVE') throw badRequest("'status' must be ACTIVE or INACTIVE.", 'status');
