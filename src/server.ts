@@ -46,8 +46,8 @@ export async function startGateway(settings: Settings, log: Logger = pino({ leve
   await ledger.seedModels();
   await ledger.caughtUp();
   const routes = buildRoutes(loadModelsConfig(settings.modelsConfig));
-  const catalog = await createModelCatalog({ db, store: ledger.store, rmSchema: ledger.rmSchema, routes });
-  const keys = await createKeyDirectory({ db, store: ledger.store, rmSchema: ledger.rmSchema, waitForProjections: ledger.runner ? () => ledger.runner!.caughtUp() : undefined });
+  const catalog = await createModelCatalog({ db, store: ledger.store, rmSchema: ledger.rmSchema, routes, localEvents: ledger.appended });
+  const keys = await createKeyDirectory({ db, store: ledger.store, rmSchema: ledger.rmSchema, localEvents: ledger.appended, waitForProjections: ledger.runner ? () => ledger.runner!.caughtUp() : undefined });
   warmTokenizer();
   warmValidators(['chat-completions', 'images']);
 

@@ -1,7 +1,8 @@
 // The price list in memory: loaded from the models read model, then kept current from
 // ModelPriced events, so a price change is in force in every process as soon as it is appended.
 import type { Database } from '../eventstore/db.ts';
-import type { EventStore, Subscription } from '../eventstore/port.ts';
+import type { EventEmitter } from 'node:events';
+import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
 import type { Route } from './models-config.ts';
 
 export interface CatalogModel {
@@ -12,7 +13,7 @@ export interface CatalogModel {
   pricedAt: string;
 }
 
-export async function createModelCatalog(opts: { db: Database; store: EventStore; rmSchema: string; routes: Map<string, Route> }) {
+export async function createModelCatalog(opts: { db: Database; store: EventStore; rmSchema: string; routes: Map<string, Route>; localEvents?: EventEmitter }) {
   const byId = new Map<string, CatalogModel>();
   const byAlias = new Map<string, string>();
 
@@ -23,14 +24,17 @@ export async function createModelCatalog(opts: { db: Database; store: EventStore
     if (m.alias) byAlias.set(m.alias, m.id);
   };
 
-  const head = await opts.store.headPosition();
-  const subscription: Subscription = opts.store.subscribe(head, async (events) => {
+  const apply = (events: StoredEvent[]) => {
     for (const e of events) {
       if (e.type !== 'ModelPriced') continue;
       const d = e.data as { modelId: string; alias: string | null; multiplierMilli: number; status: 'ACTIVE' | 'INACTIVE' };
       put({ id: d.modelId, alias: d.alias, multiplierMilli: d.multiplierMilli, status: d.status, pricedAt: e.timestamp });
     }
-  });
+  };
+  // A price set by this process is in force before the call that set it returns.
+  opts.localEvents?.on('events', apply);
+  const head = await opts.store.headPosition();
+  const subscription: Subscription = opts.store.subscribe(head, async (events) => apply(events));
   await reload();
 
   async function reload() {
@@ -56,7 +60,7 @@ export async function createModelCatalog(opts: { db: Database; store: EventStore
       return [...byId.values()].filter((m) => m.status === 'ACTIVE' && opts.routes.has(m.id)).sort((a, b) => a.id.localeCompare(b.id));
     },
     reload,
-    close: () => subscription.close(),
+    close: () => { opts.localEvents?.off('events', apply); return subscription.close(); },
   };
 }
 

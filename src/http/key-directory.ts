@@ -1,23 +1,28 @@
 // Resolves an API key secret to its key and account. Hits are cached in memory; revocations
 // arrive as events (LISTEN/NOTIFY on PostgreSQL), so every process refuses a revoked key at once.
 import type { Database } from '../eventstore/db.ts';
-import type { EventStore, Subscription } from '../eventstore/port.ts';
+import type { EventEmitter } from 'node:events';
+import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
 import { hashKey } from '../ledger/keys.ts';
 
 export interface KeyRecord { keyId: string; accountId: string; status: 'active' | 'revoked' }
 
-export async function createKeyDirectory(opts: { db: Database; store: EventStore; rmSchema: string; waitForProjections?: () => Promise<void> }) {
+export async function createKeyDirectory(opts: { db: Database; store: EventStore; rmSchema: string; waitForProjections?: () => Promise<void>; localEvents?: EventEmitter }) {
   const byHash = new Map<string, KeyRecord>();
   const revoked = new Set<string>();
 
-  const subscription: Subscription = opts.store.subscribe(await opts.store.headPosition(), async (events) => {
+  const apply = (events: StoredEvent[]) => {
     for (const e of events) {
       if (e.type === 'KeyRevoked') {
         revoked.add(String(e.data.keyId));
         for (const rec of byHash.values()) if (rec.keyId === e.data.keyId) rec.status = 'revoked';
       }
     }
-  });
+  };
+  // Revocations made by this process apply before the revoking call returns; others' within
+  // one notification round trip.
+  opts.localEvents?.on('events', apply);
+  const subscription: Subscription = opts.store.subscribe(await opts.store.headPosition(), async (events) => apply(events));
 
   async function fromReadModel(hash: string): Promise<KeyRecord | null> {
     const rows = await opts.db.query<{ key_id: string; account_id: string; status: 'active' | 'revoked' }>(
@@ -45,7 +50,7 @@ export async function createKeyDirectory(opts: { db: Database; store: EventStore
       if (!rec || rec.status !== 'active' || revoked.has(rec.keyId)) return null;
       return rec;
     },
-    close: () => subscription.close(),
+    close: () => { opts.localEvents?.off('events', apply); return subscription.close(); },
   };
 }
 

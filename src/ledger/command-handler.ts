@@ -26,6 +26,8 @@ export interface CommandHandlerOptions {
   append?: (request: AppendRequest) => Promise<AppendResult>;
   cacheSize?: number;
   maxRetries?: number;
+  /** Told of every event this process appended, as soon as the append commits. */
+  onAppended?: (events: StoredEvent[]) => void;
 }
 
 export function createCommandHandler(opts: CommandHandlerOptions) {
@@ -74,10 +76,9 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         });
         remember(stream, { revision: result.revision, state: next });
         const timestamp = new Date().toISOString();
-        return {
-          state: next, revision: result.revision, lastPosition: result.lastPosition,
-          events: events.map((e, i) => ({ id: ids[i], type: e.type, stream, revision: current.revision + 1 + i, position: result.firstPosition + i, timestamp, data: e.data as never, metadata, prevHash: '', hash: '' })),
-        };
+        const stored = events.map((e, i) => ({ id: ids[i], type: e.type, stream, revision: current.revision + 1 + i, position: result.firstPosition + i, timestamp, data: e.data as never, metadata, prevHash: '', hash: '' }));
+        opts.onAppended?.(stored);
+        return { state: next, revision: result.revision, lastPosition: result.lastPosition, events: stored };
       } catch (err) {
         cache.delete(stream);
         if (!(err instanceof WrongExpectedRevisionError) || attempt >= maxRetries) throw err;

@@ -1,6 +1,7 @@
 // The ledger as the rest of the application sees it: commands that append events, and the
 // read models they feed. Every write goes through a pure decider; nothing is updated in place.
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import type { Database } from '../eventstore/db.ts';
 import type { EventMetadata, EventStore } from '../eventstore/port.ts';
 import { createPostgresEventStore } from '../eventstore/postgres.ts';
@@ -43,7 +44,11 @@ export async function openLedger(opts: LedgerOptions) {
   const rmSchema = `${schema}_rm`;
   const store = opts.store ?? await createPostgresEventStore(opts.db, { schema, validate: validateEvent });
   const committer = createGroupCommitter(store);
-  const handler: CommandHandler = createCommandHandler({ store, append: committer.append });
+  // In-process listeners (caches) hear of this process's own appends at once; other processes'
+  // appends reach them through the store's subscription.
+  const appended = new EventEmitter();
+  appended.setMaxListeners(0);
+  const handler: CommandHandler = createCommandHandler({ store, append: committer.append, onAppended: (events) => appended.emit('events', events) });
   await ensureReadModels(opts.db, rmSchema);
   const runner: ProjectionRunner | null = opts.projections === false ? null : await startProjectionRunner({ db: opts.db, store, schema: rmSchema });
 
@@ -58,6 +63,8 @@ export async function openLedger(opts: LedgerOptions) {
 
   const ledger = {
     db: opts.db, store, schema, rmSchema, handler, runner, committer,
+    /** Subscribe with `appended.on('events', (events: StoredEvent[]) => ...)`. */
+    appended,
 
     async definePlan(terms: PlanTerms, actor: string) {
       requireId(terms.planId, 'plan_id');
