@@ -4,27 +4,37 @@ import type { Database } from '../src/eventstore/db.ts';
 import type { EventStore } from '../src/eventstore/port.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import { applyEvents, ensureReadModels } from './runner.ts';
-import { normaliseRow, q } from './store.ts';
+import { finishDdl, normaliseRow, q, RowMemory } from './store.ts';
 
 export interface RebuildProgress { position: number; head: number; events: number; elapsedMs: number }
 
 /** Replays all events into `target` (dropped first). Returns the position reached. */
 export async function replayInto(db: Database, store: EventStore, target: string, opts: { batchSize?: number; onProgress?: (p: RebuildProgress) => void } = {}): Promise<number> {
   await db.exec(`DROP SCHEMA IF EXISTS "${target}" CASCADE`);
-  await ensureReadModels(db, target);
+  // Nobody reads the target before the swap and a crash restarts the rebuild from zero, so it is
+  // loaded as UNLOGGED tables without secondary indexes, then made durable and indexed once.
+  await ensureReadModels(db, target, ALL_PROJECTIONS, { bulk: true });
   const started = Date.now();
   const batchSize = opts.batchSize ?? 10_000;
   let position = 0;
   let count = 0;
   let head = await store.headPosition();
+  // Only this replay writes the target: it remembers what it wrote instead of reading it back.
+  const memory = new RowMemory();
+  // The next page is read while this one is applied (on PostgreSQL another connection serves it).
+  let next = store.readAll(position, batchSize);
   for (;;) {
-    const events = await store.readAll(position, batchSize);
+    const events = await next;
     if (events.length === 0) break;
-    position = await applyEvents(db, target, events, position);
+    next = store.readAll(events[events.length - 1].position, batchSize);
+    position = await applyEvents(db, target, events, position, ALL_PROJECTIONS, memory);
     count += events.length;
     if (position >= head) head = await store.headPosition();
     opts.onProgress?.({ position, head, events: count, elapsedMs: Date.now() - started });
   }
+  await db.transaction(async (tx) => {
+    for (const stmt of finishDdl(target, ALL_PROJECTIONS)) await tx.query(stmt);
+  });
   return position;
 }
 

@@ -6,7 +6,7 @@ import type { Database, Queryable } from '../src/eventstore/db.ts';
 import type { EventStore, StoredEvent, Subscription } from '../src/eventstore/port.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import type { RowProjection } from './row-projection.ts';
-import { applyBatch, projectionDdl, q } from './store.ts';
+import { applyBatch, projectionDdl, q, type DdlOptions, type RowMemory } from './store.ts';
 
 export class CheckpointMovedError extends Error {
   constructor(readonly actual: number) {
@@ -14,10 +14,10 @@ export class CheckpointMovedError extends Error {
   }
 }
 
-export async function ensureReadModels(db: Database, schema: string, projections: RowProjection[] = ALL_PROJECTIONS): Promise<void> {
+export async function ensureReadModels(db: Database, schema: string, projections: RowProjection[] = ALL_PROJECTIONS, opts: DdlOptions = {}): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [schema]);
-    for (const stmt of projectionDdl(schema, projections)) await tx.query(stmt);
+    for (const stmt of projectionDdl(schema, projections, opts)) await tx.query(stmt);
   });
 }
 
@@ -26,13 +26,21 @@ export async function readCheckpoint(db: Database, schema: string): Promise<numb
   return Number(rows[0]?.position ?? 0);
 }
 
-/** Applies events (which must follow `expectedPosition`) to every projection in one transaction. */
-export async function applyEvents(db: Database, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS): Promise<number> {
-  return db.transaction((tx) => applyEventsIn(tx, schema, events, expectedPosition, projections));
+/**
+ * Applies events (which must follow `expectedPosition`) to every projection in one transaction.
+ * `memory` is for a replay into a schema of its own (see RowMemory); it is cleared if the batch fails.
+ */
+export async function applyEvents(db: Database, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: RowMemory): Promise<number> {
+  try {
+    return await db.transaction((tx) => applyEventsIn(tx, schema, events, expectedPosition, projections, memory));
+  } catch (err) {
+    memory?.clear();
+    throw err;
+  }
 }
 
 /** The same, inside a transaction the caller owns. */
-export async function applyEventsIn(tx: Queryable, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS): Promise<number> {
+export async function applyEventsIn(tx: Queryable, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: RowMemory): Promise<number> {
   const [cp] = await tx.query<{ position: number }>(`SELECT position FROM ${q(schema, 'checkpoint')} WHERE name = 'main' FOR UPDATE`);
   // No row: the schema was swapped by a rebuild while we waited; retry on the new one.
   if (!cp) throw new CheckpointMovedError(expectedPosition);
@@ -40,7 +48,7 @@ export async function applyEventsIn(tx: Queryable, schema: string, events: Store
   if (events.length === 0) return expectedPosition;
   const last = events[events.length - 1].position;
   const fresh = events.filter((e) => e.position > expectedPosition);
-  for (const p of projections) await applyBatch(tx, schema, p, fresh);
+  for (const p of projections) await applyBatch(tx, schema, p, fresh, memory);
   await tx.query(`UPDATE ${q(schema, 'checkpoint')} SET position = $1, updated_at = now() WHERE name = 'main'`, [last]);
   return last;
 }

@@ -5,54 +5,226 @@ import type { Row, RowProjection } from './row-projection.ts';
 
 export const q = (schema: string, table: string) => `"${schema}"."${table}"`;
 
-export function projectionDdl(schema: string, projections: RowProjection[]): string[] {
+export interface DdlOptions {
+  /**
+   * For a rebuild into a fresh schema: UNLOGGED tables (no WAL for rows rewritten many times over)
+   * and no secondary indexes; finishDdl() then makes the tables durable and builds the indexes once.
+   */
+  bulk?: boolean;
+}
+
+export function projectionDdl(schema: string, projections: RowProjection[], opts: DdlOptions = {}): string[] {
+  const table = opts.bulk ? 'UNLOGGED TABLE' : 'TABLE';
   const out = [
     `CREATE SCHEMA IF NOT EXISTS "${schema}"`,
-    `CREATE TABLE IF NOT EXISTS ${q(schema, 'checkpoint')} (name text PRIMARY KEY, position bigint NOT NULL, updated_at timestamptz NOT NULL)`,
+    `CREATE ${table} IF NOT EXISTS ${q(schema, 'checkpoint')} (name text PRIMARY KEY, position bigint NOT NULL, updated_at timestamptz NOT NULL)`,
     `INSERT INTO ${q(schema, 'checkpoint')} VALUES ('main', 0, now()) ON CONFLICT DO NOTHING`,
   ];
   for (const p of projections) {
-    out.push(`CREATE TABLE IF NOT EXISTS ${q(schema, p.table)} (key text PRIMARY KEY, ${p.columns})`);
-    for (const cols of p.indexes ?? []) {
-      const name = `${p.table}_${cols.replace(/[^a-z0-9]+/g, '_')}_idx`;
-      out.push(`CREATE INDEX IF NOT EXISTS "${name}" ON ${q(schema, p.table)} (${cols})`);
-    }
+    out.push(`CREATE ${table} IF NOT EXISTS ${q(schema, p.table)} (key text PRIMARY KEY, ${p.columns})`);
+    if (!opts.bulk) out.push(...indexDdl(schema, p));
   }
   return out;
 }
 
+function indexDdl(schema: string, p: RowProjection): string[] {
+  return (p.indexes ?? []).map((cols) => {
+    const name = `${p.table}_${cols.replace(/[^a-z0-9]+/g, '_')}_idx`;
+    return `CREATE INDEX IF NOT EXISTS "${name}" ON ${q(schema, p.table)} (${cols})`;
+  });
+}
+
+/** After a bulk load: make every table durable (one sequential rewrite each), then build the indexes. */
+export function finishDdl(schema: string, projections: RowProjection[]): string[] {
+  return [
+    `ALTER TABLE ${q(schema, 'checkpoint')} SET LOGGED`,
+    ...projections.map((p) => `ALTER TABLE ${q(schema, p.table)} SET LOGGED`),
+    ...projections.flatMap((p) => indexDdl(schema, p)),
+  ];
+}
+
 /** Applies a batch of events to one projection: load touched rows, fold, write changes. */
-export async function applyBatch(tx: Queryable, schema: string, p: RowProjection, events: StoredEvent[]): Promise<void> {
-  const relevant = events.filter((e) => p.handles.has(e.type));
+export async function applyBatch(tx: Queryable, schema: string, p: RowProjection, events: StoredEvent[], memory?: RowMemory): Promise<void> {
+  const relevant: StoredEvent[] = [];
+  const keysOf: string[][] = [];
+  for (const e of events) {
+    if (!p.handles.has(e.type)) continue;
+    relevant.push(e);
+    keysOf.push(p.keysOf(e));
+  }
   if (relevant.length === 0) return;
-  const touched = new Set<string>();
-  for (const e of relevant) for (const k of p.keysOf(e)) touched.add(k);
 
-  const rows = new Map<string, Row | null>();
-  const existing = await tx.query<Row>(`SELECT * FROM ${q(schema, p.table)} WHERE key = ANY($1::text[])`, [[...touched]]);
-  for (const r of existing) rows.set(r.key as string, normalise(r));
+  // The touched rows as they stand before the batch (only those that exist), each read once.
+  const before = new Map<string, Row>();
+  const known = memory ? await memory.table(tx, schema, p.table) : null;
+  const toRead: string[] = [];
+  for (const key of new Set(keysOf.flat())) {
+    const row = known?.get(key);
+    if (row) before.set(key, row);
+    else if (row === undefined) toRead.push(key);
+  }
+  if (toRead.length > 0) {
+    const existing = await tx.query<Row>(`SELECT * FROM ${q(schema, p.table)} WHERE key = ANY($1::text[])`, [toRead]);
+    for (const r of existing) before.set(r.key as string, normalise(r));
+  }
 
-  for (const e of relevant) {
-    for (const key of p.keysOf(e)) {
-      rows.set(key, p.evolve((rows.get(key) ?? undefined) as never, e, key));
+  const rows = new Map<string, Row | null>(before);
+  for (let i = 0; i < relevant.length; i++) {
+    for (const key of keysOf[i]) {
+      rows.set(key, p.evolve((rows.get(key) ?? undefined) as never, relevant[i], key));
     }
   }
 
-  const upserts: Row[] = [];
+  const changed: Row[] = [];
+  const added: Row[] = [];
   const deletes: string[] = [];
   for (const [key, row] of rows) {
-    if (row === null) deletes.push(key);
-    else upserts.push({ ...row, key });
+    if (row === null) {
+      // A row that never existed needs no DELETE.
+      if (before.has(key)) deletes.push(key);
+      continue;
+    }
+    // evolve() hands back the very row it was given when nothing changed: nothing to write.
+    if (row === before.get(key)) continue;
+    // Key first when row lacks it: V8 builds {...row, key} on a slow path then.
+    const out = row.key === key ? row : Object.hasOwn(row, 'key') ? { ...row, key } : { key, ...row };
+    // A replay knows which keys are new to its private target: those are plain inserts.
+    (known && !before.has(key) ? added : changed).push(out);
   }
   if (deletes.length) await tx.query(`DELETE FROM ${q(schema, p.table)} WHERE key = ANY($1::text[])`, [deletes]);
-  if (upserts.length) {
-    const cols = Object.keys(upserts[0]).filter((c) => c !== 'key');
+  // json, not jsonb: the rows are parsed once, straight into the record.
+  const source = `SELECT * FROM json_populate_recordset(NULL::${q(schema, p.table)}, $1::json)`;
+  if (added.length) await tx.query(`INSERT INTO ${q(schema, p.table)} ${source}`, [JSON.stringify(added)]);
+  if (changed.length) {
+    const cols = Object.keys(changed[0]).filter((c) => c !== 'key');
     await tx.query(
-      `INSERT INTO ${q(schema, p.table)} SELECT * FROM jsonb_populate_recordset(NULL::${q(schema, p.table)}, $1::jsonb)
-       ON CONFLICT (key) DO UPDATE SET ${cols.map((c) => `"${c}" = excluded."${c}"`).join(', ')}`,
-      [JSON.stringify(upserts)],
+      `INSERT INTO ${q(schema, p.table)} ${source} ON CONFLICT (key) DO UPDATE SET ${cols.map((c) => `"${c}" = excluded."${c}"`).join(', ')}`,
+      [JSON.stringify(changed)],
     );
   }
+  if (known) {
+    for (const key of deletes) known.forget(key);
+    for (const row of added) known.remember(row.key as string, row);
+    for (const row of changed) known.remember(row.key as string, row);
+  }
+}
+
+/**
+ * What a replay into a schema nobody else writes (a rebuild target before its swap) knows about
+ * the rows it wrote, so it need not read them back: which keys exist, and the latest value of the
+ * most recently written rows. A row comes out exactly as a SELECT would have returned it (the
+ * value is put through what writing it as JSON and reading it back does to each column type);
+ * rows with a column type it does not model are read from the table. Bounded: past `maxKeys`
+ * keys a table stops tracking existence and reads every key it does not hold.
+ */
+export class RowMemory {
+  private tables = new Map<string, TableMemory>();
+  constructor(private readonly opts: { maxRows?: number; maxKeys?: number } = {}) {}
+
+  async table(tx: Queryable, schema: string, table: string): Promise<TableMemory> {
+    let t = this.tables.get(table);
+    if (!t) {
+      const cols = await tx.query<{ name: string; type: string }>(
+        `SELECT a.attname AS name, t.typname AS type FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+         WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, [q(schema, table)]);
+      t = new TableMemory(cols, this.opts.maxRows ?? 50_000, this.opts.maxKeys ?? 1_000_000);
+      this.tables.set(table, t);
+    }
+    return t;
+  }
+
+  /** Forgets everything (after a failed batch, whose writes were rolled back). */
+  clear(): void {
+    this.tables.clear();
+  }
+}
+
+const NOT_MODELLED = Symbol('not modelled');
+type Column = { name: string; stored: (v: unknown) => unknown };
+
+export class TableMemory {
+  // Two generations approximate "most recently written": a hit in the old one moves the row to the
+  // young one; when the young one is full, it becomes the old one and the old one is dropped.
+  private young = new Map<string, Row>();
+  private old = new Map<string, Row>();
+  private keys: Set<string> | null = new Set();
+  private columns: Column[] | null;
+
+  constructor(cols: Array<{ name: string; type: string }>, private readonly maxRows: number, private readonly maxKeys: number) {
+    const modelled = cols.map((c) => ({ name: c.name, stored: STORED[c.type] }));
+    this.columns = modelled.every((c) => c.stored) ? (modelled as Column[]) : null;
+  }
+
+  /** The row as the table holds it, null if there is none, undefined if unknown here. */
+  get(key: string): Row | null | undefined {
+    let written = this.young.get(key);
+    if (!written && (written = this.old.get(key))) this.keep(key, written);
+    if (written) {
+      const row = this.asStored(written);
+      if (row) return row;
+      this.young.delete(key);
+      return undefined;
+    }
+    return this.keys && !this.keys.has(key) ? null : undefined;
+  }
+
+  remember(key: string, row: Row): void {
+    if (this.keys) {
+      this.keys.add(key);
+      if (this.keys.size > this.maxKeys) this.keys = null;
+    }
+    if (this.columns) this.keep(key, row);
+  }
+
+  forget(key: string): void {
+    this.young.delete(key);
+    this.old.delete(key);
+    this.keys?.delete(key);
+  }
+
+  private keep(key: string, row: Row): void {
+    this.old.delete(key);
+    this.young.set(key, row);
+    if (this.young.size >= this.maxRows / 2) {
+      this.old = this.young;
+      this.young = new Map();
+    }
+  }
+
+  // Written as JSON through json_populate_recordset, read back by the driver and normaliseRow().
+  private asStored(written: Row): Row | null {
+    const out: Row = {};
+    for (const c of this.columns!) {
+      const v = c.stored(written[c.name]);
+      if (v === NOT_MODELLED) return null;
+      out[c.name] = v;
+    }
+    return out;
+  }
+}
+
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/;
+const nullOr = (f: (v: unknown) => unknown) => (v: unknown) => (v === null || v === undefined ? null : f(v));
+const STORED: Record<string, ((v: unknown) => unknown) | undefined> = {
+  text: nullOr((v) => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? JSON.stringify(v) : NOT_MODELLED)),
+  int8: nullOr((v) => (Number.isSafeInteger(v) ? (v as number) + 0 : NOT_MODELLED)),
+  int4: nullOr((v) => (Number.isSafeInteger(v) ? (v as number) + 0 : NOT_MODELLED)),
+  bool: nullOr((v) => (typeof v === 'boolean' ? v : NOT_MODELLED)),
+  timestamptz: nullOr((v) => (typeof v === 'string' && ISO_INSTANT.test(v) ? new Date(v).toISOString() : NOT_MODELLED)),
+  jsonb: (v) => {
+    const text = JSON.stringify(v);
+    return text === undefined ? null : jsonbOrder(JSON.parse(text));
+  },
+};
+
+// jsonb keeps object keys sorted by byte length, then bytes; JSON.parse keeps that order.
+function jsonbOrder(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(jsonbOrder);
+  if (v === null || typeof v !== 'object') return v;
+  const keys = Object.keys(v).sort((a, b) => Buffer.byteLength(a) - Buffer.byteLength(b) || Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  const out: Record<string, unknown> = {};
+  for (const k of keys) out[k] = jsonbOrder((v as Record<string, unknown>)[k]);
+  return out;
 }
 
 // Timestamps come back as Date; rows compare and fold as ISO strings.

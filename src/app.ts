@@ -16,6 +16,9 @@ import { responses } from './routes/responses.ts';
 import { images } from './routes/images.ts';
 import { listModels, subscription, usage } from './routes/account.ts';
 import { adminRouter } from './routes/admin.ts';
+import { webRoutes } from './routes/web.ts';
+import { metricsEndpoint, readiness } from './gateway/health.ts';
+import type { Metrics } from './gateway/metrics.ts';
 
 const BODY_LIMIT = '25mb';
 
@@ -45,7 +48,7 @@ function rateLimit(deps: GatewayDeps) {
   };
 }
 
-export function createApp(deps: GatewayDeps, opts: { adminToken?: string } = {}): Koa {
+export function createApp(deps: GatewayDeps, opts: { adminToken?: string; metrics?: Metrics } = {}): Koa {
   const app = new Koa({ proxy: process.env.TOLLGATE_TRUST_PROXY === '1' });
   const v1 = new Router({ prefix: '/v1' });
   const auth = requireApiKey(deps.keys);
@@ -63,6 +66,8 @@ export function createApp(deps: GatewayDeps, opts: { adminToken?: string } = {})
 
   const site = new Router();
   site.get('/healthz', (ctx) => { ctx.body = { status: 'ok' }; });
+  site.get('/readyz', readiness(deps.ledger));
+  if (opts.metrics) site.get('/metrics', metricsEndpoint(deps.ledger, opts.metrics));
   site.head('/', (ctx) => { ctx.status = 200; });
   site.get('/', (ctx) => { ctx.body = { name: 'tollgate', base_url: deps.baseUrl(ctx), docs: 'See README.md' }; });
   for (const file of ['setup.sh', 'setup.ps1']) {
@@ -73,6 +78,7 @@ export function createApp(deps: GatewayDeps, opts: { adminToken?: string } = {})
   }
 
   app.use(requestId);
+  if (opts.metrics) app.use(opts.metrics.middleware);
   app.use(accessLog(deps.log));
   app.use(errorHandler);
   app.use(requireContentType);
@@ -90,6 +96,7 @@ export function createApp(deps: GatewayDeps, opts: { adminToken?: string } = {})
   app.use(v1.allowedMethods({ throw: true }));
   app.use(site.routes());
   app.use(site.allowedMethods({ throw: true }));
+  app.use(webRoutes());
   // Set, not thrown, so the routers' allowedMethods can still turn a known path into a 405.
   app.use((ctx) => {
     const base = deps.baseUrl(ctx);

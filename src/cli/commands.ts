@@ -29,6 +29,7 @@ const num = (v: string | boolean | undefined, name: string): number => {
 export const COMMAND_HELP = `tollgate <command> [options]
 
   serve                                   run the gateway (default)
+  projector                               run the projections as their own process (PostgreSQL)
   plan define <id> --name N --quota T --validity-days D --rpm R --models a,b|*
   plan update <id> (same options)         change a plan for future subscriptions
   plan list

@@ -1,7 +1,9 @@
 // The `tollgate` command line: `serve` runs the gateway; the rest drive its admin API.
 import { parseArgs } from 'node:util';
 import { settingsFromEnv } from '../config.ts';
+import pino from 'pino';
 import { startGateway } from '../server.ts';
+import { runProjector } from '../gateway/projector.ts';
 import { CliError } from './admin-client.ts';
 import { COMMAND_HELP, runAdminCommand } from './commands.ts';
 
@@ -14,6 +16,16 @@ async function serve() {
     process.stdout.write(`  curl ${gw.baseUrl}/chat/completions -H "Authorization: Bearer ${gw.demo.keySecret}" -H "Content-Type: application/json" -d '{"model":"cx/gen-6-luna","messages":[{"role":"user","content":"Hello"}]}'\n\n`);
   }
   const stop = async () => { await gw.close(); process.exit(0); };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+async function projector() {
+  const settings = settingsFromEnv();
+  const log = pino({ level: settings.logLevel });
+  const p = await runProjector(settings, log);
+  process.stdout.write('projector running\n');
+  const stop = async () => { await p.stop(); process.exit(0); };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }
@@ -36,6 +48,7 @@ async function main(): Promise<void> {
   }
   if (parsed.values.help) { process.stdout.write(COMMAND_HELP + '\n'); return; }
   if (parsed.positionals.length === 0 || parsed.positionals[0] === 'serve') return serve();
+  if (parsed.positionals[0] === 'projector') return projector();
   const json = !!parsed.values.json;
   await runAdminCommand(parsed, (human, data) => process.stdout.write((json ? JSON.stringify(data, null, 2) : human) + '\n'));
 }

@@ -10,6 +10,7 @@ export function createGroupCommitter(store: EventStore, opts: { maxBatch?: numbe
   const maxInFlight = opts.maxInFlight ?? 2;
   let queue: Pending[] = [];
   let inFlight = 0;
+  let drained: Array<() => void> = [];
 
   async function flush(): Promise<void> {
     if (inFlight >= maxInFlight || queue.length === 0) return;
@@ -24,6 +25,7 @@ export function createGroupCommitter(store: EventStore, opts: { maxBatch?: numbe
     } finally {
       inFlight--;
       void flush();
+      if (inFlight === 0 && queue.length === 0) { for (const d of drained) d(); drained = []; }
     }
   }
 
@@ -37,6 +39,11 @@ export function createGroupCommitter(store: EventStore, opts: { maxBatch?: numbe
       });
     },
     get pending() { return queue.length; },
+    /** Resolves once every append requested so far has committed or failed. */
+    drain(): Promise<void> {
+      if (inFlight === 0 && queue.length === 0) return Promise.resolve();
+      return new Promise((resolve) => drained.push(resolve));
+    },
   };
 }
 

@@ -29,6 +29,9 @@ CREATE TABLE IF NOT EXISTS ${s}.streams (
   snapshot  jsonb,
   snapshot_revision integer
 );
+-- Every append rewrites its stream's row (revision, hash, snapshot); free room on each page lets
+-- that be a HOT update, without a new index entry.
+ALTER TABLE ${s}.streams SET (fillfactor = 50);
 
 CREATE OR REPLACE FUNCTION ${s}.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
@@ -42,54 +45,147 @@ DROP TRIGGER IF EXISTS events_no_truncate ON ${s}.events;
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON ${s}.events
   FOR EACH STATEMENT EXECUTE FUNCTION ${s}.refuse_change();
 
--- batch: [{stream, expected, snapshot, events: [canonical body text, ...]}]
--- result: one element per entry: {ok, revision, first, last} or {ok:false, actual} or {ok:false, duplicate}
-CREATE OR REPLACE FUNCTION ${s}.append(batch jsonb) RETURNS jsonb LANGUAGE plpgsql AS $fn$
+-- The appender of earlier versions took the whole batch as one jsonb document.
+DROP FUNCTION IF EXISTS ${s}.append(jsonb);
+
+-- Appends a batch of requests. Per request: p_streams, p_snapshots (JSON text; '' for none),
+-- p_expected and p_counts (its number of events); per event, request after request: p_ids and
+-- p_bodies (canonical body text). Text lists are joined with U+001E, which neither JSON text nor
+-- a stream name can contain: splitting them is far cheaper than parsing array or JSON literals.
+-- Result, one element per request: {ok, revision, first, last}, {ok:false, actual} or
+-- {ok:false, duplicate}.
+--
+-- Set-based: requests are taken in rounds, round r holding the r-th request of each stream, so a
+-- round decides each stream once, against the state earlier rounds left. A round is three
+-- statements however many requests and events it holds: classify its requests (stale revision,
+-- duplicate id, or good), insert the events of the good ones with their hash chains and upsert
+-- their streams, record the results. If the batch repeats an event id, requests go one per round,
+-- so a later copy is refused as a duplicate exactly as if the requests had come one by one.
+CREATE OR REPLACE FUNCTION ${s}.append(p_streams text, p_expected integer[], p_snapshots text, p_counts integer[], p_ids text, p_bodies text)
+RETURNS jsonb LANGUAGE plpgsql
+-- Generic plans take the arrays below as parameters (subscripts are O(1)); custom plans would
+-- inline each one as a constant, plan every statement again on each call and walk the constant
+-- for every subscript.
+SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
-  entry jsonb; body text; ev jsonb; results jsonb := '[]'::jsonb;
-  cur_rev integer; cur_hash text; new_hash text; pos bigint; first_pos bigint; last_pos bigint := 0; dup uuid;
+  streams text[] := string_to_array(p_streams, E'\x1e');
+  snapshots text[] := string_to_array(p_snapshots, E'\x1e', '');
+  ids uuid[] := string_to_array(p_ids, E'\x1e');
+  bodies text[] := string_to_array(p_bodies, E'\x1e');
+  n integer := coalesce(cardinality(p_expected), 0);
+  results jsonb[] := array_fill(NULL::jsonb, ARRAY[n]);
+  dup uuid[] := array_fill(NULL::uuid, ARRAY[n]);
+  firsts integer[]; owner integer[]; rounds integer[]; ordered integer[]; members integer[];
+  good integer[]; good_rev integer[]; good_hash text[]; bad integer[]; bad_result jsonb[];
+  distinct_ids boolean; rec record; ix integer; p integer; q integer;
+  total integer; inserted bigint; base bigint; last_pos bigint := 0; found_id uuid;
 BEGIN
   PERFORM pg_advisory_xact_lock(${lockKey});
-  FOR entry IN SELECT value FROM jsonb_array_elements(batch) LOOP
-    SELECT revision, last_hash INTO cur_rev, cur_hash FROM ${s}.streams WHERE stream = entry->>'stream';
-    IF NOT FOUND THEN cur_rev := -1; cur_hash := repeat('0', 64); END IF;
-    IF cur_rev <> (entry->>'expected')::integer THEN
-      results := results || jsonb_build_array(jsonb_build_object('ok', false, 'actual', cur_rev));
-      CONTINUE;
-    END IF;
-    SELECT e.id INTO dup FROM ${s}.events e
-      WHERE e.id IN (SELECT (value::jsonb->>'id')::uuid FROM jsonb_array_elements_text(entry->'events')) LIMIT 1;
-    IF FOUND THEN
-      results := results || jsonb_build_array(jsonb_build_object('ok', false, 'duplicate', dup));
-      CONTINUE;
-    END IF;
-    first_pos := NULL;
-    FOR body IN SELECT value FROM jsonb_array_elements_text(entry->'events') LOOP
-      ev := body::jsonb;
-      cur_rev := cur_rev + 1;
-      IF (ev->>'revision')::integer <> cur_rev THEN
-        RAISE EXCEPTION 'event body revision % does not follow stream revision %', ev->>'revision', cur_rev - 1;
-      END IF;
-      new_hash := encode(sha256(convert_to(cur_hash || body, 'UTF8')), 'hex');
-      INSERT INTO ${s}.events (id, stream, revision, type, data, metadata, created_at, prev_hash, hash)
-        VALUES ((ev->>'id')::uuid, entry->>'stream', cur_rev, ev->>'type', ev->'data', ev->'metadata',
-                (ev->>'timestamp')::timestamptz, cur_hash, new_hash)
-        RETURNING position INTO pos;
-      first_pos := coalesce(first_pos, pos);
-      cur_hash := new_hash;
+  IF n = 0 THEN RETURN '[]'::jsonb; END IF;
+  -- A lone request without snapshot sends '', which splits into no element at all.
+  IF p_snapshots = '' THEN snapshots := array_fill(NULL::text, ARRAY[n]); END IF;
+  -- firsts[i]: index of request i's first event; owner[k]: the request of event k.
+  firsts := array(SELECT (sum(c) OVER (ORDER BY i) - c + 1)::integer FROM unnest(p_counts) WITH ORDINALITY u(c, i) ORDER BY i);
+  owner := array(SELECT u.i::integer FROM unnest(p_counts) WITH ORDINALITY u(c, i), generate_series(1, u.c) ORDER BY u.i);
+  IF cardinality(streams) <> n OR cardinality(snapshots) <> n OR cardinality(ids) <> cardinality(owner)
+     OR cardinality(bodies) <> cardinality(ids) THEN
+    RAISE EXCEPTION 'malformed append batch';
+  END IF;
+
+  distinct_ids := (SELECT count(DISTINCT x) FROM unnest(ids) x) = cardinality(ids);
+  IF distinct_ids THEN
+    rounds := array(SELECT row_number() OVER (PARTITION BY st ORDER BY i) FROM unnest(streams) WITH ORDINALITY u(st, i) ORDER BY i);
+    -- Ids are distinct, so no round can store an id a later round carries: one look suffices.
+    FOR rec IN SELECT e.id FROM ${s}.events e WHERE e.id = ANY (ids) LOOP
+      ix := owner[array_position(ids, rec.id)];
+      dup[ix] := coalesce(dup[ix], rec.id);
     END LOOP;
-    -- A snapshot is kept with the revision it describes; an append without one leaves the old.
-    INSERT INTO ${s}.streams (stream, revision, last_hash, snapshot, snapshot_revision)
-      VALUES (entry->>'stream', cur_rev, cur_hash, entry->'snapshot',
-              CASE WHEN entry ? 'snapshot' THEN cur_rev END)
-      ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision, last_hash = excluded.last_hash,
-        snapshot = coalesce(excluded.snapshot, ${s}.streams.snapshot),
-        snapshot_revision = coalesce(excluded.snapshot_revision, ${s}.streams.snapshot_revision);
-    last_pos := pos;
-    results := results || jsonb_build_array(jsonb_build_object('ok', true, 'revision', cur_rev, 'first', first_pos, 'last', pos));
+  ELSE
+    rounds := array(SELECT generate_series(1, n));
+  END IF;
+  ordered := array(SELECT i::integer FROM unnest(rounds) WITH ORDINALITY u(r, i) ORDER BY r, i);
+
+  p := 1;
+  WHILE p <= n LOOP
+    q := p;
+    WHILE q <= n AND rounds[ordered[q]] = rounds[ordered[p]] LOOP q := q + 1; END LOOP;
+    members := ordered[p:q - 1];
+    p := q;
+    IF NOT distinct_ids THEN
+      ix := members[1];
+      SELECT e.id INTO found_id FROM ${s}.events e WHERE e.id = ANY (ids[firsts[ix]:firsts[ix] + p_counts[ix] - 1]) LIMIT 1;
+      dup[ix] := found_id;
+    END IF;
+
+    -- A request on a stale revision is refused (reporting the actual one), then one carrying a
+    -- stored event id; the others are good.
+    SELECT array_agg(x.i ORDER BY x.i) FILTER (WHERE x.good),
+           array_agg(x.rev ORDER BY x.i) FILTER (WHERE x.good),
+           array_agg(x.hash ORDER BY x.i) FILTER (WHERE x.good),
+           array_agg(x.i) FILTER (WHERE NOT x.good),
+           array_agg(CASE WHEN x.rev <> p_expected[x.i] THEN jsonb_build_object('ok', false, 'actual', x.rev)
+                          ELSE jsonb_build_object('ok', false, 'duplicate', dup[x.i]) END) FILTER (WHERE NOT x.good)
+      INTO good, good_rev, good_hash, bad, bad_result
+      FROM (SELECT m.i, coalesce(st.revision, -1) AS rev, coalesce(st.last_hash, repeat('0', 64)) AS hash,
+                   coalesce(st.revision, -1) = p_expected[m.i] AND dup[m.i] IS NULL AS good
+              FROM unnest(members) m(i) LEFT JOIN ${s}.streams st ON st.stream = streams[m.i]) x;
+    FOR ix IN 1..coalesce(cardinality(bad), 0) LOOP results[bad[ix]] := bad_result[ix]; END LOOP;
+    CONTINUE WHEN good IS NULL;
+
+    -- Positions follow request order; the hash chain runs through each request's events in a
+    -- recursive query (one step per event of the longest request).
+    total := (SELECT sum(p_counts[g]) FROM unnest(good) g);
+    base := nextval('${s}.events_position_seq');
+    PERFORM setval('${s}.events_position_seq', base + total - 1);
+    last_pos := base + total - 1;
+    WITH RECURSIVE req AS (
+      SELECT u.i, u.rev, u.hash, streams[u.i] AS stream, firsts[u.i] + p_counts[u.i] - 1 AS last_k,
+             base + sum(p_counts[u.i]) OVER (ORDER BY u.i) - p_counts[u.i] AS first_pos
+        FROM unnest(good, good_rev, good_hash) u(i, rev, hash)
+    ), chain(i, k, last_k, pos, rev, prev, hash) AS (
+      SELECT r.i, firsts[r.i], r.last_k, r.first_pos, r.rev + 1, r.hash, encode(sha256(convert_to(r.hash || bodies[firsts[r.i]], 'UTF8')), 'hex')
+        FROM req r
+      UNION ALL
+      SELECT c.i, c.k + 1, c.last_k, c.pos + 1, c.rev + 1, c.hash, encode(sha256(convert_to(c.hash || bodies[c.k + 1], 'UTF8')), 'hex')
+        FROM chain c WHERE c.k < c.last_k
+    ), ev AS (
+      INSERT INTO ${s}.events (position, id, stream, revision, type, data, metadata, created_at, prev_hash, hash)
+        SELECT c.pos, b.id, streams[c.i], c.rev, b.type, b.data, b.metadata, b."timestamp", c.prev, c.hash
+          FROM chain c CROSS JOIN LATERAL jsonb_to_record(bodies[c.k]::jsonb)
+            AS b(id uuid, revision integer, type text, data jsonb, metadata jsonb, "timestamp" timestamptz)
+          WHERE b.revision = c.rev
+          ORDER BY c.pos
+        RETURNING 1
+    ), heads AS (
+      -- A snapshot is kept with the revision it describes; an append without one leaves the old.
+      INSERT INTO ${s}.streams (stream, revision, last_hash, snapshot, snapshot_revision)
+        SELECT streams[c.i], c.rev, c.hash, snapshots[c.i]::jsonb, CASE WHEN snapshots[c.i] IS NOT NULL THEN c.rev END
+          FROM chain c WHERE c.k = c.last_k
+        ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision, last_hash = excluded.last_hash,
+          snapshot = coalesce(excluded.snapshot, ${s}.streams.snapshot),
+          snapshot_revision = coalesce(excluded.snapshot_revision, ${s}.streams.snapshot_revision)
+    )
+    SELECT count(*) INTO inserted FROM ev;
+    IF inserted <> total THEN
+      SELECT (bodies[k]::jsonb)->>'revision' AS body_rev, owner[k] AS i, k INTO rec
+        FROM unnest(good) g, generate_series(firsts[g], firsts[g] + p_counts[g] - 1) k
+        WHERE ((bodies[k]::jsonb)->>'revision')::integer IS DISTINCT FROM good_rev[array_position(good, g)] + 1 + k - firsts[g]
+        LIMIT 1;
+      RAISE EXCEPTION 'event body revision % does not follow stream revision %', rec.body_rev,
+        good_rev[array_position(good, rec.i)] + rec.k - firsts[rec.i];
+    END IF;
+
+    FOR rec IN
+      SELECT u.i, jsonb_build_object('ok', true, 'revision', u.rev + p_counts[u.i],
+               'first', base + sum(p_counts[u.i]) OVER (ORDER BY u.i) - p_counts[u.i],
+               'last', base + sum(p_counts[u.i]) OVER (ORDER BY u.i) - 1) AS r
+        FROM unnest(good, good_rev) u(i, rev)
+    LOOP
+      results[rec.i] := rec.r;
+    END LOOP;
   END LOOP;
   IF last_pos > 0 THEN PERFORM pg_notify('${schema}_events', last_pos::text); END IF;
-  RETURN results;
+  RETURN to_jsonb(results);
 END $fn$;
 `;
 }

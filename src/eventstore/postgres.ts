@@ -20,11 +20,18 @@ export interface PostgresStoreOptions {
   pollIntervalMs?: number;
 }
 
+const SEP = '\u001e';
+
 interface EventRow {
   position: number; id: string; stream: string; revision: number; type: string;
-  data: Record<string, unknown>; metadata: StoredEvent['metadata']; created_at: Date;
+  data: Record<string, unknown>; metadata: StoredEvent['metadata']; timestamp: string;
   prev_hash: string; hash: string;
 }
+
+// The timestamp comes back as the ISO text Date#toISOString() gives (millisecond precision, UTC),
+// saving a Date parse and format per event.
+const EVENT_COLUMNS = `position, id, stream, revision, type, data, metadata,
+  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS timestamp, prev_hash, hash`;
 
 export async function createPostgresEventStore(db: Database, options: PostgresStoreOptions = {}): Promise<EventStore> {
   const schema = options.schema ?? 'tollgate';
@@ -41,46 +48,58 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
   appended.setMaxListeners(0);
   await db.listen(`${schema}_events`, (payload) => appended.emit('position', Number(payload)));
 
-  async function resolveExpected(req: AppendRequest): Promise<number> {
-    if (req.expectedRevision === 'no_stream') return -1;
-    if (req.expectedRevision === 'any') {
-      const rows = await db.query<{ revision: number }>(`SELECT revision FROM ${s}.streams WHERE stream = $1`, [req.stream]);
-      return rows[0]?.revision ?? -1;
-    }
-    return req.expectedRevision;
-  }
-
-  function prepare(req: AppendRequest, expected: number) {
-    assertStreamName(req.stream);
-    if (req.events.length === 0) throw new Error('an append needs at least one event');
-    const timestamp = new Date().toISOString();
-    const bodies = req.events.map((e, i) => {
-      options.validate?.(e);
-      return eventBody({
-        id: e.id ?? randomUUID(), stream: req.stream, revision: expected + 1 + i, type: e.type,
-        timestamp, data: e.data, metadata: e.metadata,
-      });
-    });
-    const entry: Record<string, unknown> = { stream: req.stream, expected, events: bodies };
-    if (req.snapshot !== undefined) entry.snapshot = req.snapshot;
-    return entry;
+  /** Current revisions of the streams appended to with expectedRevision 'any', in one query. */
+  async function resolveAny(requests: AppendRequest[]): Promise<Map<string, number>> {
+    const names = [...new Set(requests.filter((r) => r.expectedRevision === 'any').map((r) => r.stream))];
+    if (names.length === 0) return new Map();
+    const rows = await db.query<{ stream: string; revision: number }>(`SELECT stream, revision FROM ${s}.streams WHERE stream = ANY($1::text[])`, [names]);
+    return new Map(rows.map((r) => [r.stream, r.revision]));
   }
 
   async function appendMany(requests: AppendRequest[]): Promise<Array<AppendResult | Error>> {
     const results: Array<AppendResult | Error> = new Array(requests.length);
-    const batch: Record<string, unknown>[] = [];
+    // Column-wise arguments of append(): one element per request, then one per event.
+    const streams: string[] = [];
+    const expecteds: number[] = [];
+    const snapshots: string[] = [];
+    const counts: number[] = [];
+    const ids: string[] = [];
+    const bodies: string[] = [];
     const indexes: number[] = [];
+    const current = await resolveAny(requests);
     for (let i = 0; i < requests.length; i++) {
+      const req = requests[i];
       try {
-        batch.push(prepare(requests[i], await resolveExpected(requests[i])));
+        assertStreamName(req.stream);
+        if (req.events.length === 0) throw new Error('an append needs at least one event');
+        const expected = req.expectedRevision === 'no_stream' ? -1
+          : req.expectedRevision === 'any' ? current.get(req.stream) ?? -1 : req.expectedRevision;
+        const timestamp = new Date().toISOString();
+        const eventIds: string[] = [];
+        const eventBodies = req.events.map((e, j) => {
+          options.validate?.(e);
+          const id = e.id ?? randomUUID();
+          eventIds.push(id);
+          return eventBody({ id, stream: req.stream, revision: expected + 1 + j, type: e.type, timestamp, data: e.data, metadata: e.metadata });
+        });
+        streams.push(req.stream);
+        expecteds.push(expected);
+        // '' is no snapshot (JSON text is never empty).
+        snapshots.push(req.snapshot === undefined ? '' : JSON.stringify(req.snapshot) ?? '');
+        counts.push(eventBodies.length);
+        ids.push(...eventIds);
+        bodies.push(...eventBodies);
         indexes.push(i);
       } catch (err) {
         results[i] = err as Error;
       }
     }
-    if (batch.length > 0) {
+    if (indexes.length > 0) {
+      // U+001E cannot occur in JSON text (control characters are escaped) or in a stream name.
+      if (ids.some((id) => id.includes(SEP))) throw new Error('an event id cannot contain U+001E');
       const rows = await db.query<{ r: Array<Record<string, number | boolean | string>> }>(
-        `SELECT ${s}.append($1::jsonb) AS r`, [JSON.stringify(batch)]);
+        `SELECT ${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6) AS r`,
+        [streams.join(SEP), expecteds, snapshots.join(SEP), counts, ids.join(SEP), bodies.join(SEP)]);
       rows[0].r.forEach((r, j) => {
         const req = requests[indexes[j]];
         if (r.ok) {
@@ -89,7 +108,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
         } else if (r.duplicate) {
           results[indexes[j]] = new DuplicateEventError(String(r.duplicate));
         } else {
-          results[indexes[j]] = new WrongExpectedRevisionError(req.stream, batch[j].expected as number, r.actual as number);
+          results[indexes[j]] = new WrongExpectedRevisionError(req.stream, expecteds[j], r.actual as number);
         }
       });
     }
@@ -98,7 +117,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
 
   async function readAll(afterPosition: number, limit: number): Promise<StoredEvent[]> {
     const rows = await db.query<EventRow>(
-      `SELECT * FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`, [afterPosition, limit]);
+      `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`, [afterPosition, limit]);
     return rows.map(toStored);
   }
 
@@ -112,7 +131,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     appendMany,
     async readStream(stream, fromRevision = 0) {
       const rows = await db.query<EventRow>(
-        `SELECT * FROM ${s}.events WHERE stream = $1 AND revision >= $2 ORDER BY revision`, [stream, fromRevision]);
+        `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE stream = $1 AND revision >= $2 ORDER BY revision`, [stream, fromRevision]);
       return rows.map(toStored);
     },
     readAll,
@@ -141,7 +160,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
 function toStored(r: EventRow): StoredEvent {
   return {
     id: r.id, type: r.type, stream: r.stream, revision: r.revision, position: Number(r.position),
-    timestamp: r.created_at.toISOString(), data: r.data, metadata: r.metadata,
+    timestamp: r.timestamp, data: r.data, metadata: r.metadata,
     prevHash: r.prev_hash, hash: r.hash,
   };
 }

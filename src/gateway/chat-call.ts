@@ -61,12 +61,12 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
     ctx.state.billed = b.billed;
     return b;
   };
-  // A client that leaves before a non-streamed reply is ready stops the upstream too.
-  ctx.res.once('close', () => { if (!ctx.res.writableFinished) abort.abort(); });
-
   return {
     model, promptTokens, call,
     async complete() {
+      // A client that leaves before a non-streamed reply is ready stops the upstream too. (A
+      // stream has its own signal, sse.clientGone: one 'close' listener per response is enough.)
+      ctx.res.once('close', () => { if (!ctx.res.writableFinished) abort.abort(); });
       let outcome: ChatOutcome;
       try {
         outcome = await model.route.provider.chat(call);

@@ -14,7 +14,10 @@ export interface Hold { holdId: string; accountId: string; amount: number; multi
 
 export const DEFAULT_MAX_COMPLETION_TOKENS = 8192;
 
-export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; imageHoldTtlMs?: number; tokensPerImage?: number } = {}) {
+/** How often a chat hold is re-sized after concurrent calls won the race for the same tokens. */
+const MAX_RESIZES = 100;
+
+export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; imageHoldTtlMs?: number; tokensPerImage?: number; onAppended?: (position: number) => void } = {}) {
   const chatTtl = opts.chatHoldTtlMs ?? 15 * 60_000;
   const imageTtl = opts.imageHoldTtlMs ?? 5 * 60_000;
   const tokensPerImage = opts.tokensPerImage ?? DEFAULT_TOKENS_PER_IMAGE;
@@ -48,8 +51,11 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
         await ledger.account(caller.accountId, { type: 'Reserve', holdId, requestId: caller.requestId, keyId: caller.keyId, model, kind, amount, now: new Date(), ttlMs: kind === 'chat' ? chatTtl : imageTtl }, md);
         return { holdId, accountId: caller.accountId, amount, multiplierMilli: milli, model, maxCompletionTokens: maxCompletion, metadata: md };
       } catch (err) {
-        // Another process spent tokens since our cached view: size the hold again, once.
-        if (!(err instanceof DomainError && err.code === 'insufficient_quota') || attempt > 0 || kind === 'image') throw err;
+        // A concurrent call took tokens between sizing this hold and granting it: size it again on
+        // the newer state. Each refusal means another hold was granted, so this ends; a call is
+        // turned away only when the fresh state cannot cover it (size() throws). An image hold
+        // has a fixed size, so its refusal is final.
+        if (!(err instanceof DomainError && err.code === 'insufficient_quota') || attempt >= MAX_RESIZES || kind === 'image') throw err;
       }
     }
   }
@@ -70,7 +76,9 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
       return { billed: (r.events[0].data as { billed: number }).billed, remaining: availableTokens(r.state, new Date()), position: r.lastPosition };
     },
     async release(hold: Hold, reason: ReleaseReason) {
-      await ledger.account(hold.accountId, { type: 'Release', holdId: hold.holdId, reason }, hold.metadata);
+      const r = await ledger.account(hold.accountId, { type: 'Release', holdId: hold.holdId, reason }, hold.metadata);
+      // Reads that follow (subscription) must not show the released hold as still reserved.
+      opts.onAppended?.(r.lastPosition);
     },
     async remaining(accountId: string): Promise<number> {
       return availableTokens(await state(accountId), new Date());

@@ -13,7 +13,10 @@ export async function createKeyDirectory(opts: { db: Database; store: EventStore
 
   const apply = (events: StoredEvent[]) => {
     for (const e of events) {
-      if (e.type === 'KeyRevoked') {
+      if (e.type === 'KeyIssued') {
+        const d = e.data as { keyId: string; accountId: string; hash: string };
+        if (!byHash.has(d.hash)) byHash.set(d.hash, { keyId: d.keyId, accountId: d.accountId, status: revoked.has(d.keyId) ? 'revoked' : 'active' });
+      } else if (e.type === 'KeyRevoked') {
         revoked.add(String(e.data.keyId));
         for (const rec of byHash.values()) if (rec.keyId === e.data.keyId) rec.status = 'revoked';
       }
@@ -37,7 +40,12 @@ export async function createKeyDirectory(opts: { db: Database; store: EventStore
       let rec = byHash.get(hash) ?? null;
       if (!rec) {
         rec = await fromReadModel(hash);
-        // A key issued a moment ago may not be projected yet.
+        // A key issued a moment ago (maybe by another process) may not be projected yet, but
+        // its KeyIssued event reaches our subscription within a notification round trip.
+        if (!rec) {
+          await Promise.race([subscription.caughtUp(), new Promise((r) => setTimeout(r, 1000))]);
+          rec = byHash.get(hash) ?? null;
+        }
         if (!rec && opts.waitForProjections) {
           await opts.waitForProjections();
           rec = await fromReadModel(hash);

@@ -25,6 +25,8 @@ export interface LedgerOptions {
   schema?: string;
   /** Run the projections in this process (default true). */
   projections?: boolean;
+  /** Told how long each group-committed append took (seconds). */
+  onAppendTimed?: (seconds: number) => void;
   store?: EventStore;
 }
 
@@ -43,7 +45,14 @@ export async function openLedger(opts: LedgerOptions) {
   const schema = opts.schema ?? 'tollgate';
   const rmSchema = `${schema}_rm`;
   const store = opts.store ?? await createPostgresEventStore(opts.db, { schema, validate: validateEvent });
-  const committer = createGroupCommitter(store);
+  const timed: EventStore = opts.onAppendTimed ? {
+    ...store,
+    appendMany: async (requests) => {
+      const started = process.hrtime.bigint();
+      try { return await store.appendMany(requests); } finally { opts.onAppendTimed!(Number(process.hrtime.bigint() - started) / 1e9); }
+    },
+  } : store;
+  const committer = createGroupCommitter(timed);
   // In-process listeners (caches) hear of this process's own appends at once; other processes'
   // appends reach them through the store's subscription.
   const appended = new EventEmitter();

@@ -85,7 +85,11 @@ export interface LedgerView {
 /** Everything the ledger says about one account, after the read models caught up. */
 export async function ledgerView(gw: RunningGateway, accountId: string): Promise<LedgerView> {
   await gw.ledger.caughtUp();
-  const events = (await gw.ledger.store.readAll(0, 100_000)).filter((e) => e.data.accountId === accountId);
+  const all = await gw.ledger.store.readAll(0, 100_000);
+  // The read models must include at least the events read here (a call may settle meanwhile).
+  const last = all.length ? all[all.length - 1].position : 0;
+  if (gw.ledger.runner && !(await gw.ledger.runner.waitFor(last, 5000))) throw new Error(`read models did not reach position ${last}`);
+  const events = all.filter((e) => e.data.accountId === accountId);
   const of = (type: string) => events.filter((e) => e.type === type);
   const chatCharges = of('ChatCharged');
   const imageCharges = of('ImageCharged');

@@ -1,0 +1,40 @@
+// Prometheus metrics (prom-client): requests and latency by route and status, billed tokens by
+// model, open holds, projection lag, event store append latency.
+import type { Context, Next } from 'koa';
+import client from 'prom-client';
+
+export function createMetrics() {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const requests = new client.Counter({ name: 'tollgate_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['route', 'method', 'status'], registers: [registry] });
+  const latency = new client.Histogram({
+    name: 'tollgate_http_request_duration_seconds', help: 'Time to the end of the response, by route and status', labelNames: ['route', 'method', 'status'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry],
+  });
+  const billed = new client.Counter({ name: 'tollgate_billed_tokens_total', help: 'Billed tokens by model', labelNames: ['model'], registers: [registry] });
+  const appendLatency = new client.Histogram({ name: 'tollgate_eventstore_append_duration_seconds', help: 'Event store append (group commit) latency', buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1], registers: [registry] });
+  const openHolds = new client.Gauge({ name: 'tollgate_open_holds', help: 'Quota holds not yet settled or released', registers: [registry] });
+  const lagEvents = new client.Gauge({ name: 'tollgate_projection_lag_events', help: 'Events appended but not yet in the read models', registers: [registry] });
+  const lagSeconds = new client.Gauge({ name: 'tollgate_projection_lag_seconds', help: 'Age of the oldest event not yet in the read models', registers: [registry] });
+
+  /** Routes are labelled by their pattern, never by raw paths (unbounded label values). */
+  const middleware = async (ctx: Context, next: Next) => {
+    const end = latency.startTimer();
+    try {
+      await next();
+    } finally {
+      const record = () => {
+        const labels = { route: (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched', method: ctx.method, status: String(ctx.status) };
+        requests.inc(labels);
+        end(labels);
+        if (ctx.state.billed && ctx.state.model) billed.inc({ model: ctx.state.model }, ctx.state.billed);
+      };
+      if (ctx.res.writableFinished || !ctx.body || typeof (ctx.body as { pipe?: unknown }).pipe !== 'function') record();
+      else ctx.res.once('close', record);
+    }
+  };
+
+  return { registry, middleware, appendLatency, openHolds, lagEvents, lagSeconds };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

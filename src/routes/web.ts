@@ -1,0 +1,77 @@
+// The web pages under /app: the chat page, the usage page and their static assets (web/), with
+// strict security headers. The pages call this gateway's /v1 endpoints from the browser with the
+// key the user typed; the server holds no session for them.
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { Context, Middleware, Next } from 'koa';
+import { ApiError } from '../http/errors.ts';
+
+const WEB_DIR = new URL('../../web/', import.meta.url);
+
+const PAGES: Record<string, string> = { '/app/chat': 'chat.html', '/app/usage': 'usage.html' };
+
+const TYPES: Record<string, string> = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  svg: 'image/svg+xml',
+};
+
+/** Only the gateway's own scripts, styles and API; images may also be data: and blob: (results, previews). */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data: blob:", "connect-src 'self'",
+  "font-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+].join('; ');
+
+function securityHeaders(ctx: Context): void {
+  ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Referrer-Policy', 'no-referrer');
+  ctx.set('X-Frame-Options', 'DENY');
+  ctx.set('Cross-Origin-Opener-Policy', 'same-origin');
+  ctx.set('Cross-Origin-Resource-Policy', 'same-origin');
+  ctx.set('Permissions-Policy', 'camera=(), microphone=(), geolocation=(), payment=()');
+}
+
+/** Asset names are flat: letters, digits, dot, dash, underscore; never a path. */
+const ASSET = /^\/app\/assets\/([a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*\.(js|css|svg))$/i;
+
+async function serveFile(ctx: Context, file: string, ext: string): Promise<boolean> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(new URL(file, WEB_DIR));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+  ctx.type = TYPES[ext.toLowerCase()];
+  // Revalidated on every load (cheap 304s), so a new version is picked up at once.
+  ctx.set('Cache-Control', 'no-cache');
+  ctx.etag = createHash('sha256').update(bytes).digest('base64url').slice(0, 27);
+  ctx.body = bytes;
+  if (ctx.fresh) {
+    ctx.status = 304;
+    ctx.body = null;
+  }
+  return true;
+}
+
+export function webRoutes(): Middleware {
+  return async (ctx: Context, next: Next) => {
+    const path = ctx.path;
+    if (path !== '/app' && !path.startsWith('/app/')) return next();
+    securityHeaders(ctx);
+    const page = PAGES[path];
+    const asset = ASSET.exec(path);
+    const slashed = PAGES[path.replace(/\/+$/, '')] || path === '/app/';
+    if (!page && !asset && path !== '/app' && !slashed) return next();
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      throw new ApiError(405, `Method not allowed: ${path} only answers GET and HEAD.`, 'invalid_request_error', 'method_not_allowed', null, { Allow: 'GET, HEAD' });
+    }
+    if (path === '/app' || path === '/app/') return ctx.redirect('/app/chat');
+    // The pages load their assets by relative URL, so a trailing slash would break them.
+    if (!page && !asset) return ctx.redirect(path.replace(/\/+$/, '') + (ctx.querystring ? `?${ctx.querystring}` : ''));
+    const served = page ? await serveFile(ctx, page, 'html') : await serveFile(ctx, `assets/${asset![1]}`, asset![2]);
+    if (!served) return next();
+  };
+}

@@ -1,0 +1,125 @@
+// Several gateway processes and one projector on one real PostgreSQL: no overspend under load
+// spread over both gateways, one call rate across both, revocation seen by every process within
+// a second, idempotency keys honoured across processes, and a projector lease with take-over.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { spawnGateway, dropSchemas, type GatewayProcess } from './support/gateway.ts';
+import { uniqueSchema } from './support/db.ts';
+
+const url = process.env.DATABASE_URL;
+const ADMIN = 'tg_admin_multi_process_test';
+const schema = uniqueSchema('mp');
+let a: GatewayProcess;
+let b: GatewayProcess;
+const projectors: ChildProcess[] = [];
+
+function startProjector(): { child: ChildProcess; running: Promise<void> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'projector'], {
+    cwd: new URL('..', import.meta.url).pathname, env: { ...process.env, TOLLGATE_SCHEMA: schema, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  projectors.push(child);
+  let out = '';
+  const running = new Promise<void>((resolve) => child.stdout!.on('data', (d) => { out += d; if (out.includes('projector running')) resolve(); }));
+  return { child, running };
+}
+
+async function admin(g: GatewayProcess, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${g.baseUrl.replace(/\/v1$/, '')}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return res.json() as Promise<Record<string, any>>;
+}
+
+const post = (g: GatewayProcess, key: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${g.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+
+async function setupAccount(id: string, quota: number, rpm: number): Promise<string> {
+  await admin(a, 'POST', '/plans', { plan_id: `p-${id}`, name: id, quota, validity_days: 30, requests_per_minute: rpm, models: ['*'] });
+  await admin(a, 'POST', '/accounts', { account_id: id, name: id });
+  await admin(a, 'POST', `/accounts/${id}/subscription`, { plan_id: `p-${id}` });
+  return (await admin(a, 'POST', `/accounts/${id}/keys`, { name: 'k' })).key;
+}
+
+if (!url) {
+  console.log('multi-process suite: SKIPPED (needs DATABASE_URL: several processes cannot share embedded PGlite)');
+} else {
+  test.before(async () => {
+    const first = startProjector();
+    await first.running;
+    const env = { TOLLGATE_SCHEMA: schema, TOLLGATE_PROJECTIONS: 'off', TOLLGATE_ADMIN_TOKEN: ADMIN };
+    a = await spawnGateway({ ...env, TOLLGATE_BOOTSTRAP: 'off' });
+    b = await spawnGateway({ ...env, TOLLGATE_BOOTSTRAP: 'off' });
+  });
+  test.after(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    for (const p of projectors) p.kill('SIGTERM');
+    await dropSchemas(url, schema);
+  });
+
+  test('no overspend: 30 image calls over two gateways on a quota of exactly 10 images', async () => {
+    const key = await setupAccount('spend', 450_000, 10_000);
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => post(i % 2 ? b : a, key, '/images/generations', { model: 'alpha-haiku-4.5', prompt: `tile ${i}` }).then(async (r) => { await r.arrayBuffer(); return r.status; })));
+    assert.is(results.filter((s) => s === 200).length, 10, JSON.stringify(results));
+    assert.is(results.filter((s) => s === 402).length, 20);
+    await new Promise((r) => setTimeout(r, 1500));
+    const acct = await admin(a, 'GET', '/accounts/spend');
+    assert.equal([acct.quota_used, acct.reserved, acct.open_holds], [450_000, 0, 0]);
+  });
+
+  test('the call rate is one budget across both gateways', async () => {
+    const key = await setupAccount('rate', 1_000_000, 5);
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const r = await post(i % 2 ? b : a, key, '/chat/completions', { model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'hi' }] });
+      await r.arrayBuffer();
+      statuses.push(r.status);
+      if (r.status === 429) assert.ok(Number(r.headers.get('retry-after')) >= 1);
+    }
+    assert.equal(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
+  });
+
+  test('a revoked key is refused by every process within 1 second', async () => {
+    const key = await setupAccount('revoke', 1_000_000, 10_000);
+    const chat = (g: GatewayProcess) => post(g, key, '/chat/completions', { model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'hi' }] }).then(async (r) => { await r.arrayBuffer(); return r.status; });
+    assert.equal([await chat(a), await chat(b)], [200, 200]);
+    const keys = await admin(a, 'GET', '/accounts/revoke/keys');
+    const started = Date.now();
+    await admin(a, 'POST', `/keys/${keys.data[0].key_id}/revoke`, { reason: 'leaked' });
+    for (const g of [a, b]) {
+      let status = 0;
+      while (Date.now() - started < 1000 && (status = await chat(g)) !== 401) await new Promise((r) => setTimeout(r, 20));
+      assert.is(status, 401, 'refused');
+    }
+    assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
+  });
+
+  test('an idempotency key is honoured across processes', async () => {
+    const key = await setupAccount('idem', 1_000_000, 10_000);
+    const body = { model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'once only' }] };
+    const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => post(i % 2 ? b : a, key, '/chat/completions', body, { 'idempotency-key': 'same-key-1' }).then(async (r) => ({ status: r.status, text: await r.text() }))));
+    assert.ok(replies.every((r) => r.status === 200));
+    assert.is(new Set(replies.map((r) => r.text)).size, 1, 'identical bodies');
+    await new Promise((r) => setTimeout(r, 1000));
+    const acct = await admin(a, 'GET', '/accounts/idem');
+    assert.is(acct.quota_used, JSON.parse(replies[0].text).usage.total_tokens, 'charged once');
+  });
+
+  test('a second projector waits, then takes over when the first dies', async () => {
+    const second = startProjector();
+    let tookOver = false;
+    void second.running.then(() => { tookOver = true; });
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.is(tookOver, false, 'only one projector is active');
+    projectors[0].kill('SIGKILL');
+    await Promise.race([second.running, new Promise((r) => setTimeout(r, 10_000))]);
+    assert.is(tookOver, true, 'the waiting projector took over');
+    const key = await setupAccount('after', 1_000_000, 10_000);
+    const r = await post(a, key, '/chat/completions', { model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'hi' }] });
+    assert.is(r.status, 200);
+    await r.arrayBuffer();
+    await new Promise((res) => setTimeout(res, 1500));
+    const acct = await admin(b, 'GET', '/accounts/after');
+    assert.ok(acct.quota_used > 0, 'the new projector keeps the read models current');
+  });
+
+  test.run();
+}
