@@ -27,6 +27,8 @@ let history = [];
 /** id -> multiplier, from GET /v1/models. */
 const models = new Map();
 let sourceDataUri = null;
+/** Object URLs of the images shown, released with the conversation. */
+const imageUrls = [];
 let inFlight = null;
 
 const keyBar = setupKeyBar({
@@ -45,7 +47,7 @@ const mode = () => (document.querySelector('input[name="mode"]:checked')?.value 
 function applyMode() {
   const m = mode();
   for (const node of document.querySelectorAll('[data-mode]')) node.hidden = node.dataset.mode !== m;
-  promptLabel.textContent = m === 'image' ? 'Image prompt' : 'Message';
+  promptLabel.textContent = m === 'image' ? 'Image prompt' : 'Your message';
   prompt.placeholder = m === 'image' ? 'Describe the image to draw, or the change to make…' : 'Write a message…';
   sendButton.textContent = m === 'image' ? 'Create image' : 'Send';
   setPref('mode', m);
@@ -308,6 +310,7 @@ async function sendImage(text) {
     const b64 = result?.data?.[0]?.b64_json;
     if (typeof b64 !== 'string' || !b64) throw new ApiProblem(502, { message: 'The gateway answered without an image.', type: 'upstream_error', code: 'no_image' });
     const href = URL.createObjectURL(jpegBlob(b64));
+    imageUrls.push(href);
     const [w, h] = size.split('x').map(Number);
     const img = el('img', { class: 'result', src: href, alt: `Generated image: ${text.slice(0, 200)}`, width: w, height: h });
     await new Promise((resolve) => { img.onload = resolve; img.onerror = resolve; body.replaceChildren(img); });
@@ -347,6 +350,7 @@ $('composer').addEventListener('submit', async (ev) => {
   } catch (err) {
     if (!prompt.value) prompt.value = text;
     showProblem(problem, err, { onKey: focusKey });
+    scrollDown(true);
     if (err instanceof ApiProblem && err.status === 403) loadModels();
   } finally {
     if (getKey()) refreshQuota(quota);
@@ -364,6 +368,7 @@ prompt.addEventListener('keydown', (ev) => {
 $('new-chat').addEventListener('click', () => {
   inFlight?.abort();
   history = [];
+  for (const url of imageUrls.splice(0)) URL.revokeObjectURL(url);
   problem.replaceChildren();
   log.replaceChildren(el('div', { class: 'empty', id: 'empty' }, el('p', { class: 'empty-title' }, 'New conversation'), el('p', {}, 'Earlier messages are no longer sent to the model.')));
   prompt.focus();

@@ -133,8 +133,8 @@ function renderUsage(usage) {
     stat('Billed tokens', fmt(usage.totals.billed), 'stat-billed'),
     stat('Requests', fmt(usage.totals.requests)),
     stat('Images', fmt(usage.totals.images)),
-    stat('Average per active day', active.length ? fmt(Math.round(usage.totals.billed / active.length)) : '0'),
-    stat('Busiest day', peak ? `${dayLabel(peak.date)} · ${compact(peak.billed)}` : '—'),
+    stat('Per active day', active.length ? fmt(Math.round(usage.totals.billed / active.length)) : '0'),
+    stat('Busiest day', peak ? dayLabel(peak.date) : '—', undefined, peak ? `${fmt(peak.billed)} tokens` : null),
   );
   legend.replaceChildren(...order.map((m) => el('li', {}, swatch(colors.get(m)), m)));
   selected = -1;
@@ -144,8 +144,8 @@ function renderUsage(usage) {
   renderDayTable(usage, active, colors, order);
 }
 
-function stat(label, value, id) {
-  return el('div', { class: 'stat' }, el('p', { class: 'label' }, label), el('p', { class: 'value', id }, value));
+function stat(label, value, id, sub = null) {
+  return el('div', { class: 'stat' }, el('p', { class: 'label' }, label), el('p', { class: 'value', id }, value), sub ? el('p', { class: 'sub' }, sub) : null);
 }
 
 function swatch(color) {
@@ -240,7 +240,7 @@ function select(i) {
 function table(caption, head, rows, foot) {
   return el('table', {},
     el('caption', { class: 'visually-hidden' }, caption),
-    el('thead', {}, el('tr', {}, ...head.map((h) => el('th', { scope: 'col' }, h)))),
+    el('thead', {}, el('tr', {}, ...head.map((h) => el('th', { scope: 'col', class: h === 'Models' ? 'models' : null }, h)))),
     el('tbody', {}, ...rows),
     foot ? el('tfoot', {}, foot) : null);
 }
