@@ -2,7 +2,8 @@
 // none of them leaving a charge or an open hold behind in the ledger.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import sharp from 'sharp';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startUpstreamDouble, type UpstreamDouble } from './support/upstream-double.ts';
@@ -12,6 +13,7 @@ import { call, chat, ledgerView, openAccount, readSse, userMessage, writeModelsC
 const DOUBLE_MODEL = 'test/double-chat';
 
 let gw: TestGateway;
+let modelsConfig: string;
 let double: UpstreamDouble;
 let base: string;
 
@@ -21,7 +23,8 @@ test.before(async () => {
   delete defaults.$schema;
   defaults.providers.double = { type: 'openai-compatible', baseURL: double.url, timeoutMs: 5000 };
   defaults.models[DOUBLE_MODEL] = { provider: 'double', upstreamModel: 'double-model' };
-  gw = await startTestGateway({ modelsConfig: writeModelsConfig(defaults) });
+  modelsConfig = writeModelsConfig(defaults);
+  gw = await startTestGateway({ modelsConfig });
   await gw.ledger.priceModel({ modelId: DOUBLE_MODEL, multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
   await gw.ledger.caughtUp();
   await gw.deps.catalog.reload();
@@ -30,6 +33,7 @@ test.before(async () => {
 
 test.after(async () => {
   await gw?.stop();
+  if (modelsConfig) rmSync(dirname(modelsConfig), { recursive: true, force: true });
   await double?.close();
 });
 
@@ -329,7 +333,7 @@ test('an upstream failure on a stream ends it with an error event and releases t
   assert.equal(after.releases.map((r) => r.data.reason), ['upstream_error']);
 });
 
-test('errors from the ledger and errors the client caused leave the demo and other accounts untouched', async () => {
+test('concurrent client errors on one account charge neither it nor another account', async () => {
   // A bad key never reaches any account; a bad body for one account does not touch another.
   const a = await openAccount(gw, { quota: 100_000 });
   const b = await openAccount(gw, { quota: 100_000 });

@@ -4,7 +4,8 @@
 // second charge, every response states its cost, and the plan's call rate holds per account.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { doublePromptTokens, doubleReplyChunks, startUpstreamDouble, type UpstreamDouble } from './support/upstream-double.ts';
 import { call, chat, eventually, ledgerView, openAccount, readSse, userMessage, writeModelsConfig, type TestAccount } from './support/http.ts';
@@ -22,6 +23,7 @@ const TOKEN_DELAY_MS = 60;
 const DOUBLE_REPLY = 'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty';
 
 let gw: TestGateway;
+let modelsConfig: string;
 let double: UpstreamDouble;
 let slowDouble: UpstreamDouble;
 
@@ -38,7 +40,8 @@ test.before(async () => {
   // Two routes to one simulated upstream model: the same reply, one slow and one at once.
   config.models[SLOW_MODEL] = { provider: 'slow', upstreamModel: 'gen-6-luna' };
   config.models[FAST_TWIN] = { provider: 'simulated', upstreamModel: 'gen-6-luna' };
-  gw = await startTestGateway({ modelsConfig: writeModelsConfig(config) });
+  modelsConfig = writeModelsConfig(config);
+  gw = await startTestGateway({ modelsConfig });
   for (const [modelId, milli] of [[DOUBLE_MODEL, 1000], [SLOW_DOUBLE_MODEL, 1500], [SLOW_MODEL, 1250], [FAST_TWIN, 1250]] as const) {
     await gw.ledger.priceModel({ modelId, multiplierMilli: milli, status: 'ACTIVE', alias: null }, 'admin:test');
   }
@@ -48,6 +51,7 @@ test.before(async () => {
 
 test.after(async () => {
   await gw?.stop();
+  if (modelsConfig) rmSync(dirname(modelsConfig), { recursive: true, force: true });
   await double?.close();
   await slowDouble?.close();
 });
@@ -365,6 +369,62 @@ test('Idempotency-Key: a failed first attempt (5xx) is not recorded, so the retr
   const replay = await chat(gw, acct.key, body, { 'idempotency-key': 'retry-1' });
   assert.is(replay.headers.get('idempotent-replayed'), 'true');
   assert.is(replay.text, retried.text);
+  const view = await ledgerView(gw, acct.accountId);
+  assert.is(view.chatCharges.length, 1);
+  assert.equal(view.releases.map((r) => r.data.reason), ['upstream_error']);
+});
+
+/** A retry whose first attempt is still being wound down may be told to retry once more. */
+async function retryStream(key: string, body: Record<string, unknown>, idempotencyKey: string): Promise<{ status: number; headers: Headers; text: string }> {
+  for (let attempt = 0; ; attempt++) {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+      body: JSON.stringify(body), signal: AbortSignal.timeout(20_000),
+    });
+    const text = await res.text();
+    if (res.status === 409 && attempt < 3 && JSON.parse(text).error.code === 'idempotency_retry') continue;
+    return { status: res.status, headers: res.headers, text };
+  }
+}
+
+test('Idempotency-Key on a stream the client abandons: the retry runs again, not stuck in progress nor a cut replay', async () => {
+  const acct = await openAccount(gw, { quota: 1_000_000 });
+  const body = { model: SLOW_MODEL, messages: userMessage('An idempotent stream about ferries.'), stream: true };
+  const controller = new AbortController();
+  const res = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json', 'idempotency-key': 'stream-1' },
+    body: JSON.stringify(body), signal: controller.signal,
+  });
+  const reader = res.body!.getReader();
+  let seen = '';
+  while ((seen.match(/"content":"[^"]/g) ?? []).length < 3) seen += new TextDecoder().decode((await reader.read()).value);
+  controller.abort();
+  await eventually(() => ledgerView(gw, acct.accountId), (v) => v.chatCharges.length === 1);
+
+  const started = Date.now();
+  const retry = await retryStream(acct.key, body, 'stream-1');
+  assert.is(retry.status, 200, retry.text.slice(0, 300));
+  assert.is(retry.headers.get('idempotent-replayed'), null, 'the cut stream was not replayed');
+  assert.ok(retry.text.trimEnd().endsWith('data: [DONE]'), 'a complete stream');
+  assert.ok(Date.now() - started < 15_000, 'the retry did not wait on the abandoned attempt');
+  const replay = await retryStream(acct.key, body, 'stream-1');
+  assert.is(replay.headers.get('idempotent-replayed'), 'true');
+  assert.is(replay.text, retry.text);
+  const view = await ledgerView(gw, acct.accountId);
+  assert.equal(view.chatCharges.map((c) => c.data.aborted), [true, false], 'the abandoned part and the full retry, nothing for the replay');
+  assert.is(view.row.reserved, 0);
+});
+
+test('Idempotency-Key on a stream ended by an upstream failure: not recorded, the retry runs and is charged once', async () => {
+  const acct = await openAccount(gw, { quota: 1_000_000 });
+  const body = { model: DOUBLE_MODEL, messages: userMessage('Stream, fail, retry.'), stream: true };
+  double.failNext(500);
+  const failed = await retryStream(acct.key, body, 'stream-2');
+  assert.ok(failed.text.includes('"upstream_error"'), failed.text.slice(0, 300));
+  const retry = await retryStream(acct.key, body, 'stream-2');
+  assert.is(retry.status, 200);
+  assert.is(retry.headers.get('idempotent-replayed'), null, 'the failure was not replayed');
+  assert.ok(retry.text.includes(DOUBLE_REPLY.split(' ')[0]) && retry.text.trimEnd().endsWith('data: [DONE]'));
   const view = await ledgerView(gw, acct.accountId);
   assert.is(view.chatCharges.length, 1);
   assert.equal(view.releases.map((r) => r.data.reason), ['upstream_error']);

@@ -1,6 +1,8 @@
 // The Anthropic Messages dialect: translates a /v1/messages body into the canonical chat shape,
 // and renders replies, streams and errors the way Anthropic's API does. Metering lives in
 // chat-call.ts; nothing here touches the ledger.
+import type { CanonicalRequest } from './chat-call.ts';
+import { REASONING_EFFORTS } from '../ledger/price-list.ts';
 import { randomUUID } from 'node:crypto';
 import type { ApiError } from '../http/errors.ts';
 import { badRequest } from '../http/errors.ts';
@@ -25,15 +27,9 @@ export interface MessagesBody {
   [field: string]: unknown;
 }
 
-export interface CanonicalRequest {
-  messages: ChatMessage[];
-  tools?: ToolDefinition[];
-  toolChoice?: unknown;
-  reasoningEffort?: string;
-  params: Record<string, unknown>;
-}
+export type { CanonicalRequest } from './chat-call.ts';
 
-const EFFORTS = new Set(['low', 'medium', 'high', 'xhigh', 'max']);
+const EFFORTS: ReadonlySet<string> = new Set(REASONING_EFFORTS);
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The text of a `system` field: a string or a list of text blocks (cache_control etc. ignored). */

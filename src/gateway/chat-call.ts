@@ -23,6 +23,9 @@ export interface ChatRequest {
   params: Record<string, unknown>;
 }
 
+/** What a dialect translates its request into, before the gateway adds model and limits. */
+export type CanonicalRequest = Pick<ChatRequest, 'messages' | 'tools' | 'toolChoice' | 'reasoningEffort' | 'params'>;
+
 export interface Billing { billed: number; remaining: number }
 
 export interface PreparedChat {

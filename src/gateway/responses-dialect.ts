@@ -1,5 +1,7 @@
 // The OpenAI Responses dialect: translates a /v1/responses body into the canonical chat shape and
 // renders Response objects and the Responses event stream. Metering lives in chat-call.ts.
+import type { CanonicalRequest } from './chat-call.ts';
+import { REASONING_EFFORTS } from '../ledger/price-list.ts';
 import { randomBytes } from 'node:crypto';
 import { badRequest } from '../http/errors.ts';
 import type { ChatMessage, ChatOutcome, ChatStreamPart, ContentPart, FinishReason, ToolCall, ToolDefinition, Usage } from '../upstream/port.ts';
@@ -29,15 +31,9 @@ export interface ResponsesBody {
   [field: string]: unknown;
 }
 
-export interface CanonicalRequest {
-  messages: ChatMessage[];
-  tools?: ToolDefinition[];
-  toolChoice?: unknown;
-  reasoningEffort?: string;
-  params: Record<string, unknown>;
-}
+export type { CanonicalRequest } from './chat-call.ts';
 
-const EFFORTS = new Set(['low', 'medium', 'high', 'xhigh', 'max']);
+const EFFORTS: ReadonlySet<string> = new Set(REASONING_EFFORTS);
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 export const newId = (prefix: string) => `${prefix}_${hex(24)}`;

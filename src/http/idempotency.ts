@@ -38,9 +38,10 @@ export function idempotency(db: Database, schema: string) {
        RETURNING 1`, [account, key, bodyHash]);
     if (claimed.length === 0) return replay(ctx, account, key, bodyHash);
 
+    const forget = () => db.query(`DELETE FROM ${table} WHERE account_id = $1 AND key = $2`, [account, key]);
     const record = (status: number, headers: Record<string, string>, body: string) =>
       status >= 500
-        ? db.query(`DELETE FROM ${table} WHERE account_id = $1 AND key = $2`, [account, key])
+        ? forget()
         : db.query(`UPDATE ${table} SET status = $3, headers = $4, body = $5 WHERE account_id = $1 AND key = $2`, [account, key, status, JSON.stringify(headers), body]);
     try {
       await next();
@@ -53,13 +54,24 @@ export function idempotency(db: Database, schema: string) {
     for (const h of REPLAYED_HEADERS) { const v = ctx.response.get(h); if (v) headers[h] = v; }
     const body = ctx.body as unknown;
     if (body && typeof (body as Readable).pipe === 'function') {
-      // A stream: pass it on and record it as it goes.
+      // A stream: pass it on and record it as it goes. Only a stream that ran to its end is the
+      // response; one cut short (the client left, so it is destroyed before 'end') or ended by an
+      // upstream failure is forgotten like a 5xx, so a retry runs again instead of waiting on a
+      // claim that never completes or replaying a broken stream.
       const source = body as Readable;
       const tee = new PassThrough();
       const chunks: Buffer[] = [];
+      let done = false;
+      const finish = (complete: boolean) => {
+        if (done) return;
+        done = true;
+        const outcome = complete && !ctx.state.errorCode ? record(ctx.status, headers, Buffer.concat(chunks).toString('utf8')) : forget();
+        void outcome.catch(() => undefined);
+      };
       source.on('data', (c: Buffer) => { chunks.push(Buffer.from(c)); tee.write(c); });
-      source.on('end', () => { tee.end(); void record(ctx.status, headers, Buffer.concat(chunks).toString('utf8')).catch(() => undefined); });
-      source.on('error', (e) => tee.destroy(e));
+      source.on('end', () => { tee.end(); finish(true); });
+      source.on('close', () => finish(false));
+      source.on('error', (e) => { tee.destroy(e); finish(false); });
       ctx.body = tee;
     } else {
       await record(ctx.status, headers, typeof body === 'string' ? body : JSON.stringify(body ?? null));
