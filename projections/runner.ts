@@ -48,7 +48,27 @@ export async function applyEventsIn(tx: Queryable, schema: string, events: Store
   if (events.length === 0) return expectedPosition;
   const last = events[events.length - 1].position;
   const fresh = events.filter((e) => e.position > expectedPosition);
-  for (const p of projections) await applyBatch(tx, schema, p, fresh, memory);
+  // Each projection is folded while the database writes the previous one's rows; statements
+  // still go to the connection one at a time, in order.
+  let tail: Promise<unknown> = Promise.resolve();
+  let firstError: { error: unknown } | null = null;
+  const inOrder: Queryable = {
+    query(text, params) {
+      const result = tail.then(() => tx.query(text, params));
+      tail = result.catch((error) => { firstError ??= { error }; });
+      return result as never;
+    },
+  };
+  const writes: Array<Promise<unknown>> = [];
+  try {
+    for (const p of projections) await applyBatch(inOrder, schema, p, fresh, memory, writes);
+    await Promise.all(writes);
+  } catch (err) {
+    // The first statement to fail is the cause; those after it fail only because the
+    // transaction is aborted.
+    await Promise.allSettled(writes);
+    throw firstError ? (firstError as { error: unknown }).error : err;
+  }
   await tx.query(`UPDATE ${q(schema, 'checkpoint')} SET position = $1, updated_at = now() WHERE name = 'main'`, [last]);
   return last;
 }

@@ -43,8 +43,12 @@ export function finishDdl(schema: string, projections: RowProjection[]): string[
   ];
 }
 
-/** Applies a batch of events to one projection: load touched rows, fold, write changes. */
-export async function applyBatch(tx: Queryable, schema: string, p: RowProjection, events: StoredEvent[], memory?: RowMemory): Promise<void> {
+/**
+ * Applies a batch of events to one projection: load touched rows, fold, write changes. With
+ * `writes`, the writes are only sent (their promises pushed there, for the caller to await before
+ * committing), so the next projection is folded while the database applies them.
+ */
+export async function applyBatch(tx: Queryable, schema: string, p: RowProjection, events: StoredEvent[], memory?: RowMemory, writes?: Array<Promise<unknown>>): Promise<void> {
   const relevant: StoredEvent[] = [];
   const keysOf: string[][] = [];
   for (const e of events) {
@@ -91,20 +95,30 @@ export async function applyBatch(tx: Queryable, schema: string, p: RowProjection
     // A replay knows which keys are new to its private target: those are plain inserts.
     (known && !before.has(key) ? added : changed).push(out);
   }
-  if (deletes.length) await tx.query(`DELETE FROM ${q(schema, p.table)} WHERE key = ANY($1::text[])`, [deletes]);
+  const sent: Array<Promise<unknown>> = [];
+  if (deletes.length) sent.push(tx.query(`DELETE FROM ${q(schema, p.table)} WHERE key = ANY($1::text[])`, [deletes]));
   // json, not jsonb: the rows are parsed once, straight into the record.
   const source = `SELECT * FROM json_populate_recordset(NULL::${q(schema, p.table)}, $1::json)`;
-  if (added.length) await tx.query(`INSERT INTO ${q(schema, p.table)} ${source}`, [JSON.stringify(added)]);
+  if (added.length) sent.push(tx.query(`INSERT INTO ${q(schema, p.table)} ${source}`, [JSON.stringify(added)]));
   if (changed.length) {
     const cols = Object.keys(changed[0]).filter((c) => c !== 'key');
-    await tx.query(
+    sent.push(tx.query(
       `INSERT INTO ${q(schema, p.table)} ${source} ON CONFLICT (key) DO UPDATE SET ${cols.map((c) => `"${c}" = excluded."${c}"`).join(', ')}`,
       [JSON.stringify(changed)],
-    );
+    ));
+  }
+  if (writes) {
+    // Awaited later by the caller; a failure must not count as unhandled meanwhile.
+    for (const w of sent) w.catch(() => undefined);
+    writes.push(...sent);
+  } else {
+    await Promise.all(sent);
   }
   if (known) {
     for (const key of deletes) known.forget(key);
-    for (const row of added) known.remember(row.key as string, row);
+    // Only rows written a second time are kept: most rows that are written once (a charge, a
+    // hold) are never touched again, and keeping them would only feed the garbage collector.
+    for (const row of added) known.remember(row.key as string, null);
     for (const row of changed) known.remember(row.key as string, row);
   }
 }
@@ -112,13 +126,17 @@ export async function applyBatch(tx: Queryable, schema: string, p: RowProjection
 /**
  * What a replay into a schema nobody else writes (a rebuild target before its swap) knows about
  * the rows it wrote, so it need not read them back: which keys exist, and the latest value of the
- * most recently written rows. A row comes out exactly as a SELECT would have returned it (the
+ * rows it updated most recently. A row comes out exactly as a SELECT would have returned it (the
  * value is put through what writing it as JSON and reading it back does to each column type);
  * rows with a column type it does not model are read from the table. Bounded: past `maxKeys`
  * keys a table stops tracking existence and reads every key it does not hold.
  */
 export class RowMemory {
   private tables = new Map<string, TableMemory>();
+  /** Until clear(), every key it has not seen written is known not to exist. */
+  private fromEmpty = true;
+
+  /** `opts` bounds it; create it when the target's tables are empty (a fresh rebuild target). */
   constructor(private readonly opts: { maxRows?: number; maxKeys?: number } = {}) {}
 
   async table(tx: Queryable, schema: string, table: string): Promise<TableMemory> {
@@ -127,15 +145,16 @@ export class RowMemory {
       const cols = await tx.query<{ name: string; type: string }>(
         `SELECT a.attname AS name, t.typname AS type FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
          WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, [q(schema, table)]);
-      t = new TableMemory(cols, this.opts.maxRows ?? 50_000, this.opts.maxKeys ?? 1_000_000);
+      t = new TableMemory(cols, this.opts.maxRows ?? 50_000, this.fromEmpty ? this.opts.maxKeys ?? 1_000_000 : 0);
       this.tables.set(table, t);
     }
     return t;
   }
 
-  /** Forgets everything (after a failed batch, whose writes were rolled back). */
+  /** Forgets everything, existence included (after a failed batch, whose writes were rolled back). */
   clear(): void {
     this.tables.clear();
+    this.fromEmpty = false;
   }
 }
 
@@ -147,10 +166,12 @@ export class TableMemory {
   // young one; when the young one is full, it becomes the old one and the old one is dropped.
   private young = new Map<string, Row>();
   private old = new Map<string, Row>();
-  private keys: Set<string> | null = new Set();
+  // Every key that exists (null: not tracked, so a key it does not hold must be read).
+  private keys: Set<string> | null;
   private columns: Column[] | null;
 
   constructor(cols: Array<{ name: string; type: string }>, private readonly maxRows: number, private readonly maxKeys: number) {
+    this.keys = maxKeys > 0 ? new Set() : null;
     const modelled = cols.map((c) => ({ name: c.name, stored: STORED[c.type] }));
     this.columns = modelled.every((c) => c.stored) ? (modelled as Column[]) : null;
   }
@@ -168,12 +189,13 @@ export class TableMemory {
     return this.keys && !this.keys.has(key) ? null : undefined;
   }
 
-  remember(key: string, row: Row): void {
+  /** The key now exists, with this row (null: not kept; it will be read if needed). */
+  remember(key: string, row: Row | null): void {
     if (this.keys) {
       this.keys.add(key);
       if (this.keys.size > this.maxKeys) this.keys = null;
     }
-    if (this.columns) this.keep(key, row);
+    if (row && this.columns) this.keep(key, row);
   }
 
   forget(key: string): void {
@@ -206,11 +228,14 @@ export class TableMemory {
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/;
 const nullOr = (f: (v: unknown) => unknown) => (v: unknown) => (v === null || v === undefined ? null : f(v));
 const STORED: Record<string, ((v: unknown) => unknown) | undefined> = {
-  text: nullOr((v) => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? JSON.stringify(v) : NOT_MODELLED)),
+  text: nullOr((v) => (typeof v === 'string' ? v : (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'boolean' ? JSON.stringify(v) : NOT_MODELLED)),
   int8: nullOr((v) => (Number.isSafeInteger(v) ? (v as number) + 0 : NOT_MODELLED)),
   int4: nullOr((v) => (Number.isSafeInteger(v) ? (v as number) + 0 : NOT_MODELLED)),
   bool: nullOr((v) => (typeof v === 'boolean' ? v : NOT_MODELLED)),
-  timestamptz: nullOr((v) => (typeof v === 'string' && ISO_INSTANT.test(v) ? new Date(v).toISOString() : NOT_MODELLED)),
+  timestamptz: nullOr((v) => {
+    const t = typeof v === 'string' && ISO_INSTANT.test(v) ? new Date(v) : null;
+    return t && !Number.isNaN(t.getTime()) ? t.toISOString() : NOT_MODELLED;
+  }),
   jsonb: (v) => {
     const text = JSON.stringify(v);
     return text === undefined ? null : jsonbOrder(JSON.parse(text));

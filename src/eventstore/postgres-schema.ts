@@ -45,9 +45,6 @@ DROP TRIGGER IF EXISTS events_no_truncate ON ${s}.events;
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON ${s}.events
   FOR EACH STATEMENT EXECUTE FUNCTION ${s}.refuse_change();
 
--- The appender of earlier versions took the whole batch as one jsonb document.
-DROP FUNCTION IF EXISTS ${s}.append(jsonb);
-
 -- Appends a batch of requests. Per request: p_streams, p_snapshots (JSON text; '' for none),
 -- p_expected and p_counts (its number of events); per event, request after request: p_ids and
 -- p_bodies (canonical body text). Text lists are joined with U+001E, which neither JSON text nor
@@ -56,11 +53,14 @@ DROP FUNCTION IF EXISTS ${s}.append(jsonb);
 -- {ok:false, duplicate}.
 --
 -- Set-based: requests are taken in rounds, round r holding the r-th request of each stream, so a
--- round decides each stream once, against the state earlier rounds left. A round is three
--- statements however many requests and events it holds: classify its requests (stale revision,
--- duplicate id, or good), insert the events of the good ones with their hash chains and upsert
--- their streams, record the results. If the batch repeats an event id, requests go one per round,
--- so a later copy is refused as a duplicate exactly as if the requests had come one by one.
+-- round decides each stream once, against the state earlier rounds left (usually there is one
+-- round). A call costs a fixed handful of statements however many requests and events it holds:
+-- one to plan the rounds, one duplicate check, then per round one to classify its requests (stale
+-- revision, duplicate id, or good) and one to insert the good ones' events with their hash chains
+-- and upsert their streams. If the batch repeats an event id, requests go one per round, so a
+-- later copy is refused as a duplicate exactly as if the requests had come one by one.
+-- (Earlier versions called append(jsonb); it is left in place for processes not yet upgraded:
+-- both take the same advisory lock and the same sequence, so they can run side by side.)
 CREATE OR REPLACE FUNCTION ${s}.append(p_streams text, p_expected integer[], p_snapshots text, p_counts integer[], p_ids text, p_bodies text)
 RETURNS jsonb LANGUAGE plpgsql
 -- Generic plans take the arrays below as parameters (subscripts are O(1)); custom plans would
@@ -75,41 +75,55 @@ DECLARE
   n integer := coalesce(cardinality(p_expected), 0);
   results jsonb[] := array_fill(NULL::jsonb, ARRAY[n]);
   dup uuid[] := array_fill(NULL::uuid, ARRAY[n]);
-  firsts integer[]; owner integer[]; rounds integer[]; ordered integer[]; members integer[];
-  good integer[]; good_rev integer[]; good_hash text[]; bad integer[]; bad_result jsonb[];
-  distinct_ids boolean; rec record; ix integer; p integer; q integer;
+  firsts integer[]; rounds integer[]; ordered integer[]; members integer[];
+  good integer[]; good_rev integer[]; good_hash text[]; done integer[]; done_result jsonb[];
+  bad integer[]; bad_result jsonb[];
+  distinct_ids boolean; one_round boolean; rec record; ix integer; p integer; q integer;
   total integer; inserted bigint; base bigint; last_pos bigint := 0; found_id uuid;
 BEGIN
   PERFORM pg_advisory_xact_lock(${lockKey});
   IF n = 0 THEN RETURN '[]'::jsonb; END IF;
   -- A lone request without snapshot sends '', which splits into no element at all.
   IF p_snapshots = '' THEN snapshots := array_fill(NULL::text, ARRAY[n]); END IF;
-  -- firsts[i]: index of request i's first event; owner[k]: the request of event k.
-  firsts := array(SELECT (sum(c) OVER (ORDER BY i) - c + 1)::integer FROM unnest(p_counts) WITH ORDINALITY u(c, i) ORDER BY i);
-  owner := array(SELECT u.i::integer FROM unnest(p_counts) WITH ORDINALITY u(c, i), generate_series(1, u.c) ORDER BY u.i);
-  IF cardinality(streams) <> n OR cardinality(snapshots) <> n OR cardinality(ids) <> cardinality(owner)
-     OR cardinality(bodies) <> cardinality(ids) THEN
+  firsts := array_fill(1, ARRAY[n]);
+  FOR ix IN 2..n LOOP firsts[ix] := firsts[ix - 1] + p_counts[ix - 1]; END LOOP;
+  IF cardinality(streams) <> n OR cardinality(snapshots) <> n OR cardinality(bodies) <> cardinality(ids)
+     OR cardinality(ids) <> firsts[n] + p_counts[n] - 1 THEN
     RAISE EXCEPTION 'malformed append batch';
   END IF;
 
-  distinct_ids := (SELECT count(DISTINCT x) FROM unnest(ids) x) = cardinality(ids);
+  -- Rounds: the r-th request of a stream goes in round r; ordered lists requests round by round.
+  -- (A lone request is one round, and its ids need no comparing with those of other requests.)
+  IF n = 1 THEN
+    distinct_ids := true; rounds := '{1}'; one_round := true; ordered := '{1}';
+  ELSE
+    SELECT (SELECT count(DISTINCT x) FROM unnest(ids) x) = cardinality(ids), array_agg(r ORDER BY i), max(r) = 1, array_agg(i ORDER BY r, i)
+      INTO distinct_ids, rounds, one_round, ordered
+      FROM (SELECT i::integer, row_number() OVER (PARTITION BY st ORDER BY i) AS r FROM unnest(streams) WITH ORDINALITY u(st, i)) t;
+  END IF;
   IF distinct_ids THEN
-    rounds := array(SELECT row_number() OVER (PARTITION BY st ORDER BY i) FROM unnest(streams) WITH ORDINALITY u(st, i) ORDER BY i);
     -- Ids are distinct, so no round can store an id a later round carries: one look suffices.
     FOR rec IN SELECT e.id FROM ${s}.events e WHERE e.id = ANY (ids) LOOP
-      ix := owner[array_position(ids, rec.id)];
+      ix := array_position(ids, rec.id);
+      ix := (SELECT max(r) FROM generate_series(1, n) r WHERE firsts[r] <= ix);
       dup[ix] := coalesce(dup[ix], rec.id);
     END LOOP;
   ELSE
     rounds := array(SELECT generate_series(1, n));
+    ordered := rounds;
+    one_round := n = 1;
   END IF;
-  ordered := array(SELECT i::integer FROM unnest(rounds) WITH ORDINALITY u(r, i) ORDER BY r, i);
 
   p := 1;
   WHILE p <= n LOOP
-    q := p;
-    WHILE q <= n AND rounds[ordered[q]] = rounds[ordered[p]] LOOP q := q + 1; END LOOP;
-    members := ordered[p:q - 1];
+    IF one_round THEN
+      members := ordered;
+      q := n + 1;
+    ELSE
+      q := p;
+      WHILE q <= n AND rounds[ordered[q]] = rounds[ordered[p]] LOOP q := q + 1; END LOOP;
+      members := ordered[p:q - 1];
+    END IF;
     p := q;
     IF NOT distinct_ids THEN
       ix := members[1];
@@ -122,10 +136,11 @@ BEGIN
     SELECT array_agg(x.i ORDER BY x.i) FILTER (WHERE x.good),
            array_agg(x.rev ORDER BY x.i) FILTER (WHERE x.good),
            array_agg(x.hash ORDER BY x.i) FILTER (WHERE x.good),
+           sum(p_counts[x.i]) FILTER (WHERE x.good),
            array_agg(x.i) FILTER (WHERE NOT x.good),
            array_agg(CASE WHEN x.rev <> p_expected[x.i] THEN jsonb_build_object('ok', false, 'actual', x.rev)
                           ELSE jsonb_build_object('ok', false, 'duplicate', dup[x.i]) END) FILTER (WHERE NOT x.good)
-      INTO good, good_rev, good_hash, bad, bad_result
+      INTO good, good_rev, good_hash, total, bad, bad_result
       FROM (SELECT m.i, coalesce(st.revision, -1) AS rev, coalesce(st.last_hash, repeat('0', 64)) AS hash,
                    coalesce(st.revision, -1) = p_expected[m.i] AND dup[m.i] IS NULL AS good
               FROM unnest(members) m(i) LEFT JOIN ${s}.streams st ON st.stream = streams[m.i]) x;
@@ -134,12 +149,11 @@ BEGIN
 
     -- Positions follow request order; the hash chain runs through each request's events in a
     -- recursive query (one step per event of the longest request).
-    total := (SELECT sum(p_counts[g]) FROM unnest(good) g);
     base := nextval('${s}.events_position_seq');
     PERFORM setval('${s}.events_position_seq', base + total - 1);
     last_pos := base + total - 1;
     WITH RECURSIVE req AS (
-      SELECT u.i, u.rev, u.hash, streams[u.i] AS stream, firsts[u.i] + p_counts[u.i] - 1 AS last_k,
+      SELECT u.i, u.rev, u.hash, firsts[u.i] + p_counts[u.i] - 1 AS last_k,
              base + sum(p_counts[u.i]) OVER (ORDER BY u.i) - p_counts[u.i] AS first_pos
         FROM unnest(good, good_rev, good_hash) u(i, rev, hash)
     ), chain(i, k, last_k, pos, rev, prev, hash) AS (
@@ -165,24 +179,20 @@ BEGIN
           snapshot = coalesce(excluded.snapshot, ${s}.streams.snapshot),
           snapshot_revision = coalesce(excluded.snapshot_revision, ${s}.streams.snapshot_revision)
     )
-    SELECT count(*) INTO inserted FROM ev;
+    SELECT (SELECT count(*) FROM ev),
+           array_agg(r.i),
+           array_agg(jsonb_build_object('ok', true, 'revision', r.rev + p_counts[r.i], 'first', r.first_pos, 'last', r.first_pos + p_counts[r.i] - 1))
+      INTO inserted, done, done_result
+      FROM req r;
     IF inserted <> total THEN
-      SELECT (bodies[k]::jsonb)->>'revision' AS body_rev, owner[k] AS i, k INTO rec
+      SELECT (bodies[k]::jsonb)->>'revision' AS body_rev, g AS i, k INTO rec
         FROM unnest(good) g, generate_series(firsts[g], firsts[g] + p_counts[g] - 1) k
         WHERE ((bodies[k]::jsonb)->>'revision')::integer IS DISTINCT FROM good_rev[array_position(good, g)] + 1 + k - firsts[g]
         LIMIT 1;
       RAISE EXCEPTION 'event body revision % does not follow stream revision %', rec.body_rev,
         good_rev[array_position(good, rec.i)] + rec.k - firsts[rec.i];
     END IF;
-
-    FOR rec IN
-      SELECT u.i, jsonb_build_object('ok', true, 'revision', u.rev + p_counts[u.i],
-               'first', base + sum(p_counts[u.i]) OVER (ORDER BY u.i) - p_counts[u.i],
-               'last', base + sum(p_counts[u.i]) OVER (ORDER BY u.i) - 1) AS r
-        FROM unnest(good, good_rev) u(i, rev)
-    LOOP
-      results[rec.i] := rec.r;
-    END LOOP;
+    FOR ix IN 1..cardinality(done) LOOP results[done[ix]] := done_result[ix]; END LOOP;
   END LOOP;
   IF last_pos > 0 THEN PERFORM pg_notify('${schema}_events', last_pos::text); END IF;
   RETURN to_jsonb(results);

@@ -87,8 +87,10 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
         // '' is no snapshot (JSON text is never empty).
         snapshots.push(req.snapshot === undefined ? '' : JSON.stringify(req.snapshot) ?? '');
         counts.push(eventBodies.length);
-        ids.push(...eventIds);
-        bodies.push(...eventBodies);
+        for (let j = 0; j < eventBodies.length; j++) {
+          ids.push(eventIds[j]);
+          bodies.push(eventBodies[j]);
+        }
         indexes.push(i);
       } catch (err) {
         results[i] = err as Error;
