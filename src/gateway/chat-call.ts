@@ -3,7 +3,7 @@
 // actual usage or release the hold. Dialects only translate requests and render replies.
 import type { Context } from 'koa';
 import type { GatewayDeps } from './deps.ts';
-import { modelNotFound } from '../http/errors.ts';
+import { resolveCallerModel } from './model-access.ts';
 import { countMessageTokens, countTextTokens } from '../upstream/tokenizer.ts';
 import type { ChatCall, ChatMessage, ChatOutcome, ChatStreamPart, FinishReason, ToolDefinition, Usage } from '../upstream/port.ts';
 import type { ChatApi } from '../ledger/events.ts';
@@ -46,9 +46,7 @@ export interface StreamRenderer {
 }
 
 export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequest): Promise<PreparedChat> {
-  const model = deps.catalog.resolve(req.model);
-  if (!model) throw modelNotFound(req.model, deps.baseUrl(ctx));
-  ctx.state.model = model.id;
+  const model = await resolveCallerModel(deps, ctx, req.model);
   const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
   const promptTokens = countMessageTokens(req.messages, req.tools);
   const hold = await deps.metering.reserveChat(caller, model.id, model.multiplierMilli, promptTokens, req.maxTokens);

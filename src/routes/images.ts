@@ -3,8 +3,8 @@ import { readFile } from 'node:fs/promises';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { validateBody } from '../http/validate.ts';
-import { badRequest, modelNotFound } from '../http/errors.ts';
-import { isModelEnabled } from '../ledger/account.ts';
+import { badRequest } from '../http/errors.ts';
+import { resolveCallerModel } from '../gateway/model-access.ts';
 import { resolveImageField, MAX_SOURCE_BYTES } from '../gateway/image-source.ts';
 import { setBillingHeaders } from '../gateway/billing-headers.ts';
 import type { ImageSize } from '../upstream/port.ts';
@@ -42,10 +42,7 @@ export function images(deps: GatewayDeps, mode: 'generations' | 'edits') {
     const upload = multipart ? await uploadedSource(ctx) : null;
     if (upload && body.image) throw badRequest("Give the source image either as a file or as 'image', not both.", 'image');
     if (mode === 'edits' && !upload && !body.image) throw badRequest("Missing required parameter: 'image' (the source image to edit).", 'image');
-    const model = deps.catalog.resolve(body.model);
-    // A model outside the caller's plan reads exactly like an unknown one.
-    if (!model || !isModelEnabled(await deps.metering.state(ctx.state.auth.accountId), model.id)) throw modelNotFound(body.model, deps.baseUrl(ctx));
-    ctx.state.model = model.id;
+    const model = await resolveCallerModel(deps, ctx, body.model);
     const source = upload ?? (body.image ? await resolveImageField(body.image) : undefined);
     const size: ImageSize = body.size ?? '1024x1024';
     const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };

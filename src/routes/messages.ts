@@ -4,12 +4,12 @@
 import type { Context, Next } from 'koa';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { validateBody } from '../http/validate.ts';
-import { modelNotFound, type ApiError } from '../http/errors.ts';
+import type { ApiError } from '../http/errors.ts';
+import { resolveCallerModel } from '../gateway/model-access.ts';
 import { prepareChat } from '../gateway/chat-call.ts';
 import { openSse } from '../gateway/sse.ts';
 import { setBillingHeaders } from '../gateway/billing-headers.ts';
 import { countMessageTokens } from '../upstream/tokenizer.ts';
-import { isModelEnabled } from '../ledger/account.ts';
 import {
   anthropicErrorBody, messageBody, messageId, messagesStreamRenderer, toCanonical, toCanonicalMessages, toCanonicalTools,
   type MessagesBody,
@@ -26,8 +26,7 @@ export function messages(deps: GatewayDeps) {
     const body = validateBody<MessagesBody>('messages', ctx.request.body);
     const canonical = toCanonical(body);
     const prepared = await prepareChat(deps, ctx, {
-      api: 'messages', model: body.model, messages: canonical.messages, tools: canonical.tools, toolChoice: canonical.toolChoice,
-      maxTokens: body.max_tokens, reasoningEffort: canonical.reasoningEffort, params: canonical.params,
+      ...canonical, api: 'messages', model: body.model, maxTokens: body.max_tokens,
     });
     const id = messageId();
     const model = prepared.model.id;
@@ -46,10 +45,7 @@ export function messages(deps: GatewayDeps) {
 export function countTokens(deps: GatewayDeps) {
   return async (ctx: Context) => {
     const body = validateBody<Pick<MessagesBody, 'model' | 'messages' | 'system' | 'tools'>>('messages-count-tokens', ctx.request.body);
-    const model = deps.catalog.resolve(body.model);
-    const state = await deps.metering.state(ctx.state.auth.accountId);
-    if (!model || !isModelEnabled(state, model.id)) throw modelNotFound(body.model, deps.baseUrl(ctx));
-    ctx.state.model = model.id;
+    await resolveCallerModel(deps, ctx, body.model);
     ctx.body = { input_tokens: countMessageTokens(toCanonicalMessages(body), toCanonicalTools(body.tools)) };
   };
 }

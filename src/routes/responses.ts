@@ -14,8 +14,7 @@ export function responses(deps: GatewayDeps) {
     const body = validateBody<ResponsesBody>('responses', ctx.request.body);
     const canonical = toCanonical(body);
     const prepared = await prepareChat(deps, ctx, {
-      api: 'responses', model: body.model, messages: canonical.messages, tools: canonical.tools, toolChoice: canonical.toolChoice,
-      maxTokens: body.max_output_tokens ?? undefined, reasoningEffort: canonical.reasoningEffort, params: canonical.params,
+      ...canonical, api: 'responses', model: body.model, maxTokens: body.max_output_tokens ?? undefined,
     });
     const shell: ResponseShell = { id: newId('resp'), createdAt: Math.floor(Date.now() / 1000), model: prepared.model.id, body, reasoningEffort: canonical.reasoningEffort };
     if (!body.stream) {
