@@ -4,6 +4,7 @@ import sharp from 'sharp';
 import { UpstreamError, type ImageSize } from './port.ts';
 import { encodeJpegNearBand, isInBand } from './jpeg-band.ts';
 import { dimensions } from './image-size.ts';
+import { coverAsRgb } from './image-source.ts';
 
 export async function normaliseUpstreamImage(bytes: Buffer, size: ImageSize): Promise<Buffer> {
   const { width, height } = dimensions(size);
@@ -12,15 +13,7 @@ export async function normaliseUpstreamImage(bytes: Buffer, size: ImageSize): Pr
     const meta = await sharp(bytes).metadata();
     format = meta.format;
     if (format === 'jpeg' && meta.width === width && meta.height === height && isInBand(bytes.length)) return bytes;
-    const { data } = await sharp(bytes)
-      .rotate()
-      .resize(width, height, { fit: 'cover' })
-      .flatten({ background: '#ffffff' })
-      .toColourspace('srgb')
-      .removeAlpha()
-      .raw()
-      .toBuffer({ resolveWithObject: true });
-    return await encodeJpegNearBand({ pixels: data, width, height });
+    return await encodeJpegNearBand(await coverAsRgb(bytes, width, height));
   } catch {
     throw new UpstreamError(`upstream returned an image that could not be decoded${format ? ` (${format})` : ''}`);
   }

@@ -28,19 +28,24 @@ export async function assertSourceImage(bytes: Buffer): Promise<string> {
 }
 
 /** Decodes the source, honours EXIF rotation and crops it to cover width x height, as RGB. */
+/** Any image as raw sRGB of exactly width x height: EXIF-rotated, cropped to cover, alpha on white. */
+export async function coverAsRgb(bytes: Buffer, width: number, height: number): Promise<RawImage> {
+  const { data, info } = await sharp(bytes, { limitInputPixels: MAX_SOURCE_PIXELS })
+    .rotate()
+    .resize(width, height, { fit: 'cover' })
+    .flatten({ background: '#ffffff' })
+    .toColourspace('srgb')
+    .removeAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  if (info.channels !== 3) throw new Error(`unexpected channel count ${info.channels}`);
+  return { pixels: data, width, height };
+}
+
 export async function decodeSource(bytes: Buffer, width: number, height: number): Promise<RawImage> {
   await assertSourceImage(bytes);
   try {
-    const { data, info } = await sharp(bytes, { limitInputPixels: MAX_SOURCE_PIXELS })
-      .rotate()
-      .resize(width, height, { fit: 'cover' })
-      .flatten({ background: '#ffffff' })
-      .toColourspace('srgb')
-      .removeAlpha()
-      .raw()
-      .toBuffer({ resolveWithObject: true });
-    if (info.channels !== 3) throw new Error(`unexpected channel count ${info.channels}`);
-    return { pixels: data, width, height };
+    return await coverAsRgb(bytes, width, height);
   } catch (error) {
     throw invalid(error);
   }
