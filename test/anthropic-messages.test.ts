@@ -5,10 +5,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import Anthropic from '@anthropic-ai/sdk';
-import { readFileSync } from 'node:fs';
-import { spawnGateway, startTestGateway, type GatewayProcess } from './support/gateway.ts';
+import { spawnGateway, type GatewayProcess } from './support/gateway.ts';
 import { startUpstreamDouble } from './support/upstream-double.ts';
-import { eventually, openAccount, writeModelsConfig } from './support/http.ts';
+import { eventually, openAccount, startGatewayWithRoutes } from './support/http.ts';
 
 let gw: GatewayProcess;
 let client: Anthropic;
@@ -284,15 +283,10 @@ test('usage: each Messages call shows up in GET /v1/usage with its model and bil
 
 test('through an OpenAI-compatible upstream: the canonical request it receives, and upstream failures as api_error', async () => {
   const double = await startUpstreamDouble({ toolCall: { name: 'get_weather', arguments: '{"city":"Oslo"}' } });
-  const config = JSON.parse(readFileSync(new URL('../config/models.json', import.meta.url), 'utf8'));
-  delete config.$schema;
-  config.providers.double = { type: 'openai-compatible', baseURL: double.url, timeoutMs: 5000 };
-  config.models['test/double-chat'] = { provider: 'double', upstreamModel: 'double-model' };
-  const local = await startTestGateway({ modelsConfig: writeModelsConfig(config) });
+  const local = await startGatewayWithRoutes(
+    { double: { type: 'openai-compatible', baseURL: double.url, timeoutMs: 5000 } },
+    { 'test/double-chat': { provider: 'double', upstreamModel: 'double-model', multiplierMilli: 1000 } });
   try {
-    await local.ledger.priceModel({ modelId: 'test/double-chat', multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
-    await local.ledger.caughtUp();
-    await local.deps.catalog.reload();
     const account = await openAccount(local, { quota: 1_000_000 });
     const c = new Anthropic({ apiKey: account.key, baseURL: local.url, maxRetries: 0 });
     const used = async () => ((await (await fetch(`${local.url}/v1/subscription`, { headers: { authorization: `Bearer ${account.key}` } })).json()) as Sub).quota;

@@ -2,38 +2,28 @@
 // none of them leaving a charge or an open hold behind in the ledger.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync, rmSync } from 'node:fs';
-import { dirname } from 'node:path';
 import sharp from 'sharp';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import type { TestGateway } from './support/gateway.ts';
 import { startUpstreamDouble, type UpstreamDouble } from './support/upstream-double.ts';
 import { assertMatches } from './support/openapi.ts';
-import { call, chat, ledgerView, openAccount, readSse, userMessage, writeModelsConfig, type LedgerView, type Reply, type TestAccount } from './support/http.ts';
+import { call, chat, ledgerView, openAccount, readSse, userMessage, startGatewayWithRoutes, type LedgerView, type Reply, type TestAccount } from './support/http.ts';
 
 const DOUBLE_MODEL = 'test/double-chat';
 
 let gw: TestGateway;
-let modelsConfig: string;
 let double: UpstreamDouble;
 let base: string;
 
 test.before(async () => {
   double = await startUpstreamDouble();
-  const defaults = JSON.parse(readFileSync(new URL('../config/models.json', import.meta.url), 'utf8'));
-  delete defaults.$schema;
-  defaults.providers.double = { type: 'openai-compatible', baseURL: double.url, timeoutMs: 5000 };
-  defaults.models[DOUBLE_MODEL] = { provider: 'double', upstreamModel: 'double-model' };
-  modelsConfig = writeModelsConfig(defaults);
-  gw = await startTestGateway({ modelsConfig });
-  await gw.ledger.priceModel({ modelId: DOUBLE_MODEL, multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
-  await gw.ledger.caughtUp();
-  await gw.deps.catalog.reload();
+  gw = await startGatewayWithRoutes(
+    { double: { type: 'openai-compatible', baseURL: double.url, timeoutMs: 5000 } },
+    { [DOUBLE_MODEL]: { provider: 'double', upstreamModel: 'double-model', multiplierMilli: 1000 } });
   base = `${gw.url}/v1`;
 });
 
 test.after(async () => {
   await gw?.stop();
-  if (modelsConfig) rmSync(dirname(modelsConfig), { recursive: true, force: true });
   await double?.close();
 });
 

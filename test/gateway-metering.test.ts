@@ -4,11 +4,9 @@
 // second charge, every response states its cost, and the plan's call rate holds per account.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync, rmSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import type { TestGateway } from './support/gateway.ts';
 import { doublePromptTokens, doubleReplyChunks, startUpstreamDouble, type UpstreamDouble } from './support/upstream-double.ts';
-import { call, chat, eventually, ledgerView, openAccount, readSse, userMessage, writeModelsConfig, type TestAccount } from './support/http.ts';
+import { call, chat, eventually, ledgerView, openAccount, readSse, userMessage, startGatewayWithRoutes, type TestAccount } from './support/http.ts';
 import { countMessageTokens, countTextTokens } from '../src/upstream/tokenizer.ts';
 import { accountDecider, availableTokens, reservedTokens } from '../src/ledger/account.ts';
 import { accounts as accountsProjection, type AccountRow } from '../projections/read-models.ts';
@@ -23,35 +21,27 @@ const TOKEN_DELAY_MS = 60;
 const DOUBLE_REPLY = 'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty';
 
 let gw: TestGateway;
-let modelsConfig: string;
 let double: UpstreamDouble;
 let slowDouble: UpstreamDouble;
 
 test.before(async () => {
   double = await startUpstreamDouble({ reply: DOUBLE_REPLY });
   slowDouble = await startUpstreamDouble({ reply: DOUBLE_REPLY, chunkDelayMs: 80 });
-  const config = JSON.parse(readFileSync(new URL('../config/models.json', import.meta.url), 'utf8'));
-  delete config.$schema;
-  config.providers.double = { type: 'openai-compatible', baseURL: double.url, timeoutMs: 5000 };
-  config.providers.slowDouble = { type: 'openai-compatible', baseURL: slowDouble.url, timeoutMs: 5000 };
-  config.providers.slow = { type: 'simulated', tokenDelayMs: TOKEN_DELAY_MS };
-  config.models[DOUBLE_MODEL] = { provider: 'double', upstreamModel: 'double-model' };
-  config.models[SLOW_DOUBLE_MODEL] = { provider: 'slowDouble', upstreamModel: 'double-model' };
-  // Two routes to one simulated upstream model: the same reply, one slow and one at once.
-  config.models[SLOW_MODEL] = { provider: 'slow', upstreamModel: 'gen-6-luna' };
-  config.models[FAST_TWIN] = { provider: 'simulated', upstreamModel: 'gen-6-luna' };
-  modelsConfig = writeModelsConfig(config);
-  gw = await startTestGateway({ modelsConfig });
-  for (const [modelId, milli] of [[DOUBLE_MODEL, 1000], [SLOW_DOUBLE_MODEL, 1500], [SLOW_MODEL, 1250], [FAST_TWIN, 1250]] as const) {
-    await gw.ledger.priceModel({ modelId, multiplierMilli: milli, status: 'ACTIVE', alias: null }, 'admin:test');
-  }
-  await gw.ledger.caughtUp();
-  await gw.deps.catalog.reload();
+  gw = await startGatewayWithRoutes({
+    double: { type: 'openai-compatible', baseURL: double.url, timeoutMs: 5000 },
+    slowDouble: { type: 'openai-compatible', baseURL: slowDouble.url, timeoutMs: 5000 },
+    slow: { type: 'simulated', tokenDelayMs: TOKEN_DELAY_MS },
+  }, {
+    [DOUBLE_MODEL]: { provider: 'double', upstreamModel: 'double-model', multiplierMilli: 1000 },
+    [SLOW_DOUBLE_MODEL]: { provider: 'slowDouble', upstreamModel: 'double-model', multiplierMilli: 1500 },
+    // Two routes to one simulated upstream model: the same reply, one slow and one at once.
+    [SLOW_MODEL]: { provider: 'slow', upstreamModel: 'gen-6-luna', multiplierMilli: 1250 },
+    [FAST_TWIN]: { provider: 'simulated', upstreamModel: 'gen-6-luna', multiplierMilli: 1250 },
+  });
 });
 
 test.after(async () => {
   await gw?.stop();
-  if (modelsConfig) rmSync(dirname(modelsConfig), { recursive: true, force: true });
   await double?.close();
   await slowDouble?.close();
 });

@@ -1,8 +1,9 @@
 // Small helpers for gateway tests over real HTTP: calls with a key, accounts set up through the
 // ledger, and what the ledger holds for an account (charges, holds, the accounts read model).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { startTestGateway, type TestGateway } from './gateway.ts';
 import { randomBytes } from 'node:crypto';
 import type { RunningGateway } from '../../src/server.ts';
 import type { StoredEvent } from '../../src/eventstore/port.ts';
@@ -112,6 +113,26 @@ export async function eventually<T>(fn: () => Promise<T>, check: (v: T) => boole
     if (check(v) || Date.now() > until) return v;
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+export interface ExtraRoute { provider: string; upstreamModel: string; multiplierMilli: number }
+
+/**
+ * A test gateway whose models config is the default plus extra providers and priced models
+ * (e.g. an upstream double); stop() also removes the temporary config.
+ */
+export async function startGatewayWithRoutes(providers: Record<string, unknown>, models: Record<string, ExtraRoute>): Promise<TestGateway> {
+  const config = JSON.parse(readFileSync(new URL('../../config/models.json', import.meta.url), 'utf8'));
+  delete config.$schema;
+  Object.assign(config.providers, providers);
+  for (const [id, m] of Object.entries(models)) config.models[id] = { provider: m.provider, upstreamModel: m.upstreamModel };
+  const path = writeModelsConfig(config);
+  const gw = await startTestGateway({ modelsConfig: path });
+  for (const [modelId, m] of Object.entries(models)) {
+    await gw.ledger.priceModel({ modelId, multiplierMilli: m.multiplierMilli, status: 'ACTIVE', alias: null }, 'admin:test');
+  }
+  await gw.ledger.caughtUp();
+  return { ...gw, async stop() { await gw.stop(); rmSync(dirname(path), { recursive: true, force: true }); } };
 }
 
 /** Writes a models config to a temp file and returns its path (for startTestGateway's modelsConfig). */
