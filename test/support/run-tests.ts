@@ -5,7 +5,7 @@ import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
-const dir = fileURLToPath(new URL('.', import.meta.url));
+const dir = fileURLToPath(new URL('..', import.meta.url));
 const filter = process.argv.slice(2);
 const files = readdirSync(dir)
   .filter((f) => f.endsWith('.test.ts'))
