@@ -4,12 +4,12 @@ import type { Database } from '../src/eventstore/db.ts';
 import type { EventStore } from '../src/eventstore/port.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import { applyEvents, ensureReadModels } from './runner.ts';
-import { finishDdl, normaliseRow, q, RowMemory } from './store.ts';
+import { finishDdl, normaliseRow, q, ReplayMemory } from './store.ts';
 
 export interface RebuildProgress { position: number; head: number; events: number; elapsedMs: number }
 
 /** Replays all events into `target` (dropped first). Returns the position reached. */
-export async function replayInto(db: Database, store: EventStore, target: string, opts: { batchSize?: number; onProgress?: (p: RebuildProgress) => void } = {}): Promise<number> {
+export async function replayInto(db: Database, store: EventStore, target: string, opts: { batchSize?: number; onProgress?: (p: RebuildProgress) => void; memory?: ConstructorParameters<typeof ReplayMemory>[0] } = {}): Promise<number> {
   await db.exec(`DROP SCHEMA IF EXISTS "${target}" CASCADE`);
   // Nobody reads the target before the swap and a crash restarts the rebuild from zero, so it is
   // loaded as UNLOGGED tables without secondary indexes, then made durable and indexed once.
@@ -21,8 +21,8 @@ export async function replayInto(db: Database, store: EventStore, target: string
   let position = 0;
   let count = 0;
   let head = await store.headPosition();
-  // Only this replay writes the target: it remembers what it wrote instead of reading it back.
-  const memory = new RowMemory();
+  // Only this replay writes the target: it keeps hot rows in memory and writes them once they settle.
+  const memory = new ReplayMemory(opts.memory);
   // The next page is read while this one is applied (on PostgreSQL another connection serves it).
   // A read that fails while a page is being applied is reported when awaited, not as unhandled.
   const readPage = (after: number) => {
@@ -41,6 +41,7 @@ export async function replayInto(db: Database, store: EventStore, target: string
     opts.onProgress?.({ position, head, events: count, elapsedMs: Date.now() - started });
   }
   await db.transaction(async (tx) => {
+    await memory.flushAll(tx, target);
     for (const stmt of finishDdl(target, ALL_PROJECTIONS)) await tx.query(stmt);
   });
   return position;

@@ -6,7 +6,7 @@ import type { Database, Queryable } from '../src/eventstore/db.ts';
 import type { EventStore, StoredEvent, Subscription } from '../src/eventstore/port.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import type { RowProjection } from './row-projection.ts';
-import { applyBatch, projectionDdl, q, type DdlOptions, type RowMemory } from './store.ts';
+import { applyBatch, projectionDdl, q, type DdlOptions, type ReplayMemory } from './store.ts';
 
 export class CheckpointMovedError extends Error {
   constructor(readonly actual: number) {
@@ -28,19 +28,19 @@ export async function readCheckpoint(db: Database, schema: string): Promise<numb
 
 /**
  * Applies events (which must follow `expectedPosition`) to every projection in one transaction.
- * `memory` is for a replay into a schema of its own (see RowMemory); it is cleared if the batch fails.
+ * `memory` is for a replay into a schema of its own (see ReplayMemory); a failed batch leaves it unusable.
  */
-export async function applyEvents(db: Database, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: RowMemory): Promise<number> {
+export async function applyEvents(db: Database, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: ReplayMemory): Promise<number> {
   try {
     return await db.transaction((tx) => applyEventsIn(tx, schema, events, expectedPosition, projections, memory));
   } catch (err) {
-    memory?.clear();
+    memory?.fail();
     throw err;
   }
 }
 
 /** The same, inside a transaction the caller owns. */
-export async function applyEventsIn(tx: Queryable, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: RowMemory): Promise<number> {
+export async function applyEventsIn(tx: Queryable, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: ReplayMemory): Promise<number> {
   const [cp] = await tx.query<{ position: number }>(`SELECT position FROM ${q(schema, 'checkpoint')} WHERE name = 'main' FOR UPDATE`);
   // No row: the schema was swapped by a rebuild while we waited; retry on the new one.
   if (!cp) throw new CheckpointMovedError(expectedPosition);
@@ -62,6 +62,7 @@ export async function applyEventsIn(tx: Queryable, schema: string, events: Store
   const writes: Array<Promise<unknown>> = [];
   try {
     for (const p of projections) await applyBatch(inOrder, schema, p, fresh, memory, writes);
+    memory?.endPage(inOrder, schema, writes);
     await Promise.all(writes);
   } catch (err) {
     // The first statement to fail is the cause; those after it fail only because the

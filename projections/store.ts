@@ -46,9 +46,11 @@ export function finishDdl(schema: string, projections: RowProjection[]): string[
 /**
  * Applies a batch of events to one projection: load touched rows, fold, write changes. With
  * `writes`, the writes are only sent (their promises pushed there, for the caller to await before
- * committing), so the next projection is folded while the database applies them.
+ * committing), so the next projection is folded while the database applies them. With `memory`
+ * (a replay into a schema of its own) changed rows are staged there instead and written when
+ * they stop changing (see ReplayMemory).
  */
-export async function applyBatch(tx: Queryable, schema: string, p: RowProjection, events: StoredEvent[], memory?: RowMemory, writes?: Array<Promise<unknown>>): Promise<void> {
+export async function applyBatch(tx: Queryable, schema: string, p: RowProjection, events: StoredEvent[], memory?: ReplayMemory, writes?: Array<Promise<unknown>>): Promise<void> {
   const relevant: StoredEvent[] = [];
   const keysOf: string[][] = [];
   for (const e of events) {
@@ -60,13 +62,16 @@ export async function applyBatch(tx: Queryable, schema: string, p: RowProjection
 
   // The touched rows as they stand before the batch (only those that exist), each read once.
   const before = new Map<string, Row>();
-  const known = memory ? await memory.table(tx, schema, p.table) : null;
+  const staged = memory ? await memory.table(tx, schema, p.table) : null;
   const toRead: string[] = [];
+  const unstorable: Row[] = [];
   for (const key of new Set(keysOf.flat())) {
-    const row = known?.get(key);
+    const row = staged?.get(key, unstorable);
     if (row) before.set(key, row);
     else if (row === undefined) toRead.push(key);
   }
+  // Written and read back, so the fold sees exactly what the table holds.
+  if (unstorable.length > 0) await Promise.all(Object.assign(new RowChanges(), { upserts: unstorable }).send(tx, schema, p.table));
   if (toRead.length > 0) {
     const existing = await tx.query<Row>(`SELECT * FROM ${q(schema, p.table)} WHERE key = ANY($1::text[])`, [toRead]);
     for (const r of existing) before.set(r.key as string, normalise(r));
@@ -79,82 +84,102 @@ export async function applyBatch(tx: Queryable, schema: string, p: RowProjection
     }
   }
 
-  const changed: Row[] = [];
-  const added: Row[] = [];
-  const deletes: string[] = [];
+  const changes = new RowChanges();
   for (const [key, row] of rows) {
-    if (row === null) {
-      // A row that never existed needs no DELETE.
-      if (before.has(key)) deletes.push(key);
-      continue;
-    }
     // evolve() hands back the very row it was given when nothing changed: nothing to write.
-    if (row === before.get(key)) continue;
-    // Key first when row lacks it: V8 builds {...row, key} on a slow path then.
-    const out = row.key === key ? row : Object.hasOwn(row, 'key') ? { ...row, key } : { key, ...row };
-    // A replay knows which keys are new to its private target: those are plain inserts.
-    (known && !before.has(key) ? added : changed).push(out);
+    if (row !== null && row === before.get(key)) continue;
+    if (staged) staged.stage(key, row);
+    else if (row === null) {
+      // A row that never existed needs no DELETE.
+      if (before.has(key)) changes.deletes.push(key);
+    } else changes.upserts.push(withKey(row, key));
   }
-  const sent: Array<Promise<unknown>> = [];
-  if (deletes.length) sent.push(tx.query(`DELETE FROM ${q(schema, p.table)} WHERE key = ANY($1::text[])`, [deletes]));
-  // json, not jsonb: the rows are parsed once, straight into the record.
-  const source = `SELECT * FROM json_populate_recordset(NULL::${q(schema, p.table)}, $1::json)`;
-  if (added.length) sent.push(tx.query(`INSERT INTO ${q(schema, p.table)} ${source}`, [JSON.stringify(added)]));
-  if (changed.length) {
-    const cols = Object.keys(changed[0]).filter((c) => c !== 'key');
-    sent.push(tx.query(
-      `INSERT INTO ${q(schema, p.table)} ${source} ON CONFLICT (key) DO UPDATE SET ${cols.map((c) => `"${c}" = excluded."${c}"`).join(', ')}`,
-      [JSON.stringify(changed)],
-    ));
-  }
-  if (writes) {
-    // Awaited later by the caller; a failure must not count as unhandled meanwhile.
+  const sent = changes.send(tx, schema, p.table);
+  if (writes) writes.push(...sent);
+  else await Promise.all(sent);
+}
+
+// Key first when row lacks it: V8 builds {...row, key} on a slow path then.
+const withKey = (row: Row, key: string): Row => (row.key === key ? row : Object.hasOwn(row, 'key') ? { ...row, key } : { key, ...row });
+
+/** The writes one projection's batch needs: at most one DELETE, one INSERT and one upsert. */
+class RowChanges {
+  deletes: string[] = [];
+  /** Rows known not to be in the table: plain inserts. */
+  inserts: Row[] = [];
+  upserts: Row[] = [];
+
+  send(tx: Queryable, schema: string, table: string): Array<Promise<unknown>> {
+    const sent: Array<Promise<unknown>> = [];
+    const t = q(schema, table);
+    if (this.deletes.length) sent.push(tx.query(`DELETE FROM ${t} WHERE key = ANY($1::text[])`, [this.deletes]));
+    // json, not jsonb: the rows are parsed once, straight into the record.
+    const source = `SELECT * FROM json_populate_recordset(NULL::${t}, $1::json)`;
+    if (this.inserts.length) sent.push(tx.query(`INSERT INTO ${t} ${source}`, [JSON.stringify(this.inserts)]));
+    if (this.upserts.length) {
+      const cols = Object.keys(this.upserts[0]).filter((c) => c !== 'key');
+      sent.push(tx.query(
+        `INSERT INTO ${t} ${source} ON CONFLICT (key) DO UPDATE SET ${cols.map((c) => `"${c}" = excluded."${c}"`).join(', ')}`,
+        [JSON.stringify(this.upserts)],
+      ));
+    }
+    // Awaited by the caller; a failure must not count as unhandled meanwhile.
     for (const w of sent) w.catch(() => undefined);
-    writes.push(...sent);
-  } else {
-    await Promise.all(sent);
-  }
-  if (known) {
-    for (const key of deletes) known.forget(key);
-    // Only rows written a second time are kept: most rows that are written once (a charge, a
-    // hold) are never touched again, and keeping them would only feed the garbage collector.
-    for (const row of added) known.remember(row.key as string, null);
-    for (const row of changed) known.remember(row.key as string, row);
+    return sent;
   }
 }
 
 /**
- * What a replay into a schema nobody else writes (a rebuild target before its swap) knows about
- * the rows it wrote, so it need not read them back: which keys exist, and the latest value of the
- * rows it updated most recently. A row comes out exactly as a SELECT would have returned it (the
- * value is put through what writing it as JSON and reading it back does to each column type);
- * rows with a column type it does not model are read from the table. Bounded: past `maxKeys`
- * keys a table stops tracking existence and reads every key it does not hold.
+ * What a replay into a schema nobody else reads until it is swapped in (a rebuild target) keeps
+ * in memory: rows it changed but has not written yet, and which keys exist in the table. A row
+ * is written once it has not changed for a page, so a hot row (an account, a key, a day's usage)
+ * is written a handful of times instead of once per page, and a hold opened and settled between
+ * two writes is never written at all. Staged rows are kept as a SELECT would return them (each
+ * value put through what writing it as JSON and reading it back does to its column type), so a
+ * fold sees the same input whether a row came from here or from the table; a row with a column
+ * type this does not model is written at once. Bounded: past `maxStaged` rows everything staged
+ * is written; past `maxKeys` keys a table stops tracking existence and reads keys it does not hold.
+ *
+ * The checkpoint moves with each page while staged rows are unwritten: the target is complete
+ * only after flushAll(). A failed page leaves staged rows lost, so the replay must start over.
  */
-export class RowMemory {
+export class ReplayMemory {
   private tables = new Map<string, TableMemory>();
-  /** Until clear(), every key it has not seen written is known not to exist. */
-  private fromEmpty = true;
+  private page = 0;
+  private broken = false;
 
-  /** `opts` bounds it; create it when the target's tables are empty (a fresh rebuild target). */
-  constructor(private readonly opts: { maxRows?: number; maxKeys?: number } = {}) {}
+  constructor(private readonly opts: { maxStaged?: number; maxKeys?: number } = {}) {}
 
   async table(tx: Queryable, schema: string, table: string): Promise<TableMemory> {
+    if (this.broken) throw new Error('replay memory lost staged rows after a failed page; start the replay again');
     let t = this.tables.get(table);
     if (!t) {
       const cols = await tx.query<{ name: string; type: string }>(
         `SELECT a.attname AS name, t.typname AS type FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
          WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, [q(schema, table)]);
-      t = new TableMemory(cols, this.opts.maxRows ?? 50_000, this.fromEmpty ? this.opts.maxKeys ?? 1_000_000 : 0);
+      t = new TableMemory(table, cols, this.opts.maxKeys ?? 1_000_000, () => this.page);
       this.tables.set(table, t);
     }
     return t;
   }
 
-  /** Forgets everything, existence included (after a failed batch, whose writes were rolled back). */
-  clear(): void {
+  /** After a page's folds: writes rows that did not change in it (all of them when too many are staged). */
+  endPage(tx: Queryable, schema: string, writes: Array<Promise<unknown>>): void {
+    const staged = [...this.tables.values()].reduce((n, t) => n + t.stagedCount, 0);
+    const all = staged > (this.opts.maxStaged ?? 200_000);
+    for (const t of this.tables.values()) writes.push(...t.flush(tx, schema, all ? Infinity : this.page));
+    this.page++;
+  }
+
+  /** Writes everything staged: the target is complete after this. */
+  async flushAll(tx: Queryable, schema: string): Promise<void> {
+    for (const t of this.tables.values()) await Promise.all(t.flush(tx, schema, Infinity));
+  }
+
+  /** After a failed page, whose writes were rolled back. */
+  fail(): void {
+    this.broken = true;
     this.tables.clear();
-    this.fromEmpty = false;
   }
 }
 
@@ -162,61 +187,76 @@ const NOT_MODELLED = Symbol('not modelled');
 type Column = { name: string; stored: (v: unknown) => unknown };
 
 export class TableMemory {
-  // Two generations approximate "most recently written": a hit in the old one moves the row to the
-  // young one; when the young one is full, it becomes the old one and the old one is dropped.
-  private young = new Map<string, Row>();
-  private old = new Map<string, Row>();
-  // Every key that exists (null: not tracked, so a key it does not hold must be read).
-  private keys: Set<string> | null;
+  /** Changed rows not yet written (null: to be deleted), with the page that last changed them. */
+  private staged = new Map<string, { row: Row | null; stored: boolean; page: number }>();
+  // Every key that exists in the table (null: not tracked, so a key not staged must be read).
+  private written: Set<string> | null = new Set();
   private columns: Column[] | null;
 
-  constructor(cols: Array<{ name: string; type: string }>, private readonly maxRows: number, private readonly maxKeys: number) {
-    this.keys = maxKeys > 0 ? new Set() : null;
+  constructor(readonly name: string, cols: Array<{ name: string; type: string }>, private readonly maxKeys: number, private readonly page: () => number) {
     const modelled = cols.map((c) => ({ name: c.name, stored: STORED[c.type] }));
     this.columns = modelled.every((c) => c.stored) ? (modelled as Column[]) : null;
   }
 
-  /** The row as the table holds it, null if there is none, undefined if unknown here. */
-  get(key: string): Row | null | undefined {
-    let written = this.young.get(key);
-    if (!written && (written = this.old.get(key))) this.keep(key, written);
-    if (written) {
-      const row = this.asStored(written);
-      if (row) return row;
-      this.young.delete(key);
+  get stagedCount(): number { return this.staged.size; }
+
+  /**
+   * The row as the table will hold it, null if there is none, undefined if unknown here. A staged
+   * row is put through the column conversions only when it is read again: most rows (a charge, a
+   * hold) never are. One that cannot be converted is handed to `unstorable` to be written first.
+   */
+  get(key: string, unstorable: Row[]): Row | null | undefined {
+    const s = this.staged.get(key);
+    if (s) {
+      if (s.row === null || s.stored) return s.row;
+      const stored = this.asStored(s.row);
+      if (stored) {
+        s.row = stored;
+        s.stored = true;
+        return stored;
+      }
+      this.staged.delete(key);
+      unstorable.push(s.row);
+      this.markWritten(key);
       return undefined;
     }
-    return this.keys && !this.keys.has(key) ? null : undefined;
+    return this.written && !this.written.has(key) ? null : undefined;
   }
 
-  /** The key now exists, with this row (null: not kept; it will be read if needed). */
-  remember(key: string, row: Row | null): void {
-    if (this.keys) {
-      this.keys.add(key);
-      if (this.keys.size > this.maxKeys) this.keys = null;
+  /** A row's new value (null: deleted), written when it has not changed for a page. */
+  stage(key: string, row: Row | null): void {
+    this.staged.set(key, { row: row === null ? null : withKey(row, key), stored: false, page: this.page() });
+  }
+
+  /** Writes the staged rows last changed before `beforePage` and forgets them. */
+  flush(tx: Queryable, schema: string, beforePage: number): Array<Promise<unknown>> {
+    const changes = new RowChanges();
+    for (const [key, s] of this.staged) {
+      if (s.page >= beforePage) continue;
+      this.staged.delete(key);
+      const exists = this.written === null || this.written.has(key);
+      if (s.row === null) {
+        if (exists) changes.deletes.push(key);
+        this.written?.delete(key);
+      } else {
+        (exists ? changes.upserts : changes.inserts).push(s.row);
+        this.markWritten(key);
+      }
     }
-    if (row && this.columns) this.keep(key, row);
+    return changes.send(tx, schema, this.name);
   }
 
-  forget(key: string): void {
-    this.young.delete(key);
-    this.old.delete(key);
-    this.keys?.delete(key);
-  }
-
-  private keep(key: string, row: Row): void {
-    this.old.delete(key);
-    this.young.set(key, row);
-    if (this.young.size >= this.maxRows / 2) {
-      this.old = this.young;
-      this.young = new Map();
-    }
+  private markWritten(key: string): void {
+    if (!this.written) return;
+    this.written.add(key);
+    if (this.written.size > this.maxKeys) this.written = null;
   }
 
   // Written as JSON through json_populate_recordset, read back by the driver and normaliseRow().
   private asStored(written: Row): Row | null {
+    if (!this.columns) return null;
     const out: Row = {};
-    for (const c of this.columns!) {
+    for (const c of this.columns) {
       const v = c.stored(written[c.name]);
       if (v === NOT_MODELLED) return null;
       out[c.name] = v;
