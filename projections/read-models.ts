@@ -1,9 +1,9 @@
 // The read models of the ledger. Each is a pure function of the event log.
-import type { StoredEvent } from '../src/eventstore/port.ts';
+import type { ProjectedEvent } from '../src/eventstore/port.ts';
 import type { EventDataByType } from '../src/ledger/events.ts';
 import { dayOf, defineProjection, type Row } from './row-projection.ts';
 
-const data = <T extends keyof EventDataByType>(e: StoredEvent) => e.data as unknown as EventDataByType[T];
+const data = <T extends keyof EventDataByType>(e: ProjectedEvent) => e.data as unknown as EventDataByType[T];
 
 export interface KeyRow extends Row {
   key_id: string; account_id: string; name: string; hash: string; last4: string; status: 'active' | 'revoked';

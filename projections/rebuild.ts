@@ -26,7 +26,7 @@ export async function replayInto(db: Database, store: EventStore, target: string
   // The next page is read while this one is applied (on PostgreSQL another connection serves it).
   // A read that fails while a page is being applied is reported when awaited, not as unhandled.
   const readPage = (after: number) => {
-    const page = store.readAll(after, batchSize);
+    const page = store.readAllProjected ? store.readAllProjected(after, batchSize) : store.readAll(after, batchSize);
     page.catch(() => undefined);
     return page;
   };

@@ -2,7 +2,7 @@
 // pure evolve() computes their new value; the runner loads touched rows once per batch, folds the
 // batch in memory and writes every changed row in one statement. That keeps a rebuild at a few
 // statements per thousand events instead of one per event.
-import type { StoredEvent } from '../src/eventstore/port.ts';
+import type { ProjectedEvent } from '../src/eventstore/port.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -15,9 +15,9 @@ export interface RowProjection<R extends Row = Row> {
   indexes?: string[];
   handles: ReadonlySet<string>;
   /** Row keys this event changes (usually one). */
-  keysOf(event: StoredEvent): string[];
+  keysOf(event: ProjectedEvent): string[];
   /** The row after the event; null deletes it. Pure. */
-  evolve(row: R | undefined, event: StoredEvent, key: string): R | null;
+  evolve(row: R | undefined, event: ProjectedEvent, key: string): R | null;
 }
 
 export function defineProjection<R extends Row>(p: RowProjection<R>): RowProjection<R> {

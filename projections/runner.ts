@@ -3,7 +3,7 @@
 // skips one. The checkpoint row is locked and compared first: if another runner moved it, this
 // one resynchronises instead of applying the batch again.
 import type { Database, Queryable } from '../src/eventstore/db.ts';
-import type { EventStore, StoredEvent, Subscription } from '../src/eventstore/port.ts';
+import type { EventStore, ProjectedEvent, StoredEvent, Subscription } from '../src/eventstore/port.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import type { RowProjection } from './row-projection.ts';
 import { applyBatch, projectionDdl, q, type DdlOptions, type ReplayMemory } from './store.ts';
@@ -30,7 +30,7 @@ export async function readCheckpoint(db: Database, schema: string): Promise<numb
  * Applies events (which must follow `expectedPosition`) to every projection in one transaction.
  * `memory` is for a replay into a schema of its own (see ReplayMemory); a failed batch leaves it unusable.
  */
-export async function applyEvents(db: Database, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: ReplayMemory): Promise<number> {
+export async function applyEvents(db: Database, schema: string, events: ProjectedEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: ReplayMemory): Promise<number> {
   try {
     return await db.transaction((tx) => applyEventsIn(tx, schema, events, expectedPosition, projections, memory));
   } catch (err) {
@@ -40,7 +40,7 @@ export async function applyEvents(db: Database, schema: string, events: StoredEv
 }
 
 /** The same, inside a transaction the caller owns. */
-export async function applyEventsIn(tx: Queryable, schema: string, events: StoredEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: ReplayMemory): Promise<number> {
+export async function applyEventsIn(tx: Queryable, schema: string, events: ProjectedEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: ReplayMemory): Promise<number> {
   const [cp] = await tx.query<{ position: number }>(`SELECT position FROM ${q(schema, 'checkpoint')} WHERE name = 'main' FOR UPDATE`);
   // No row: the schema was swapped by a rebuild while we waited; retry on the new one.
   if (!cp) throw new CheckpointMovedError(expectedPosition);

@@ -1,6 +1,6 @@
 // Reads and writes the rows of row projections in one read-model schema.
 import type { Queryable } from '../src/eventstore/db.ts';
-import type { StoredEvent } from '../src/eventstore/port.ts';
+import type { ProjectedEvent } from '../src/eventstore/port.ts';
 import type { Row, RowProjection } from './row-projection.ts';
 
 export const q = (schema: string, table: string) => `"${schema}"."${table}"`;
@@ -50,8 +50,8 @@ export function finishDdl(schema: string, projections: RowProjection[]): string[
  * (a replay into a schema of its own) changed rows are staged there instead and written when
  * they stop changing (see ReplayMemory).
  */
-export async function applyBatch(tx: Queryable, schema: string, p: RowProjection, events: StoredEvent[], memory?: ReplayMemory, writes?: Array<Promise<unknown>>): Promise<void> {
-  const relevant: StoredEvent[] = [];
+export async function applyBatch(tx: Queryable, schema: string, p: RowProjection, events: ProjectedEvent[], memory?: ReplayMemory, writes?: Array<Promise<unknown>>): Promise<void> {
+  const relevant: ProjectedEvent[] = [];
   const keysOf: string[][] = [];
   for (const e of events) {
     if (!p.handles.has(e.type)) continue;

@@ -29,6 +29,9 @@ export interface StoredEvent<D = Record<string, unknown>> {
   hash: string;
 }
 
+/** What read models are built from: a stored event without its stream bookkeeping and hash chain. */
+export type ProjectedEvent<D = Record<string, unknown>> = Pick<StoredEvent<D>, 'id' | 'type' | 'position' | 'timestamp' | 'data'>;
+
 /** A stream's revision before the append: -1 (or 'no_stream') when it must not exist yet. */
 export type ExpectedRevision = number | 'no_stream' | 'any';
 
@@ -69,6 +72,8 @@ export interface EventStore {
   readStream(stream: string, fromRevision?: number): Promise<StoredEvent[]>;
   /** Events after `afterPosition` in global order (position 0 = from the start). */
   readAll(afterPosition: number, limit: number): Promise<StoredEvent[]>;
+  /** The same events with only what projections read; cheaper, for replays of the whole log. */
+  readAllProjected?(afterPosition: number, limit: number): Promise<ProjectedEvent[]>;
   readSnapshot(stream: string): Promise<Snapshot | null>;
   headPosition(): Promise<number>;
   subscribe(afterPosition: number, handler: EventHandler): Subscription;
