@@ -14,6 +14,10 @@ export interface Settings {
   bootstrap: boolean;
   /** TOLLGATE_ADMIN_TOKEN; unset means the token file in the data directory. */
   adminToken?: string;
+  /** EVENT_STORE: where the events live; read models, rate limits and idempotency stay in PostgreSQL. */
+  eventStore: 'postgres' | 'kurrentdb';
+  /** KURRENTDB_URL, e.g. kurrentdb://127.0.0.1:2113?tls=false (used when eventStore is kurrentdb). */
+  kurrentDbUrl?: string;
 }
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
@@ -30,5 +34,13 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     sweepIntervalMs: Number(env.TOLLGATE_SWEEP_INTERVAL_MS ?? 30_000),
     bootstrap: env.TOLLGATE_BOOTSTRAP !== 'off',
     adminToken: env.TOLLGATE_ADMIN_TOKEN || undefined,
+    eventStore: eventStoreFrom(env.EVENT_STORE),
+    kurrentDbUrl: env.KURRENTDB_URL || undefined,
   };
+}
+
+function eventStoreFrom(value: string | undefined): Settings['eventStore'] {
+  if (!value || value === 'postgres') return 'postgres';
+  if (value === 'kurrentdb') return 'kurrentdb';
+  throw new Error(`EVENT_STORE must be postgres or kurrentdb, not ${JSON.stringify(value)}`);
 }

@@ -7,6 +7,7 @@ import type { Context } from 'koa';
 import pino, { type Logger } from 'pino';
 import { openDatabase, type Database } from './eventstore/db.ts';
 import { openLedger, type Ledger } from './ledger/ledger.ts';
+import { openSelectedEventStore } from './eventstore/kurrentdb-select.ts';
 import { createModelCatalog } from './gateway/model-catalog.ts';
 import { buildRoutes, loadModelsConfig } from './gateway/models-config.ts';
 import { createMetering } from './gateway/metering.ts';
@@ -42,9 +43,10 @@ export async function startGateway(settings: Settings, log: Logger = pino({ leve
     mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
     dataDir = join(settings.dataDir, 'pglite');
   }
+  const store = await openSelectedEventStore(settings);
   const db = await openDatabase({ url: settings.databaseUrl, dataDir });
   const metrics = createMetrics();
-  const ledger = await openLedger({ db, schema: settings.schema, projections: settings.projections, onAppendTimed: (s) => metrics.appendLatency.observe(s) });
+  const ledger = await openLedger({ db, store, schema: settings.schema, projections: settings.projections, onAppendTimed: (s) => metrics.appendLatency.observe(s) });
   await ensureIdempotencyTable(db, settings.schema);
   await ledger.seedModels();
   await ledger.caughtUp();

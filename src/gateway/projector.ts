@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { openPostgres } from '../eventstore/db.ts';
 import { openLedger } from '../ledger/ledger.ts';
+import { openSelectedEventStore } from '../eventstore/kurrentdb-select.ts';
 import { startSweeper } from './sweeper.ts';
 import type { Settings } from '../config.ts';
 
@@ -17,8 +18,9 @@ export async function runProjector(settings: Settings, log: Logger): Promise<{ s
   log.info({ schema: settings.schema }, 'projector waiting for the lease');
   await lease.query('SELECT pg_advisory_lock(hashtext($1))', [`${settings.schema}:projector`]);
   log.info('projector lease acquired; projecting');
+  const store = await openSelectedEventStore(settings);
   const db = openPostgres(settings.databaseUrl);
-  const ledger = await openLedger({ db, schema: settings.schema, projections: true });
+  const ledger = await openLedger({ db, store, schema: settings.schema, projections: true });
   const sweeper = startSweeper(ledger, settings.sweepIntervalMs, (e) => log.warn({ err: e.message }, 'hold sweep failed'));
   return {
     async stop() {

@@ -3,6 +3,7 @@ import type { Context, Next } from 'koa';
 import { DomainError } from '../ledger/errors.ts';
 import { UpstreamError } from '../upstream/port.ts';
 import { InvalidImageError } from '../upstream/image-error.ts';
+import { anthropicErrorBody } from '../gateway/anthropic-messages.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -50,6 +51,8 @@ export function toApiError(err: unknown): ApiError {
   }
   if (err instanceof InvalidImageError) return badRequest(err.message, 'image', 'invalid_image');
   if (err instanceof UpstreamError) return new ApiError(502, 'The upstream model provider failed; nothing was charged. Try again.', 'upstream_error', 'upstream_error');
+  const bodyError = requestBodyError(err);
+  if (bodyError) return bodyError;
   const e = err as { status?: number; statusCode?: number; expose?: boolean; message?: string; type?: string };
   const status = e.status ?? e.statusCode;
   if (status === 413 || e.type === 'entity.too.large') return new ApiError(413, 'Request body too large.', 'invalid_request_error', 'request_too_large');
@@ -62,9 +65,35 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError(500, 'The server had an error processing your request; nothing was charged.', 'server_error', 'server_error');
 }
 
+// formidable's codes for a multipart body the client got wrong (the rest are server faults).
+const MULTIPART_TOO_LARGE = new Set([1006, 1007, 1009, 1015, 1016]);
+const MULTIPART_MALFORMED = new Set([1002, 1005, 1008, 1010, 1011, 1012, 1013, 1014]);
+
+/**
+ * The body parsers' own failures carry no HTTP status: a multipart body formidable cannot parse
+ * or that exceeds its limits, and a Content-Encoding the body does not match (zlib/brotli).
+ * Both are the client's fault: 400 or 413, never a 500.
+ */
+function requestBodyError(err: unknown): ApiError | null {
+  const e = err as { code?: unknown; httpCode?: unknown; errno?: unknown; message?: string };
+  if (typeof e?.code === 'number' && typeof e.httpCode === 'number') {
+    if (MULTIPART_TOO_LARGE.has(e.code)) return new ApiError(413, `The multipart body exceeds a limit: ${e.message ?? 'too large'}.`, 'invalid_request_error', 'request_too_large');
+    if (MULTIPART_MALFORMED.has(e.code)) return new ApiError(400, `The multipart/form-data body was refused: ${e.message ?? 'malformed'}.`, 'invalid_request_error', 'invalid_multipart');
+    return null;
+  }
+  if (typeof e?.code === 'string' && typeof e.errno === 'number' && /^(Z_|ERR__ERROR|ERR_BROTLI)/.test(e.code)) {
+    return new ApiError(400, 'The request body does not match its Content-Encoding.', 'invalid_request_error', 'invalid_encoding');
+  }
+  return null;
+}
+
 export function errorBody(e: ApiError) {
   return { error: { message: e.message, type: e.type, param: e.param, code: e.code } };
 }
+
+// Anthropic clients call these; failures before their route runs (a body that is not JSON, too
+// large, the wrong method) must come back in Anthropic's shape too.
+const ANTHROPIC_PATH = /^\/v1\/messages(\/count_tokens)?\/?$/;
 
 /** Outermost middleware: turns exceptions into the error shape and remembers them for the log. */
 export async function errorHandler(ctx: Context, next: Next): Promise<void> {
@@ -77,6 +106,6 @@ export async function errorHandler(ctx: Context, next: Next): Promise<void> {
     if (ctx.headerSent || !ctx.writable) return;
     ctx.status = api.status;
     for (const [k, v] of Object.entries(api.headers)) ctx.set(k, v);
-    ctx.body = ctx.path.startsWith('/admin') ? errorBody(api) : ctx.state.errorShape?.(api) ?? errorBody(api);
+    ctx.body = ctx.path.startsWith('/admin') ? errorBody(api) : ctx.state.errorShape?.(api) ?? (ANTHROPIC_PATH.test(ctx.path) ? anthropicErrorBody(api, ctx.state.requestId) : errorBody(api));
   }
 }

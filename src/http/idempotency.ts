@@ -8,6 +8,7 @@ import type { Context, Next } from 'koa';
 import type { Database } from '../eventstore/db.ts';
 import { canonicalJson } from '../eventstore/canonical.ts';
 import { ApiError, errorBody, toApiError } from './errors.ts';
+import { assertNestingDepth } from './validate.ts';
 
 const TTL_MS = 24 * 3600_000;
 const WAIT_MS = 120_000;
@@ -28,6 +29,7 @@ export function idempotency(db: Database, schema: string) {
     if (!key || ctx.method !== 'POST') return next();
     if (key.length > 255) throw new ApiError(400, 'Idempotency-Key must be at most 255 characters.', 'invalid_request_error', 'invalid_idempotency_key', 'Idempotency-Key');
     const account = ctx.state.auth.accountId as string;
+    assertNestingDepth(ctx.request.body); // before hashing it recursively
     const files = (ctx.request as unknown as { files?: Record<string, { size: number; originalFilename?: string }> }).files;
     const bodyHash = createHash('sha256').update(ctx.path + '\n' + canonicalJson(ctx.request.body ?? null) + canonicalJson(files ? Object.entries(files).map(([k, f]) => [k, ([] as { size: number }[]).concat(f).map((x) => x.size)]) : null)).digest('hex');
 
@@ -47,7 +49,9 @@ export function idempotency(db: Database, schema: string) {
       await next();
     } catch (err) {
       const api = toApiError(err);
-      await record(api.status, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(errorBody(api))).catch(() => undefined);
+      // Recorded in the shape the route answers in (Anthropic's on /v1/messages).
+      const shaped = (ctx.state.errorShape as ((e: ApiError) => unknown) | undefined)?.(api) ?? errorBody(api);
+      await record(api.status, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(shaped)).catch(() => undefined);
       throw err;
     }
     const headers: Record<string, string> = {};

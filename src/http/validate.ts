@@ -31,8 +31,27 @@ function describe(e: ErrorObject, param: string): string {
   return `Invalid value for '${param}': ${e.message}.`;
 }
 
+/** Deeper than any real request (tool schemas included), shallow enough for recursive code downstream. */
+export const MAX_BODY_DEPTH = 64;
+
+/**
+ * Refuses JSON nested deeper than `max` levels. Walked without recursion, so a hostile body of
+ * 100,000 levels cannot overflow the stack here; code after this check (hashing, tokenizing,
+ * JSON.stringify for the upstream) may then recurse safely.
+ */
+export function assertNestingDepth(value: unknown, max = MAX_BODY_DEPTH): void {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) throw badRequest(`The request body is nested too deeply (more than ${max} levels).`, null, 'invalid_json');
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+}
+
 export function validateBody<T>(schemaName: string, body: unknown): T {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('The request body must be a JSON object.', null, 'invalid_json');
+  assertNestingDepth(body);
   const v = compiled(schemaName);
   if (!v(body)) {
     const e = v.errors![0];

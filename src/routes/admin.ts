@@ -41,15 +41,27 @@ function str(b: Body, name: string, opts: { optional?: boolean; max?: number } =
   return v;
 }
 
+// The bounds of the PlanDefined/PlanUpdated event schemas: checked here so that a value beyond
+// them is the caller's 400, not a refused append (a 500).
+const MAX_VALIDITY_DAYS = 3650;
+const MAX_REQUESTS_PER_MINUTE = 1_000_000;
+const MAX_PLAN_MODELS = 500;
+
 function planTerms(b: Body, planId: string): PlanTerms {
   const models = b.models;
-  if (!Array.isArray(models) || models.length === 0 || !models.every((m) => typeof m === 'string' && m.length > 0)) throw badRequest("'models' must list model ids, or [\"*\"] for all.", 'models');
-  const int = (name: string, min: number) => {
+  if (!Array.isArray(models) || models.length === 0 || models.length > MAX_PLAN_MODELS || new Set(models).size !== models.length ||
+    !models.every((m) => typeof m === 'string' && m.length > 0 && m.length <= 100)) {
+    throw badRequest(`'models' must list distinct model ids (at most ${MAX_PLAN_MODELS}), or ["*"] for all.`, 'models');
+  }
+  const int = (name: string, min: number, max = Number.MAX_SAFE_INTEGER) => {
     const v = b[name];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw badRequest(`'${name}' must be a whole number >= ${min}.`, name);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max) throw badRequest(`'${name}' must be a whole number from ${min} to ${max}.`, name);
     return v;
   };
-  return { planId, name: str(b, 'name'), quota: int('quota', 0), validityDays: int('validity_days', 1), requestsPerMinute: int('requests_per_minute', 1), models: models as string[] };
+  return {
+    planId, name: str(b, 'name'), quota: int('quota', 0), validityDays: int('validity_days', 1, MAX_VALIDITY_DAYS),
+    requestsPerMinute: int('requests_per_minute', 1, MAX_REQUESTS_PER_MINUTE), models: models as string[],
+  };
 }
 
 function parseTime(v: unknown, name: string): Date {

@@ -3,10 +3,11 @@ import { readFile } from 'node:fs/promises';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { validateBody } from '../http/validate.ts';
-import { badRequest } from '../http/errors.ts';
+import { ApiError, badRequest } from '../http/errors.ts';
 import { resolveCallerModel } from '../gateway/model-access.ts';
 import { resolveImageField, MAX_SOURCE_BYTES } from '../gateway/image-source.ts';
 import { setBillingHeaders } from '../gateway/billing-headers.ts';
+import { assertSourceImage } from '../upstream/image-source.ts';
 import type { ImageSize } from '../upstream/port.ts';
 
 interface ImageBody { model: string; prompt: string; image?: string; size?: ImageSize; n?: number; response_format?: string }
@@ -37,6 +38,11 @@ export function images(deps: GatewayDeps, mode: 'generations' | 'edits') {
   return async (ctx: Context) => {
     const multipart = ctx.is('multipart/form-data') !== false && ctx.is('multipart/form-data') !== null;
     if (multipart && mode === 'generations') throw badRequest('Send a JSON body to /images/generations.', null);
+    // The multipart parser reads the body as it is; a body declared compressed was not understood.
+    const encoding = ctx.get('content-encoding').trim().toLowerCase();
+    if (multipart && encoding && encoding !== 'identity') {
+      throw new ApiError(415, `Unsupported Content-Encoding '${encoding.slice(0, 40)}' for a multipart body: send it uncompressed.`, 'invalid_request_error', 'unsupported_media_type');
+    }
     const raw = multipart ? fromMultipart(ctx.request.body as Record<string, unknown>) : ctx.request.body;
     const body = validateBody<ImageBody>('images', raw);
     const upload = multipart ? await uploadedSource(ctx) : null;
@@ -44,6 +50,8 @@ export function images(deps: GatewayDeps, mode: 'generations' | 'edits') {
     if (mode === 'edits' && !upload && !body.image) throw badRequest("Missing required parameter: 'image' (the source image to edit).", 'image');
     const model = await resolveCallerModel(deps, ctx, body.model);
     const source = upload ?? (body.image ? await resolveImageField(body.image) : undefined);
+    // Bytes that are no decodable image are refused before any hold: a bad request never reaches the ledger.
+    if (source) await assertSourceImage(source.bytes);
     const size: ImageSize = body.size ?? '1024x1024';
     const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
     const hold = await deps.metering.reserveImage(caller, model.id, model.multiplierMilli);

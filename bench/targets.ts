@@ -1,0 +1,154 @@
+// The three things the gateway benchmark measures, each started as its own process: the mock
+// upstream (called directly: the baseline), Tollgate (`tollgate serve` on PostgreSQL, metering
+// on) and the peer gateway (Portkey, from the bench-only install in bench/peer).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { SEED_MODELS } from '../src/ledger/price-list.ts';
+import { startChild, type Child } from './processes.ts';
+import type { TargetRequest } from './load.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PEER_DIR = join(ROOT, 'bench', 'peer');
+const PEER_ENTRY = join(PEER_DIR, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
+
+/** The model every call asks for (priced at 1.25 in the seed price list). */
+export const BENCH_MODEL = 'cx/gen-6-terra';
+export const PROMPT = [{ role: 'user', content: 'Say hello in one short sentence.' }];
+
+export function chatBody(stream: boolean): string {
+  return JSON.stringify({ model: BENCH_MODEL, messages: PROMPT, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
+}
+
+export interface Mock { port: number; baseUrl: string; proc: Child }
+
+export async function startMock(): Promise<Mock> {
+  const { proc, match } = await startChild(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'mock-upstream.ts')], { cwd: ROOT, ready: /listening (\d+)/ });
+  const port = Number(match[1]);
+  return { port, baseUrl: `http://127.0.0.1:${port}/v1`, proc };
+}
+
+export function directRequest(mock: Mock, stream: boolean): TargetRequest {
+  return { name: 'direct', url: `${mock.baseUrl}/chat/completions`, headers: { 'content-type': 'application/json', authorization: 'Bearer mock' }, body: chatBody(stream) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tollgate
+
+export interface TollgateOptions {
+  databaseUrl: string;
+  mock: Mock;
+  /** Event store schema (read models in <schema>_rm); a fresh one unless given. */
+  schema?: string;
+  /** Extra node flags (e.g. --cpu-prof). */
+  nodeArgs?: string[];
+}
+
+export interface Tollgate {
+  url: string;
+  schema: string;
+  proc: Child;
+  adminToken: string;
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * `tollgate serve` as an operator runs it, on PostgreSQL, every model routed to the mock.
+ * Bootstrap is off (no demo account); accounts are made through the admin API.
+ */
+export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
+  const schema = o.schema ?? `bench_gw_${randomBytes(4).toString('hex')}`;
+  const config = join(dir, 'models.json');
+  writeFileSync(config, JSON.stringify({
+    providers: { mock: { type: 'openai-compatible', baseURL: o.mock.baseUrl } },
+    models: Object.fromEntries(SEED_MODELS.map((m) => [m.id, { provider: 'mock', upstreamModel: m.id }])),
+  }));
+  const adminToken = randomBytes(24).toString('hex');
+  const logFile = join(dir, 'tollgate.log');
+  const { proc, match } = await startChild(process.execPath, [...(o.nodeArgs ?? []), '--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), 'serve'], {
+    cwd: ROOT, logFile, ready: /base URL: (http:\/\/\S+)\/v1/,
+    env: {
+      ...process.env, NODE_ENV: 'production', DATABASE_URL: o.databaseUrl, TOLLGATE_SCHEMA: schema, PORT: '0', HOST: '127.0.0.1',
+      TOLLGATE_MODELS_CONFIG: config, TOLLGATE_ADMIN_TOKEN: adminToken, TOLLGATE_BOOTSTRAP: 'off', TOLLGATE_DATA_DIR: dir,
+      LOG_LEVEL: 'info',
+    },
+  });
+  return {
+    url: match[1], schema, proc, adminToken, logFile,
+    async stop() {
+      await proc.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Requests per minute of the bench plan: the most a plan may have (16,667/s), far above what a run sends. */
+export const BENCH_RPM = 1_000_000;
+export const BENCH_QUOTA = 1_000_000_000_000;
+
+export interface BenchAccount { accountId: string; key: string }
+
+/** A plan (once), an account subscribed to it and a key, through the admin API. */
+export async function openBenchAccount(gw: Tollgate, name: string): Promise<BenchAccount> {
+  const admin = async (path: string, body: unknown) => {
+    const res = await fetch(`${gw.url}/admin/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${gw.adminToken}`, 'content-type': 'application/json', 'x-tollgate-actor': 'bench' }, body: JSON.stringify(body) });
+    const json = await res.json() as Record<string, unknown>;
+    if (!res.ok && !(res.status === 409 && path === '/plans')) throw new Error(`admin ${path}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+  const plans = await fetch(`${gw.url}/admin/v1/plans`, { headers: { authorization: `Bearer ${gw.adminToken}` } }).then((r) => r.json()) as { data: { plan_id: string }[] };
+  if (!plans.data.some((p) => p.plan_id === 'bench_gw')) {
+    await admin('/plans', { plan_id: 'bench_gw', name: 'Benchmark', quota: BENCH_QUOTA, validity_days: 365, requests_per_minute: BENCH_RPM, models: ['*'] });
+  }
+  const accountId = `bench_${name}_${randomBytes(3).toString('hex')}`;
+  await admin('/accounts', { account_id: accountId, name: `Benchmark ${name}` });
+  await admin(`/accounts/${accountId}/subscription`, { plan_id: 'bench_gw' });
+  const key = await admin(`/accounts/${accountId}/keys`, { name: 'bench' });
+  return { accountId, key: String(key.key) };
+}
+
+export function tollgateRequest(gw: Tollgate, account: BenchAccount, stream: boolean): TargetRequest {
+  return { name: 'tollgate', url: `${gw.url}/v1/chat/completions`, headers: { 'content-type': 'application/json', authorization: `Bearer ${account.key}` }, body: chatBody(stream) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The peer: Portkey's open-source gateway
+
+/** Installs bench/peer from its lock file on first use (npm ci; install scripts are not needed). */
+export function ensurePeerInstalled(log: (line: string) => void): void {
+  if (existsSync(PEER_ENTRY)) return;
+  log('installing the peer gateway: npm ci --prefix bench/peer (first run only)');
+  execFileSync('npm', ['ci', '--prefix', PEER_DIR, '--no-audit', '--no-fund'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  if (!existsSync(PEER_ENTRY)) throw new Error(`npm ci --prefix bench/peer did not install ${PEER_ENTRY}`);
+}
+
+export function peerVersion(): string {
+  try {
+    return (JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./node_modules/@portkey-ai/gateway/package.json").version)'], { cwd: PEER_DIR, encoding: 'utf8' })) as string);
+  } catch {
+    return 'unknown';
+  }
+}
+
+export interface Peer { url: string; proc: Child; stop(): Promise<void> }
+
+export async function startPortkey(port: number): Promise<Peer> {
+  // Its own server entry (the package's bin), headless (no log UI), as in production.
+  const { proc } = await startChild(process.execPath, [PEER_ENTRY, `--port=${port}`, '--headless'], {
+    cwd: PEER_DIR, ready: /Ready for connections/, env: { ...process.env, NODE_ENV: 'production' },
+  });
+  return { url: `http://127.0.0.1:${port}`, proc, stop: () => proc.stop() };
+}
+
+export function portkeyRequest(peer: Peer, mock: Mock, stream: boolean): TargetRequest {
+  return {
+    name: 'portkey', url: `${peer.url}/v1/chat/completions`,
+    headers: { 'content-type': 'application/json', authorization: 'Bearer mock', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': mock.baseUrl },
+    body: chatBody(stream),
+  };
+}

@@ -1,0 +1,53 @@
+// Multipart uploads are written by formidable to temporary files; nothing else removes them.
+// `trackUpload` (formidable's onFileBegin) notes each file under its request as it starts, and
+// `removeUploads`, mounted before the body parser, deletes them all once the request is
+// answered, whatever the outcome (a success, 400, 401, 413, 429, a replay, a body that broke
+// off mid-file), so uploads cannot fill the disk.
+import { unlink } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
+import type { Context, Next } from 'koa';
+
+interface Upload { filepath?: string }
+
+const started = new WeakMap<IncomingMessage, string[]>();
+
+interface Form { req?: IncomingMessage | null; error?: unknown }
+
+/** formidable's onFileBegin; `this` is the form, which holds the request while it parses. */
+export function trackUpload(this: unknown, _field: string, file: Upload & { destroy?: () => void }): void {
+  const form = this as Form | undefined;
+  const req = form?.req;
+  if (!req || form.error) {
+    // The form already failed (and was answered): formidable still opens files for parts that
+    // keep arriving, and no one would ever read or remove them. Drop this one once it is open.
+    setImmediate(() => file.destroy?.());
+    return;
+  }
+  if (typeof file?.filepath !== 'string') return;
+  const list = started.get(req) ?? [];
+  list.push(file.filepath);
+  started.set(req, list);
+}
+
+function uploadedPaths(files: unknown): string[] {
+  if (!files || typeof files !== 'object') return [];
+  return Object.values(files as Record<string, Upload | Upload[]>)
+    .flatMap((f) => ([] as Upload[]).concat(f))
+    .map((f) => f?.filepath)
+    .filter((p): p is string => typeof p === 'string');
+}
+
+export async function removeUploads(ctx: Context, next: Next): Promise<void> {
+  try {
+    await next();
+  } finally {
+    const paths = new Set([...(started.get(ctx.req) ?? []), ...uploadedPaths((ctx.request as unknown as { files?: unknown }).files)]);
+    started.delete(ctx.req);
+    // A file formidable abandoned mid-write may still be opening: remove it again a moment later.
+    const remove = () => Promise.all([...paths].map((p) => unlink(p).catch(() => undefined)));
+    if (paths.size) {
+      await remove();
+      setTimeout(() => void remove(), 200).unref();
+    }
+  }
+}
