@@ -54,7 +54,9 @@ export async function replayInto(db: Database, store: EventStore, target: string
  */
 export async function rebuildReadModels(db: Database, store: EventStore, schema: string, opts: { onProgress?: (p: RebuildProgress) => void } = {}): Promise<{ events: number; position: number }> {
   const next = `${schema}_next`;
-  let position = await replayInto(db, store, next, opts);
+  // Positions are not event counts on every store (KurrentDB's are log offsets): count what is applied.
+  let events = 0;
+  let position = await replayInto(db, store, next, { ...opts, onProgress: (p) => { events = p.events; opts.onProgress?.(p); } });
   for (;;) {
     // Nothing is read from the store inside the swap transaction (embedded PGlite has one
     // connection): if the live tables got ahead meanwhile, catch up and try again.
@@ -65,11 +67,12 @@ export async function rebuildReadModels(db: Database, store: EventStore, schema:
       await tx.query(`ALTER SCHEMA "${next}" RENAME TO "${schema}"`);
       return true;
     });
-    if (swapped) return { events: position, position };
+    if (swapped) return { events, position };
     for (;;) {
-      const events = await store.readAll(position, 10_000);
-      if (events.length === 0) break;
-      position = await applyEvents(db, next, events, position);
+      const page = await store.readAll(position, 10_000);
+      if (page.length === 0) break;
+      position = await applyEvents(db, next, page, position);
+      events += page.length;
     }
   }
 }

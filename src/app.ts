@@ -5,6 +5,9 @@ import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import type { GatewayDeps } from './gateway/deps.ts';
 import { requestId } from './http/request-id.ts';
+import { apiCors } from './http/cors.ts';
+import { removeUploads, trackUpload } from './http/uploads.ts';
+import { securityHeaders } from './http/security-headers.ts';
 import { accessLog } from './http/access-log.ts';
 import { ApiError, errorBody, errorHandler } from './http/errors.ts';
 import { requireApiKey } from './http/auth.ts';
@@ -78,13 +81,18 @@ export function createApp(deps: GatewayDeps, opts: { adminToken?: string; metric
   }
 
   app.use(requestId);
+  // Before everything that can answer, so errors and preflights carry them too.
+  app.use(securityHeaders);
+  app.use(apiCors);
   if (opts.metrics) app.use(opts.metrics.middleware);
   app.use(accessLog(deps.log));
   app.use(errorHandler);
   app.use(requireContentType);
+  // Temporary upload files are removed once the request is answered, whatever the outcome.
+  app.use(removeUploads);
   app.use(koaBody({
     jsonLimit: BODY_LIMIT, multipart: true, urlencoded: false, text: false,
-    formidable: { maxFileSize: 20 * 1024 * 1024, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024 },
+    formidable: { maxFileSize: 20 * 1024 * 1024, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024, onFileBegin: trackUpload },
   }));
   app.use((ctx, next) => { ctx.state.route = ctx.path.startsWith('/v1/') ? ctx.path.slice(0, 60) : ctx.path.slice(0, 60); return next(); });
   if (opts.adminToken) {

@@ -18,11 +18,11 @@ import type { Ledger } from '../src/ledger/ledger.ts';
 const url = process.env.DATABASE_URL;
 const engine = url ? 'postgres' : 'pglite';
 
-/** The default models, served by the simulated upstream slowed down so calls are in flight long enough. */
+/** The default models, served by the simulated upstream slowed down (6-8 s a call) so all are in flight at once even on a loaded machine. */
 function slowModelsConfig(): string {
   const config = JSON.parse(readFileSync(new URL('../config/models.json', import.meta.url), 'utf8'));
   delete config.$schema;
-  config.providers.simulated = { type: 'simulated', tokenDelayMs: 15, imageDelayMs: 400 };
+  config.providers.simulated = { type: 'simulated', tokenDelayMs: 300, imageDelayMs: 8000 };
   return writeModelsConfig(config);
 }
 
@@ -111,6 +111,16 @@ ops('/readyz answers 503 when the store is unreachable or the read models lag pa
   const c3 = ctx();
   await readiness(lagging, { events: 1000, seconds: 120 })(c3 as never);
   assert.is(c3.status, 200, 'within both bounds');
+  // KurrentDB positions are log offsets: the lag is the events actually behind, not the distance.
+  const offsets = {
+    rmSchema: 'x',
+    store: { kind: 'kurrentdb', headPosition: async () => 5_000_000, readAll: async (_: number, limit: number) => Array.from({ length: Math.min(3, limit) }, () => ({ timestamp: new Date().toISOString() })) },
+    db: { query: async () => [{ position: 4_000_000 }] },
+  } as unknown as Ledger;
+  const c4 = ctx();
+  await readiness(offsets, { events: 10, seconds: 30 })(c4 as never);
+  assert.is(c4.status, 200);
+  assert.is((c4.body as unknown as { projection_lag: { events: number } }).projection_lag.events, 3);
 });
 
 ops.run();
@@ -136,7 +146,7 @@ shutdown('calls in flight finish and are charged exactly once; no hold stays ope
     });
     // SIGTERM once every call holds quota, i.e. is past the gateway's door and being served.
     const origin = g.baseUrl.replace(/\/v1$/, '');
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + 120_000;
     while (parseProm(await (await fetch(`${origin}/metrics`)).text()).get('tollgate_open_holds') !== 24) {
       assert.ok(Date.now() < deadline, 'calls never all in flight');
       await sleep(20);

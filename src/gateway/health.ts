@@ -6,6 +6,8 @@ import type { Metrics } from './metrics.ts';
 
 export interface Lag { head: number; checkpoint: number; events: number; seconds: number }
 
+const LAG_COUNT_LIMIT = 100_000;
+
 export async function projectionLag(ledger: Ledger): Promise<Lag> {
   const head = await ledger.store.headPosition();
   const [cp] = await ledger.db.query<{ position: number }>(`SELECT position FROM "${ledger.rmSchema}".checkpoint WHERE name = 'main'`);
@@ -15,7 +17,11 @@ export async function projectionLag(ledger: Ledger): Promise<Lag> {
     const [next] = await ledger.store.readAll(checkpoint, 1);
     if (next) seconds = Math.max(0, (Date.now() - Date.parse(next.timestamp)) / 1000);
   }
-  return { head, checkpoint, events: Math.max(0, head - checkpoint), seconds };
+  // PostgreSQL positions count events; KurrentDB's are log offsets, so there the events are counted (up to a bound).
+  const events = ledger.store.kind === 'kurrentdb' && head > checkpoint
+    ? (await ledger.store.readAll(checkpoint, LAG_COUNT_LIMIT)).length
+    : Math.max(0, head - checkpoint);
+  return { head, checkpoint, events, seconds };
 }
 
 export function readiness(ledger: Ledger, bounds = { events: Number(process.env.TOLLGATE_READY_MAX_LAG_EVENTS ?? 10_000), seconds: Number(process.env.TOLLGATE_READY_MAX_LAG_SECONDS ?? 30) }) {

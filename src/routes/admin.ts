@@ -64,16 +64,29 @@ function planTerms(b: Body, planId: string): PlanTerms {
   };
 }
 
+// Times the database and the events can hold: a JavaScript date may lie far outside them.
+const EARLIEST = Date.UTC(1970, 0, 1);
+const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 function parseTime(v: unknown, name: string): Date {
   const d = typeof v === 'string' ? new Date(v) : new Date(NaN);
   if (Number.isNaN(d.getTime())) throw badRequest(`'${name}' must be an ISO 8601 time.`, name);
+  if (d.getTime() < EARLIEST || d.getTime() > LATEST) throw badRequest(`'${name}' must be between 1970 and 9999.`, name);
   return d;
 }
+
+/** A model id or alias as the ModelPriced event holds it. */
+const MAX_MODEL_ID = 100;
 
 export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
   const { ledger } = deps;
   const r = new Router({ prefix: '/admin/v1' });
   r.use(adminAuth(adminToken));
+  // Ids in paths reach SQL as parameters; PostgreSQL text cannot hold a NUL, and no id is that long.
+  r.param('id', (id: unknown, ctx, next) => {
+    if (typeof id === 'string' && (id.length > 200 || /[\u0000-\u001f]/.test(id))) throw badRequest('That id is not valid.', 'id');
+    return next();
+  });
 
   const plans = async () => ledger.db.query(`SELECT plan_id, name, quota, validity_days, requests_per_minute, models, updated_at FROM "${ledger.rmSchema}".plans ORDER BY plan_id`);
 
@@ -93,7 +106,8 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
 
   r.post('/accounts', async (ctx) => {
     const b = body(ctx);
-    const accountId = await ledger.openAccount({ accountId: b.account_id === undefined ? undefined : String(b.account_id), name: str(b, 'name') }, ctx.state.actor);
+    if (b.account_id !== undefined && typeof b.account_id !== 'string') throw badRequest("'account_id' must be a string (or left out to generate one).", 'account_id');
+    const accountId = await ledger.openAccount({ accountId: b.account_id, name: str(b, 'name') }, ctx.state.actor);
     ctx.status = 201;
     ctx.body = { object: 'account', account_id: accountId };
   });
@@ -140,6 +154,7 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
   // Model ids may contain '/', e.g. cx/gen-6-terra.
   r.patch('/models/*id', async (ctx) => {
     const modelId = ([] as string[]).concat(ctx.params.id as unknown as string[]).join('/');
+    if (modelId.length > MAX_MODEL_ID) throw badRequest(`A model id has at most ${MAX_MODEL_ID} characters.`, 'model');
     const b = body(ctx);
     const cmd: { modelId: string; multiplierMilli?: number; status?: 'ACTIVE' | 'INACTIVE'; alias?: string | null } = { modelId };
     if (b.multiplier !== undefined) cmd.multiplierMilli = toMilli(b.multiplier as number);
@@ -148,7 +163,7 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
       cmd.status = b.status;
     }
     if (b.alias !== undefined) {
-      if (b.alias !== null && (typeof b.alias !== 'string' || !b.alias)) throw badRequest("'alias' must be a string or null.", 'alias');
+      if (b.alias !== null && (typeof b.alias !== 'string' || !b.alias || b.alias.length > MAX_MODEL_ID)) throw badRequest(`'alias' must be a string of at most ${MAX_MODEL_ID} characters, or null.`, 'alias');
       cmd.alias = b.alias as string | null;
     }
     const res = await ledger.priceModel(cmd, ctx.state.actor);
@@ -156,7 +171,7 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
   });
 
   const correction = (b: Body) => ({
-    modelId: str(b, 'model'), from: parseTime(b.from, 'from'), to: parseTime(b.to, 'to'),
+    modelId: str(b, 'model', { max: MAX_MODEL_ID }), from: parseTime(b.from, 'from'), to: parseTime(b.to, 'to'),
     multiplierMilli: toMilli(b.multiplier as number), reason: typeof b.reason === 'string' ? b.reason.slice(0, 500) : '',
   });
   r.post('/corrections', async (ctx) => {
@@ -179,13 +194,16 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
   r.post('/verify', async (ctx) => { ctx.body = { object: 'verification', ...(await verifyLedger(ledger)) }; });
   r.post('/sweep', async (ctx) => { ctx.body = { object: 'sweep', released: await sweepExpiredHolds(ledger) }; });
   r.get('/events', async (ctx) => {
+    // Checked before the stream starts: a failure once it runs can only cut the connection.
+    const after = ctx.query.after === undefined ? 0 : Number(ctx.query.after);
+    if (!Number.isSafeInteger(after) || after < 0) throw badRequest("'after' must be an event position (a whole number >= 0).", 'after');
     // NDJSON for an outside auditor, streamed page by page.
     const { PassThrough } = await import('node:stream');
     const out = new PassThrough();
     ctx.type = 'application/x-ndjson';
     ctx.body = out;
     void (async () => {
-      let position = Number(ctx.query.after ?? 0) || 0;
+      let position = after;
       for (;;) {
         const page = await ledger.store.readAll(position, 5000);
         if (page.length === 0) break;

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runScenario, envNumber, databaseUrl } from './support/scenario.ts';
-import { freePort, startGatewayProcess, kill9, stopGracefully, rssBytes, type ManagedProcess, type GatewaySpec } from './support/processes.ts';
+import { freePort, startGatewayProcess, kill9, stopGracefully, rssBytes, cpuSeconds, type ManagedProcess, type GatewaySpec } from './support/processes.ts';
 import { adminClient, openLoadAccount, exportEvents, verify, accountRow, waitForQuiet } from './support/admin.ts';
 import { callOnce, newRequestId, pickKind, seededRng, type CallRecord, type Target } from './support/load.ts';
 import { auditRun, auditAccountRows } from './support/audit.ts';
@@ -67,6 +67,7 @@ await runScenario('soak', async (ctx) => {
     let inFlight = 0;
     let maxInFlight = 0;
     const start = Date.now();
+    const cpuAtStart = cpuSeconds(gw.pid) ?? 0;
     const sample = () => { const b = gw && rssBytes(gw.pid); if (b) rss.push({ at: Date.now(), bytes: b, load: loadavg()[0] }); };
     sample();
     const sampler = setInterval(sample, 10_000);
@@ -99,6 +100,8 @@ await runScenario('soak', async (ctx) => {
     }
     const sendSeconds = (Date.now() - start) / 1000;
     await Promise.all(pending);
+    const gatewayCpu = (cpuSeconds(gw.pid) ?? 0) - cpuAtStart;
+    const loadSeconds = (Date.now() - start) / 1000;
     clearInterval(sampler);
     clearInterval(progress);
 
@@ -142,6 +145,7 @@ await runScenario('soak', async (ctx) => {
     ctx.figure('latency p50 / p99 overall', `${ms(percentile(all, 50))} / ${ms(percentile(all, 99))}`);
     ctx.figure(`p99 window 2 -> last (limit ${P99_GROWTH_LIMIT}x)`, `${ms(p99(lat[second]))} -> ${ms(p99(lat[last]))} (${p99Ratio.toFixed(2)}x)`);
     ctx.figure(`RSS window 2 -> last (limit ${RSS_GROWTH_LIMIT}x)`, `${mb(rssMean(second))} -> ${mb(rssMean(last))} (${rssRatio.toFixed(2)}x); max ${mb(Math.max(...rss.map((s) => s.bytes)))}`);
+    ctx.figure('gateway CPU', `${gatewayCpu.toFixed(0)} s over the run (${((gatewayCpu / ((Date.now() - start) / 1000)) * 100).toFixed(0)} % of one core), ${((gatewayCpu * 1000) / records.length).toFixed(1)} ms per call`);
     ctx.figure('load average (1 min) min / max', `${Math.min(...rss.map((s) => s.load)).toFixed(1)} / ${Math.max(...rss.map((s) => s.load)).toFixed(1)}`);
     ctx.figure('charges checked', audit.figures.chargesChecked);
     ctx.figure('tokens lost / double-charged', `${audit.figures.tokensLost} / ${audit.figures.tokensDoubleCharged}`);

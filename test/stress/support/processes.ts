@@ -108,6 +108,16 @@ export function rssBytes(pid: number): number | null {
   }
 }
 
+/** CPU time (user + system) a process has used, in seconds (Linux /proc), or null once it is gone. */
+export function cpuSeconds(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
 /** Waits until GET /healthz answers 200 (the listener is up). */
 export async function waitHealthy(baseOrigin: string, timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;
