@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnGateway, dropSchemas, type GatewayProcess } from './support/gateway.ts';
 import { uniqueSchema } from './support/db.ts';
-import { writeModelsConfig } from './support/http.ts';
+import { eventually, writeModelsConfig } from './support/http.ts';
 import { openPglite, openPostgres, type Database } from '../src/eventstore/db.ts';
 import { readiness } from '../src/gateway/health.ts';
 import type { Ledger } from '../src/ledger/ledger.ts';
@@ -83,7 +83,9 @@ ops('/metrics counts requests by route and status, billed tokens by model, appen
   // Labelled by the model's canonical id, whatever alias the caller used.
   assert.is(delta('tollgate_billed_tokens_total{model="cx/gen-6-terra"}'), billedHeader);
   assert.ok(delta('tollgate_eventstore_append_duration_seconds_count') >= 2, 'hold and charge appended');
-  assert.is(after.get('tollgate_open_holds'), 0);
+  // The gauge reads the holds read model, which the projection updates just after the response.
+  const settled = await eventually(async () => parseProm(await (await fetch(`${origin}/metrics`)).text()).get('tollgate_open_holds'), (n) => n === 0, 15_000);
+  assert.is(settled, 0);
   assert.ok(after.has('tollgate_projection_lag_events') && after.has('tollgate_projection_lag_seconds'));
   assert.ok(after.has('process_resident_memory_bytes'), 'default process metrics');
   // Unmatched paths share one label value: a scan cannot blow up the series count.

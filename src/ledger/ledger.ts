@@ -128,6 +128,13 @@ export async function openLedger(opts: LedgerOptions) {
       await runner?.caughtUp();
     },
     async close() {
+      // Leave the read models with what this process appended, so readers do not wait for a
+      // restart; bounded, so a lost database cannot hold the shutdown.
+      if (runner) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([runner.caughtUp().catch(() => undefined), new Promise((r) => { timer = setTimeout(r, 10_000); })]);
+        clearTimeout(timer);
+      }
       await runner?.stop();
       await store.close();
     },
