@@ -11,7 +11,7 @@ import { toMilli } from '../src/ledger/pricing.ts';
 import { MOCK_WORDS } from './mock-upstream.ts';
 import { freePort, processCpuSeconds, runLoad, sampleRss, type Child } from './processes.ts';
 import { withApplicationName, cpuMeter } from './machine.ts';
-import type { AutocannonResult, SequentialResult, Summary, TargetRequest } from './load.ts';
+import { summarize, type AutocannonResult, type SequentialResult, type Summary, type TargetRequest } from './load.ts';
 import {
   BENCH_MODEL, BENCH_RPM, PROMPT, directRequest, ensurePeerInstalled, openBenchAccount, peerVersion, portkeyRequest,
   startMock, startPortkey, startTollgate, tollgateRequest, type BenchAccount, type Mock, type Peer, type Tollgate,
@@ -24,8 +24,14 @@ export interface GatewayBenchOptions {
   quick?: boolean;
   /** Measure the peer too (default true). */
   peer?: boolean;
-  /** Directory for a CPU profile of the Tollgate process (node --cpu-prof). */
+  /** Directory for CPU profiles of the Tollgate process, one per heavy phase (bench/profile-hook.ts). */
   cpuProfileDir?: string;
+  /** Only these phases (default all): for short runs while optimising. */
+  phases?: Array<'latency' | 'ttft' | 'c64' | 'c256'>;
+  /** Only these targets (default all three). */
+  targets?: TargetName[];
+  /** Overrides of the request counts. */
+  sizes?: Partial<Pick<GatewayBenchResult['settings'], 'latencySamples' | 'ttftSamples' | 'c64Requests' | 'c256Requests'>>;
   log?: (line: string) => void;
 }
 
@@ -53,6 +59,12 @@ export interface GatewayBenchResult {
   rss: ThroughputFigure[];
   ledgerChecks: LedgerCheck[];
   load: { start: number; end: number; byPhase: Record<string, number> };
+  /**
+   * Where the c=1 time goes, from Tollgate's own /metrics: event store appends (group commit)
+   * during the c=1 phase, and the latency of a lone one-row commit on the same server (the WAL
+   * flush every durable append waits for).
+   */
+  floor: { appendsPerRequest: number; appendMeanMs: number; commitP50Ms: number; commitP99Ms: number } | null;
   settings: { latencySamples: number; ttftSamples: number; c64Requests: number; c256Requests: number; rateLimitPerMinute: number; synchronousCommit: string };
   errors: string[];
 }
@@ -60,6 +72,30 @@ export interface GatewayBenchResult {
 const MILLI = toMilli(SEED_MODELS.find((m) => m.id === BENCH_MODEL)!.multiplier);
 /** What each call must be billed: the mock's usage (4 characters per prompt token, one per word). */
 export const EXPECTED_BILLED = chatCharge(Math.ceil(JSON.stringify(PROMPT).length / 4), MOCK_WORDS.length, MILLI);
+
+/** The event store append histogram of a Tollgate process (its /metrics). */
+async function appendMetrics(url: string): Promise<{ sum: number; count: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const value = (name: string) => Number(new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { sum: value('tollgate_eventstore_append_duration_seconds_sum'), count: value('tollgate_eventstore_append_duration_seconds_count') };
+}
+
+/** Latency of a lone one-row INSERT and commit (synchronous commit: it waits for the WAL flush). */
+async function commitLatency(db: Database, n: number): Promise<Summary> {
+  const table = `bench_commit_${process.pid}`;
+  await db.exec(`CREATE TABLE IF NOT EXISTS public.${table} (id bigserial PRIMARY KEY, v text)`);
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const t = performance.now();
+      await db.query(`INSERT INTO public.${table} (v) VALUES ($1)`, ['x']);
+      times.push(performance.now() - t);
+    }
+  } finally {
+    await db.exec(`DROP TABLE IF EXISTS public.${table}`);
+  }
+  return summarize(times);
+}
 
 async function ledgerCheck(db: Database, schema: string, phase: string, account: BenchAccount, expected: number): Promise<LedgerCheck> {
   const rows = await db.query<{ type: string; n: number; billed: string }>(
@@ -79,14 +115,16 @@ async function ledgerCheck(db: Database, schema: string, phase: string, account:
 export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBenchResult> {
   const log = o.log ?? ((l: string) => console.log(l));
   const quick = o.quick ?? false;
-  const withPeer = o.peer ?? true;
+  const withPeer = (o.peer ?? true) && (o.targets ?? ['portkey']).includes('portkey');
   const settings = {
     latencySamples: quick ? 600 : 3000, ttftSamples: quick ? 400 : 2000,
     c64Requests: quick ? 6000 : 40_000, c256Requests: quick ? 6000 : 30_000,
-    rateLimitPerMinute: BENCH_RPM, synchronousCommit: '',
+    rateLimitPerMinute: BENCH_RPM, synchronousCommit: '', ...o.sizes,
   };
+  const phases = new Set(o.phases ?? ['latency', 'ttft', 'c64', 'c256']);
+  const only = new Set<TargetName>(o.targets ?? ['direct', 'tollgate', 'portkey']);
   const result: GatewayBenchResult = {
-    date: new Date().toISOString(), quick, peerVersion: null, latency: {}, ttft: {}, throughput: [], rss: [], ledgerChecks: [],
+    date: new Date().toISOString(), quick, peerVersion: null, latency: {}, ttft: {}, throughput: [], rss: [], ledgerChecks: [], floor: null,
     load: { start: os.loadavg()[0], end: 0, byPhase: {} }, settings, errors: [],
   };
   const appName = `tollgate_bench_gw_${process.pid}`;
@@ -101,7 +139,8 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
     mock = await startMock();
     gw = await startTollgate({
       databaseUrl: withApplicationName(o.databaseUrl, appName), mock,
-      nodeArgs: o.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfileDir}`] : undefined,
+      nodeArgs: o.cpuProfileDir ? ['--import', new URL('./profile-hook.ts', import.meta.url).pathname] : undefined,
+      env: o.cpuProfileDir ? { BENCH_PROFILE_DIR: o.cpuProfileDir } : undefined,
     });
     if (withPeer) peer = await startPortkey(await freePort());
     log(`mock upstream pid ${mock.proc.pid}, tollgate pid ${gw.proc.pid} (schema ${gw.schema})${peer ? `, portkey ${result.peerVersion} pid ${peer.proc.pid}` : ''}`);
@@ -112,7 +151,7 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
     };
     const requests = (account: BenchAccount, stream: boolean): TargetRequest[] => [
       directRequest(mock!, stream), tollgateRequest(gw!, account, stream), ...(peer ? [portkeyRequest(peer, mock!, stream)] : []),
-    ];
+    ].filter((t) => only.has(t.name as TargetName) || t.name === 'tollgate');
     const servers: Record<TargetName, Child | null> = { direct: mock.proc, tollgate: gw.proc, portkey: peer?.proc ?? null };
     const check = async (phase: string, account: BenchAccount, expected: number) => {
       const c = await ledgerCheck(db, gw!.schema, phase, account, expected);
@@ -128,16 +167,28 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
     void warmSeq;
 
     // 1. Added latency, concurrency 1, non-streaming: targets interleaved in blocks of 100.
+    if (phases.has('latency')) {
     result.load.byPhase.latency = os.loadavg()[0];
+    const appends0 = await appendMetrics(gw.url);
     const seq = await runLoad<SequentialResult>({ kind: 'sequential', targets: requests(accounts.latency, false), samples: settings.latencySamples, warmup: 100, block: 100, stream: false });
+    const appends1 = await appendMetrics(gw.url);
+    const commit = await commitLatency(db, 300);
+    const calls = seq.perTarget.tollgate.ok;
+    result.floor = {
+      appendsPerRequest: (appends1.count - appends0.count) / calls, appendMeanMs: ((appends1.sum - appends0.sum) * 1000) / Math.max(1, appends1.count - appends0.count),
+      commitP50Ms: commit.p50, commitP99Ms: commit.p99,
+    };
+    log(`c=1 floor: ${result.floor.appendsPerRequest.toFixed(2)} appends per call, ${result.floor.appendMeanMs.toFixed(3)} ms each (Tollgate's metrics); a lone one-row commit on this server: p50 ${commit.p50.toFixed(3)} ms, p99 ${commit.p99.toFixed(3)} ms`);
     for (const [name, r] of Object.entries(seq.perTarget)) {
       result.latency[name] = r.total;
       log(`c=1 latency ${name.padEnd(8)} p50 ${r.total.p50.toFixed(3)} ms  p99 ${r.total.p99.toFixed(3)} ms  (${r.total.n} samples, ${r.failures} failures)`);
       if (r.failures) result.errors.push(`c=1 latency: ${name} had ${r.failures} failed responses (${JSON.stringify(r.statuses)})`);
     }
     await check('c=1 latency', accounts.latency, seq.perTarget.tollgate.ok);
+    }
 
     // 2. Time to first token, streaming, concurrency 1.
+    if (phases.has('ttft')) {
     result.load.byPhase.ttft = os.loadavg()[0];
     const ttft = await runLoad<SequentialResult>({ kind: 'sequential', targets: requests(accounts.ttft, true), samples: settings.ttftSamples, warmup: 50, block: 100, stream: true });
     for (const [name, r] of Object.entries(ttft.perTarget)) {
@@ -146,6 +197,7 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
       if (r.failures || r.firstToken!.n !== r.total.n) result.errors.push(`ttft: ${name} had ${r.failures} failed streams, ${r.total.n - r.firstToken!.n} without a content token`);
     }
     await check('ttft (streaming)', accounts.ttft, ttft.perTarget.tollgate.ok);
+    }
 
     // 3. Throughput at 64 connections and 4. memory at 256: each target alone, a fixed number
     // of requests (all complete, so the ledger can be checked against the count).
@@ -157,7 +209,10 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
         const cpu0 = processCpuSeconds(server.pid);
         const pg = name === 'tollgate' ? await pgCpu.start() : null;
         const rss = sampleRss(server.pid);
+        const profiling = name === 'tollgate' && !!o.cpuProfileDir;
+        if (profiling) process.kill(server.pid, 'SIGUSR2');
         const r = await runLoad<AutocannonResult>({ kind: 'autocannon', target: t, connections, amount });
+        if (profiling) { process.kill(server.pid, 'SIGUSR2'); await new Promise((res) => setTimeout(res, 1500)); }
         const mem = rss.stop();
         const cpu1 = processCpuSeconds(server.pid);
         const pgUsed = pg ? (await pg.stop()).postgres : null;
@@ -175,8 +230,8 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
       }
       result.load.byPhase[phase] = os.loadavg()[0];
     };
-    await heavy('c64', 64, settings.c64Requests, accounts.c64, result.throughput);
-    await heavy('c256', 256, settings.c256Requests, accounts.c256, result.rss);
+    if (phases.has('c64')) await heavy('c64', 64, settings.c64Requests, accounts.c64, result.throughput);
+    if (phases.has('c256')) await heavy('c256', 256, settings.c256Requests, accounts.c256, result.rss);
   } finally {
     result.load.end = os.loadavg()[0];
     await peer?.stop().catch(() => undefined);

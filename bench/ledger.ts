@@ -199,7 +199,7 @@ async function mustAppendMany(store: EventStore, requests: AppendRequest[]): Pro
  * then QuotaReserved + ChatCharged pairs round-robin over them, 1000 requests per appendMany,
  * two calls in flight (accounts split between them so expected revisions never race).
  */
-async function createSeeder(store: EventStore) {
+export async function createSeeder(store: EventStore) {
   const tag = randomBytes(3).toString('hex');
   const accounts = Array.from({ length: SEED_ACCOUNTS }, (_, i) => new SimAccount(tag, i));
   const setup = [...catalogueSetup(), ...accounts.flatMap((a) => a.setup(new Date()))];

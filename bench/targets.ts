@@ -45,6 +45,7 @@ export interface TollgateOptions {
   schema?: string;
   /** Extra node flags (e.g. --cpu-prof). */
   nodeArgs?: string[];
+  env?: Record<string, string>;
 }
 
 export interface Tollgate {
@@ -70,12 +71,12 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
   }));
   const adminToken = randomBytes(24).toString('hex');
   const logFile = join(dir, 'tollgate.log');
-  const { proc, match } = await startChild(process.execPath, [...(o.nodeArgs ?? []), '--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), 'serve'], {
+  const { proc, match } = await startChild(process.execPath, ['--import', 'tsx', ...(o.nodeArgs ?? []), join(ROOT, 'src', 'cli', 'main.ts'), 'serve'], {
     cwd: ROOT, logFile, ready: /base URL: (http:\/\/\S+)\/v1/,
     env: {
       ...process.env, NODE_ENV: 'production', DATABASE_URL: o.databaseUrl, TOLLGATE_SCHEMA: schema, PORT: '0', HOST: '127.0.0.1',
       TOLLGATE_MODELS_CONFIG: config, TOLLGATE_ADMIN_TOKEN: adminToken, TOLLGATE_BOOTSTRAP: 'off', TOLLGATE_DATA_DIR: dir,
-      LOG_LEVEL: 'info',
+      LOG_LEVEL: 'info', ...o.env,
     },
   });
   return {

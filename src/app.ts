@@ -25,6 +25,14 @@ import type { Metrics } from './gateway/metrics.ts';
 
 const BODY_LIMIT = '25mb';
 
+/** Paths the /v1 router may match (it is case-insensitive): their bodies are parsed by the routes. */
+const V1_PATH = /^\/v1(\/|$)/i;
+
+const bodyParser = () => koaBody({
+  jsonLimit: BODY_LIMIT, multipart: true, urlencoded: false, text: false,
+  formidable: { maxFileSize: 20 * 1024 * 1024, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024, onFileBegin: trackUpload },
+});
+
 /** JSON for every POST, multipart too for image edits; anything else is a 415. */
 function requireContentType(ctx: Context, next: Next) {
   if (ctx.method === 'POST') {
@@ -55,11 +63,14 @@ export function createApp(deps: GatewayDeps, opts: { adminToken?: string; metric
   const app = new Koa({ proxy: process.env.TOLLGATE_TRUST_PROXY === '1' });
   const v1 = new Router({ prefix: '/v1' });
   const auth = requireApiKey(deps.keys);
-  const metered = [auth, rateLimit(deps), idempotency(deps.db, deps.ledger.schema)];
+  // On /v1 the body is read only once the key is known: a client without a valid key cannot
+  // make the server parse megabytes of JSON or multipart (it gets its 401 first).
+  const body = bodyParser();
+  const metered = [auth, body, rateLimit(deps), idempotency(deps.db, deps.ledger.schema)];
 
   v1.post('/chat/completions', ...metered, chatCompletions(deps));
   v1.post('/messages', anthropicErrors, ...metered, messages(deps));
-  v1.post('/messages/count_tokens', anthropicErrors, auth, countTokens(deps));
+  v1.post('/messages/count_tokens', anthropicErrors, auth, body, countTokens(deps));
   v1.post('/responses', ...metered, responses(deps));
   v1.post('/images/generations', ...metered, images(deps, 'generations'));
   v1.post('/images/edits', ...metered, images(deps, 'edits'));
@@ -90,10 +101,9 @@ export function createApp(deps: GatewayDeps, opts: { adminToken?: string; metric
   app.use(requireContentType);
   // Temporary upload files are removed once the request is answered, whatever the outcome.
   app.use(removeUploads);
-  app.use(koaBody({
-    jsonLimit: BODY_LIMIT, multipart: true, urlencoded: false, text: false,
-    formidable: { maxFileSize: 20 * 1024 * 1024, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024, onFileBegin: trackUpload },
-  }));
+  // Every other path (admin, web) has its body parsed here; /v1 routes parse theirs after auth.
+  const globalBody = bodyParser();
+  app.use((ctx, next) => (V1_PATH.test(ctx.path) ? next() : globalBody(ctx, next)));
   app.use((ctx, next) => { ctx.state.route = ctx.path.startsWith('/v1/') ? ctx.path.slice(0, 60) : ctx.path.slice(0, 60); return next(); });
   if (opts.adminToken) {
     const admin = adminRouter(deps, opts.adminToken);

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Context } from 'koa';
 import pino, { type Logger } from 'pino';
 import { openDatabase, type Database } from './eventstore/db.ts';
@@ -11,6 +12,7 @@ import { openSelectedEventStore } from './eventstore/kurrentdb-select.ts';
 import { createModelCatalog } from './gateway/model-catalog.ts';
 import { buildRoutes, loadModelsConfig } from './gateway/models-config.ts';
 import { createMetering } from './gateway/metering.ts';
+import { pollingEventFeed } from './gateway/event-feed.ts';
 import { createKeyDirectory } from './http/key-directory.ts';
 import { createMemoryRateLimiter } from './http/rate-limit.ts';
 import { createPostgresRateLimiter } from './http/rate-limit-postgres.ts';
@@ -37,7 +39,41 @@ export interface RunningGateway {
   close(graceMs?: number): Promise<void>;
 }
 
-export async function startGateway(settings: Settings, log: Logger = pino({ level: settings.logLevel })): Promise<RunningGateway> {
+// Log lines are written asynchronously: under load the writes coalesce into a few syscalls
+// instead of one synchronous write per request (pino flushes what is pending on exit).
+const defaultLogger = (settings: Settings) => pino({ level: settings.logLevel }, pino.destination({ dest: 1, sync: false }));
+
+const CLIENT_ERRORS: Record<string, [number, string, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'The request headers are too large (at most 16 KB in all).', 'request_headers_too_large'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Payload Too Large', 'The chunk extensions of the request body are too large.', 'request_too_large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'The request was not received in time.', 'request_timeout'],
+  ERR_HTTP_HEADERS_TIMEOUT: [408, 'Request Timeout', 'The request headers were not received in time.', 'request_timeout'],
+};
+
+/**
+ * Requests Node's HTTP parser refuses before Koa sees them (headers over its limit, a malformed
+ * request line, a timeout) get an answer in OpenAI's error shape instead of a bare status line,
+ * then the connection is closed. Never throws: the socket may already be gone.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  try {
+    // A reset connection has nobody to answer; a response already under way cannot be replaced.
+    const busy = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+    if (err.code !== 'ECONNRESET' && socket.writable && !busy) {
+      const [status, reason, message, code] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'Bad Request', 'The request is not valid HTTP/1.1.', 'invalid_request'];
+      const body = JSON.stringify({ error: { message, type: 'invalid_request_error', param: null, code } });
+      const head = `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
+      // Destroyed once written (or soon, if the client does not read it).
+      const timer = setTimeout(() => socket.destroy(), 2000);
+      timer.unref();
+      socket.end(head + body, () => { clearTimeout(timer); socket.destroy(); });
+      return;
+    }
+  } catch { /* the socket went away meanwhile */ }
+  socket.destroy();
+}
+
+export async function startGateway(settings: Settings, log: Logger = defaultLogger(settings)): Promise<RunningGateway> {
   let dataDir: string | undefined;
   if (!settings.databaseUrl && settings.dataDir) {
     mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
@@ -51,8 +87,11 @@ export async function startGateway(settings: Settings, log: Logger = pino({ leve
   await ledger.seedModels();
   await ledger.caughtUp();
   const routes = buildRoutes(loadModelsConfig(settings.modelsConfig));
-  const catalog = await createModelCatalog({ db, store: ledger.store, rmSchema: ledger.rmSchema, routes, localEvents: ledger.appended });
-  const keys = await createKeyDirectory({ db, store: ledger.store, rmSchema: ledger.rmSchema, localEvents: ledger.appended, waitForProjections: ledger.runner ? () => ledger.runner!.caughtUp() : undefined });
+  // Keys and prices hear of this process's events at once (localEvents) and of other
+  // processes' events through one shared reader that polls (event-feed.ts).
+  const feed = pollingEventFeed(ledger.store);
+  const catalog = await createModelCatalog({ db, store: feed, rmSchema: ledger.rmSchema, routes, localEvents: ledger.appended });
+  const keys = await createKeyDirectory({ db, store: feed, rmSchema: ledger.rmSchema, localEvents: ledger.appended, waitForProjections: ledger.runner ? () => ledger.runner!.caughtUp() : undefined });
   warmTokenizer();
   warmValidators(['chat-completions', 'images']);
 
@@ -81,6 +120,7 @@ export async function startGateway(settings: Settings, log: Logger = pino({ leve
     const s = app.listen(settings.port, settings.host, () => resolve(s));
   });
   server.keepAliveTimeout = 65_000;
+  server.on('clientError', answerClientError);
   const sweeper = startSweeper(ledger, settings.sweepIntervalMs, (e) => log.warn({ err: e.message }, 'hold sweep failed'));
   const address = server.address() as AddressInfo;
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${address.port}`;
@@ -100,6 +140,7 @@ export async function startGateway(settings: Settings, log: Logger = pino({ leve
       await ledger.committer.drain();
       await keys.close();
       await catalog.close();
+      await feed.close();
       await ledger.close();
       await db.close();
     },

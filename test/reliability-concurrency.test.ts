@@ -11,7 +11,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { TestGateway } from './support/gateway.ts';
 import { startTestGateway, spawnGateway, dropSchemas, type GatewayProcess } from './support/gateway.ts';
 import { uniqueSchema } from './support/db.ts';
-import { chat, ledgerView, openAccount, userMessage, type Reply } from './support/http.ts';
+import { chat, ledgerView, openAccount, userMessage, writeModelsConfig, type Reply } from './support/http.ts';
+import { readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { countMessageTokens } from '../src/upstream/tokenizer.ts';
 import { accountDecider, reservedTokens } from '../src/ledger/account.ts';
 import { accounts as accountsProjection, type AccountRow } from '../projections/read-models.ts';
@@ -128,6 +130,8 @@ if (!url) {
   const schema = uniqueSchema('rc');
   const procs: GatewayProcess[] = [];
   let projector: ChildProcess | undefined;
+  let modelsConfig = '';
+  const SLOW_MODEL = 'test/slow-haiku';
 
   const admin = async (g: GatewayProcess, method: string, path: string, body?: unknown): Promise<any> => {
     const r = await fetch(`${g.baseUrl.replace(/\/v1$/, '')}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -146,9 +150,17 @@ if (!url) {
         const timer = setTimeout(() => reject(new Error(`projector did not start: ${out}`)), 60_000);
         projector!.stdout!.on('data', (d) => { out += d; if (out.includes('projector running')) { clearTimeout(timer); resolve(); } });
       });
-      const env = { TOLLGATE_SCHEMA: schema, TOLLGATE_PROJECTIONS: 'off', TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_BOOTSTRAP: 'off', LOG_LEVEL: 'warn' };
+      // The same simulated model, answering at 40 ms a token: every call holds its tokens for a
+      // while, so the holds of both processes are open at the same time and really compete.
+      const config = JSON.parse(readFileSync(new URL('../config/models.json', import.meta.url), 'utf8'));
+      delete config.$schema;
+      config.providers.slow = { type: 'simulated', tokenDelayMs: 40 };
+      config.models[SLOW_MODEL] = { provider: 'slow', upstreamModel: MODEL };
+      modelsConfig = writeModelsConfig(config);
+      const env = { TOLLGATE_SCHEMA: schema, TOLLGATE_PROJECTIONS: 'off', TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_BOOTSTRAP: 'off', LOG_LEVEL: 'warn', TOLLGATE_MODELS_CONFIG: modelsConfig };
       procs.push(await spawnGateway(env), await spawnGateway(env));
       const [a, b] = procs;
+      await admin(a, 'PATCH', `/models/${SLOW_MODEL}`, { multiplier: 1, status: 'ACTIVE' });
       await admin(a, 'POST', '/plans', { plan_id: 'race', name: 'Race', quota: QUOTA, validity_days: 30, requests_per_minute: 1_000_000, models: ['*'] });
       await admin(a, 'POST', '/accounts', { account_id: 'race', name: 'Race' });
       await admin(a, 'POST', '/accounts/race/subscription', { plan_id: 'race' });
@@ -158,7 +170,7 @@ if (!url) {
       for (const g of [a, b]) assert.is((await fetch(`${g.baseUrl}/subscription`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
 
       const started = Date.now();
-      const replies = await Promise.all(Array.from({ length: CALLS }, (_, i) => chat({ url: (i % 2 ? b : a).baseUrl.replace(/\/v1$/, '') }, key, BODY)));
+      const replies = await Promise.all(Array.from({ length: CALLS }, (_, i) => chat({ url: (i % 2 ? b : a).baseUrl.replace(/\/v1$/, '') }, key, { ...BODY, model: SLOW_MODEL })));
       const { ok, refused } = summarise(replies);
       const perProcess = [0, 1].map((p) => replies.filter((r, i) => i % 2 === p && r.status === 200).length);
       console.log(`  two processes (postgres): ${CALLS} calls in ${Date.now() - started} ms, ${ok.length} succeeded (${perProcess.join(' + ')}), ${refused.length} got 402`);
@@ -191,6 +203,7 @@ if (!url) {
       await Promise.all(procs.map((p) => p.stop()));
       projector?.kill('SIGTERM');
       await dropSchemas(url, schema);
+      if (modelsConfig) rmSync(dirname(modelsConfig), { recursive: true, force: true });
     }
   });
 }

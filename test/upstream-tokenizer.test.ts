@@ -10,6 +10,9 @@ import {
   warmTokenizer,
 } from '../src/upstream/tokenizer.ts';
 import type { ChatMessage, ToolDefinition } from '../src/upstream/port.ts';
+import { Tiktoken } from 'js-tiktoken/lite';
+import o200k from 'js-tiktoken/ranks/o200k_base';
+import { encode as libraryEncode } from 'gpt-tokenizer/encoding/o200k_base';
 
 test.before(() => warmTokenizer());
 
@@ -101,6 +104,29 @@ test('hostile long runs stay linear and still round-trip', () => {
   assert.is(decodeTokens(encodeText(random)), random);
   assert.ok(performance.now() - started < 1_000);
   assert.is(countTextTokens(random), encodeText(random).length);
+});
+
+test('gpt-tokenizer gives exactly js-tiktoken\'s o200k tokens, in any script', () => {
+  // The gateway counts with gpt-tokenizer (for memory and speed); js-tiktoken, a port of
+  // OpenAI's tiktoken, is the reference here (dev dependency only).
+  const reference = new Tiktoken(o200k);
+  const pieces = ['a', 'b', 'e', ' ', '  ', '\n', '\r\n', '\t', '.', ',', '!', '?', 'é', 'ü', 'ß', '世', '界', '😀', '👍🏽', '1', '23', '456',
+    "'s", "'LL", '-', '_', '(', ')', '{', '"', 'Ü', 'Ω', 'ж', 'ا', 'ह', 'A', 'Z', 'the', 'The', ' the', 'ing', 'tion', 'http://x.y/z',
+    '\u0301', '\u200d', '<|endoftext|>', 'x'.repeat(20), 'ab'.repeat(15), '  \n  ', '   '];
+  let state = 12345;
+  const next = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32;
+  for (let k = 0; k < 3000; k++) {
+    let text = '';
+    for (let i = 1 + Math.floor(next() * 40); i > 0; i--) text += pieces[Math.floor(next() * pieces.length)];
+    const expected = reference.encode(text, [], []);
+    // Raw library encoding: encodeText() chunks letter runs over 32 (see tokenizer.ts).
+    assert.equal(libraryEncode(text, { disallowedSpecial: new Set() }), expected, JSON.stringify(text));
+    assert.is(decodeTokens(expected), reference.decode(expected));
+  }
+  for (const text of ['hello world', 'The quick brown fox jumps over the lazy dog.', 'Grüße aus Köln 世界你好 😀👍🏽']) {
+    assert.equal(encodeText(text), reference.encode(text, [], []));
+    assert.is(decodeTokens(encodeText(text)), reference.decode(reference.encode(text, [], [])));
+  }
 });
 
 test.run();

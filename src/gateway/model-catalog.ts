@@ -1,5 +1,6 @@
 // The price list in memory: loaded from the models read model, then kept current from
-// ModelPriced events, so a price change is in force in every process as soon as it is appended.
+// ModelPriced events: a price change is in force in the process that made it before the call
+// returns, and in every other process within one poll of the event feed (event-feed.ts).
 import type { Database } from '../eventstore/db.ts';
 import type { EventEmitter } from 'node:events';
 import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
@@ -13,7 +14,7 @@ export interface CatalogModel {
   pricedAt: string;
 }
 
-export async function createModelCatalog(opts: { db: Database; store: EventStore; rmSchema: string; routes: Map<string, Route>; localEvents?: EventEmitter }) {
+export async function createModelCatalog(opts: { db: Database; store: Pick<EventStore, 'subscribe' | 'headPosition'>; rmSchema: string; routes: Map<string, Route>; localEvents?: EventEmitter }) {
   const byId = new Map<string, CatalogModel>();
   const byAlias = new Map<string, string>();
 

@@ -174,10 +174,21 @@ export function toCanonical(body: ResponsesBody): CanonicalRequest {
   } else if (isObject(format) && format.type === 'json_object') {
     params.response_format = { type: 'json_object' };
   }
+  // Nothing to answer is a 400 before anything is reserved or charged (as OpenAI refuses it).
+  if (Array.isArray(body.input) && body.input.length === 0) {
+    throw badRequest("Invalid 'input': empty array. Expected an array with minimum length 1, but got an empty array instead.", 'input', 'empty_array');
+  }
+  if (body.input === '') {
+    throw badRequest("Invalid 'input': empty string. Expected a string with minimum length 1, but got an empty string instead.", 'input', 'empty_string');
+  }
+  const messages = toCanonicalMessages(body);
+  if (messages.length === 0) {
+    throw badRequest("Invalid 'input': no message or tool output to respond to (its items carry no content).", 'input', 'invalid_value');
+  }
   const tools = toCanonicalTools(body.tools);
   const effort = body.reasoning?.effort;
   return {
-    messages: toCanonicalMessages(body), tools, params,
+    messages, tools, params,
     toolChoice: tools ? toolChoiceOf(body.tool_choice).canonical : undefined,
     reasoningEffort: typeof effort === 'string' && EFFORTS.has(effort) ? effort : undefined,
   };

@@ -1,7 +1,12 @@
 // Runs a decider against a stream: load state (cache, else snapshot plus the events after it),
 // decide, append with the expected revision and the new state as snapshot. A conflict means
-// another process wrote the stream first: reload and decide again. Commands on one stream are
-// queued in-process, so conflicts only come from other processes.
+// another process wrote the stream first: reload and decide again.
+//
+// Commands on one stream are queued in-process. While one append to a stream is in flight, the
+// commands that arrive for it wait; they are then decided one after another against the state
+// each one leaves (exactly as if run one at a time) and appended together, in one request with
+// one expected revision. Every command still resolves only once its events are committed, so a
+// busy account costs one append per round trip instead of one per command.
 import { randomUUID } from 'node:crypto';
 import type { Decider } from './decider.ts';
 import type { DomainEvent } from './events.ts';
@@ -26,24 +31,43 @@ export interface CommandHandlerOptions {
   append?: (request: AppendRequest) => Promise<AppendResult>;
   cacheSize?: number;
   maxRetries?: number;
+  /** Most commands appended together for one stream (default 256). */
+  maxBatch?: number;
   /** Told of every event this process appended, as soon as the append commits. */
   onAppended?: (events: StoredEvent[]) => void;
 }
+
+type EventIds = (e: DomainEvent, i: number) => string;
+
+interface Pending {
+  decider: Decider<unknown, unknown>;
+  command: unknown;
+  metadata: EventMetadata;
+  eventIds?: EventIds;
+  resolve(result: CommandResult<unknown>): void;
+  reject(error: unknown): void;
+}
+
+/** One command's part of a batch: its events, or why it was refused. */
+interface Decided { p: Pending; events: DomainEvent[]; ids: string[]; state: unknown; error?: unknown }
+
+interface Lane { queue: Pending[]; running: boolean }
 
 export function createCommandHandler(opts: CommandHandlerOptions) {
   const { store } = opts;
   const append = opts.append ?? ((r: AppendRequest) => store.append(r));
   const cache = new Map<string, Cached>();
   const cacheSize = opts.cacheSize ?? 50_000;
-  const queues = new Map<string, Promise<unknown>>();
+  const lanes = new Map<string, Lane>();
   const maxRetries = opts.maxRetries ?? 20;
+  const maxBatch = opts.maxBatch ?? 256;
 
-  async function load<S>(decider: Decider<S, unknown>, stream: string): Promise<Cached> {
+  async function load(decider: Decider<unknown, unknown>, stream: string): Promise<Cached> {
     const hit = cache.get(stream);
     if (hit) return hit;
     const snap = await store.readSnapshot(stream);
     const usable = snap && (snap.state as { v?: number })?.v === SNAPSHOT_VERSION;
-    let state = usable ? (snap.state as { s: S }).s : decider.initialState();
+    let state = usable ? (snap.state as { s: unknown }).s : decider.initialState();
     let revision = usable ? snap.revision : -1;
     const tail = await store.readStream(stream, revision + 1);
     for (const e of tail) state = decider.evolve(state, { type: e.type, data: e.data } as DomainEvent);
@@ -59,46 +83,112 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string);
   }
 
-  async function run<S, C>(decider: Decider<S, C>, stream: string, command: C, metadata: EventMetadata, eventIds?: (e: DomainEvent, i: number) => string): Promise<CommandResult<S>> {
-    for (let attempt = 0; ; attempt++) {
-      const current = await load(decider as Decider<S, unknown>, stream);
-      const state = current.state as S;
-      const events = decider.decide(command, state);
-      if (events.length === 0) return { events: [], state, revision: current.revision, lastPosition: 0 };
-      const next = events.reduce(decider.evolve, state);
-      const ids = events.map((e, i) => eventIds?.(e, i) ?? randomUUID());
+  /** Decides every command in order against the state the previous ones leave. */
+  function decideAll(batch: Pending[], start: unknown): Decided[] {
+    let state = start;
+    return batch.map((p) => {
       try {
-        const result = await append({
+        const events = p.decider.decide(p.command, state);
+        state = events.reduce(p.decider.evolve, state);
+        return { p, events, ids: events.map((e, i) => p.eventIds?.(e, i) ?? randomUUID()), state };
+      } catch (error) {
+        return { p, events: [], ids: [], state, error };
+      }
+    });
+  }
+
+  /**
+   * Appends the commands of one batch (all on `stream`, one decider) as one request. Resolves or
+   * rejects each of them; throws only what the caller should retry one by one.
+   */
+  async function runBatch(stream: string, batch: Pending[]): Promise<void> {
+    const decider = batch[0].decider;
+    for (let attempt = 0; ; attempt++) {
+      const current = await load(decider, stream);
+      const decided = decideAll(batch, current.state);
+      const withEvents = decided.filter((d) => d.events.length > 0);
+      const finalState = decided[decided.length - 1].state;
+      if (withEvents.length === 0) {
+        for (const d of decided) {
+          if (d.error !== undefined) d.p.reject(d.error);
+          else d.p.resolve({ events: [], state: d.state, revision: current.revision, lastPosition: 0 });
+        }
+        return;
+      }
+      let result: AppendResult;
+      try {
+        result = await append({
           stream,
           expectedRevision: current.revision,
-          events: events.map((e, i) => ({ id: ids[i], type: e.type, data: e.data as unknown as Record<string, unknown>, metadata })),
-          snapshot: { v: SNAPSHOT_VERSION, s: next },
+          events: withEvents.flatMap((d) => d.events.map((e, i) => ({ id: d.ids[i], type: e.type, data: e.data as unknown as Record<string, unknown>, metadata: d.p.metadata }))),
+          snapshot: { v: SNAPSHOT_VERSION, s: finalState },
         });
-        remember(stream, { revision: result.revision, state: next });
-        const timestamp = new Date().toISOString();
-        const stored = events.map((e, i) => ({ id: ids[i], type: e.type, stream, revision: current.revision + 1 + i, position: result.firstPosition + i, timestamp, data: e.data as never, metadata, prevHash: '', hash: '' }));
-        opts.onAppended?.(stored);
-        return { state: next, revision: result.revision, lastPosition: result.lastPosition, events: stored };
       } catch (err) {
         cache.delete(stream);
-        if (!(err instanceof WrongExpectedRevisionError) || attempt >= maxRetries) throw err;
+        if (err instanceof WrongExpectedRevisionError && attempt < maxRetries) continue;
+        throw err;
       }
+      remember(stream, { revision: result.revision, state: finalState });
+      const timestamp = new Date().toISOString();
+      const all: StoredEvent[] = [];
+      const outcomes: Array<() => void> = [];
+      for (const d of decided) {
+        if (d.error !== undefined) { outcomes.push(() => d.p.reject(d.error)); continue; }
+        const offset = all.length;
+        const stored = d.events.map((e, i) => ({
+          id: d.ids[i], type: e.type, stream, revision: current.revision + 1 + offset + i, position: result.firstPosition + offset + i, timestamp,
+          data: e.data as never, metadata: d.p.metadata, prevHash: '', hash: '',
+        }));
+        all.push(...stored);
+        const r = { events: stored, state: d.state, revision: current.revision + all.length, lastPosition: stored.length ? stored[stored.length - 1].position : 0 };
+        outcomes.push(() => d.p.resolve(r));
+      }
+      // Caches hear of the events before any caller resumes. Committed: nothing here may throw
+      // into drain(), which would run the commands again.
+      try { opts.onAppended?.(all); } catch { /* a listener's failure does not undo a commit */ }
+      for (const settle of outcomes) settle();
+      return;
+    }
+  }
+
+  async function drain(stream: string, lane: Lane): Promise<void> {
+    lane.running = true;
+    try {
+      while (lane.queue.length > 0) {
+        // A stream is only ever driven by one decider, but a batch never mixes two.
+        let n = 1;
+        while (n < lane.queue.length && n < maxBatch && lane.queue[n].decider === lane.queue[0].decider) n++;
+        const batch = lane.queue.splice(0, n);
+        try {
+          await runBatch(stream, batch);
+        } catch (err) {
+          if (batch.length === 1) batch[0].reject(err);
+          else {
+            // One command's events may be what the store refused (an invalid or duplicate event):
+            // run them one at a time so only that command fails.
+            for (const p of batch) await runBatch(stream, [p]).catch((e) => p.reject(e));
+          }
+        }
+      }
+    } finally {
+      lane.running = false;
+      if (lanes.get(stream) === lane && lane.queue.length === 0) lanes.delete(stream);
     }
   }
 
   return {
-    /** Decides and appends one command; commands on the same stream run one at a time. */
-    handle<S, C>(decider: Decider<S, C>, stream: string, command: C, metadata: EventMetadata, eventIds?: (e: DomainEvent, i: number) => string): Promise<CommandResult<S>> {
-      const previous = queues.get(stream) ?? Promise.resolve();
-      const result = previous.catch(() => undefined).then(() => run(decider, stream, command, metadata, eventIds));
-      const tail = result.catch(() => undefined);
-      queues.set(stream, tail);
-      void tail.then(() => { if (queues.get(stream) === tail) queues.delete(stream); });
-      return result;
+    /** Decides and appends one command; commands on the same stream are decided one at a time. */
+    handle<S, C>(decider: Decider<S, C>, stream: string, command: C, metadata: EventMetadata, eventIds?: EventIds): Promise<CommandResult<S>> {
+      return new Promise<CommandResult<S>>((resolve, reject) => {
+        let lane = lanes.get(stream);
+        if (!lane) { lane = { queue: [], running: false }; lanes.set(stream, lane); }
+        lane.queue.push({ decider: decider as Decider<unknown, unknown>, command, metadata, eventIds, resolve: resolve as Pending['resolve'], reject });
+        if (!lane.running) void drain(stream, lane);
+      });
     },
     /** Current state, from the cache when warm. */
     async state<S>(decider: Decider<S, unknown>, stream: string): Promise<{ state: S; revision: number }> {
-      const c = await load(decider, stream);
+      const c = await load(decider as Decider<unknown, unknown>, stream);
       return { state: c.state as S, revision: c.revision };
     },
     forget(stream: string) { cache.delete(stream); },

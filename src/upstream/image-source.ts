@@ -1,5 +1,5 @@
 // Reading a caller's source image for an edit. Any failure here is the caller's fault (400).
-import sharp from 'sharp';
+import { loadSharp } from './sharp-lazy.ts';
 import { InvalidImageError } from './image-error.ts';
 import type { RawImage } from './jpeg-band.ts';
 
@@ -17,6 +17,7 @@ function invalid(error: unknown): InvalidImageError {
 
 /** Checks the bytes are a png, jpeg, webp or gif sharp can fully decode; returns the format. */
 export async function assertSourceImage(bytes: Buffer): Promise<string> {
+  const sharp = await loadSharp();
   try {
     const meta = await sharp(bytes, { limitInputPixels: MAX_SOURCE_PIXELS }).metadata();
     if (!meta.format || !FORMATS.has(meta.format)) throw new InvalidImageError('source image must be png, jpeg, webp or gif');
@@ -30,6 +31,7 @@ export async function assertSourceImage(bytes: Buffer): Promise<string> {
 /** Decodes the source, honours EXIF rotation and crops it to cover width x height, as RGB. */
 /** Any image as raw sRGB of exactly width x height: EXIF-rotated, cropped to cover, alpha on white. */
 export async function coverAsRgb(bytes: Buffer, width: number, height: number): Promise<RawImage> {
+  const sharp = await loadSharp();
   const { data, info } = await sharp(bytes, { limitInputPixels: MAX_SOURCE_PIXELS })
     .rotate()
     .resize(width, height, { fit: 'cover' })

@@ -2,7 +2,7 @@
 // The band is chosen so both readings of the spec hold: the raw JPEG is 500-800 KB and so is
 // its base64 (4/3 larger) in the response body. Size is steered by film grain (entropy) and
 // by JPEG quality, searched per image because sources differ in how much detail they carry.
-import sharp from 'sharp';
+import { loadSharp } from './sharp-lazy.ts';
 import { createRng } from './seed.ts';
 
 export const JPEG_BAND = { min: 515_000, max: 595_000 } as const;
@@ -36,7 +36,8 @@ function withGrain(pixels: Buffer, seed: number, amp: number): Buffer {
   return out;
 }
 
-function encode(image: RawImage, pixels: Buffer, quality: number): Promise<Buffer> {
+async function encode(image: RawImage, pixels: Buffer, quality: number): Promise<Buffer> {
+  const sharp = await loadSharp();
   return sharp(pixels, { raw: { width: image.width, height: image.height, channels: 3 } })
     .jpeg({ quality, mozjpeg: false })
     .toBuffer();

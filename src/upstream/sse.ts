@@ -11,8 +11,8 @@ export interface SseEvent {
 const MAX_BUFFERED_CHARS = 8 * 1024 * 1024;
 
 /** Yields events from `body`; `onData` is called for every chunk read (to reset idle timers). */
-export async function* readSse(body: ReadableStream<Uint8Array>, onData?: () => void): AsyncGenerator<SseEvent> {
-  const reader = body.getReader();
+export async function* readSse(body: AsyncIterable<Uint8Array>, onData?: () => void): AsyncGenerator<SseEvent> {
+  const reader = body[Symbol.asyncIterator]();
   const decoder = new TextDecoder();
   let buffer = '';
   let event = '';
@@ -39,9 +39,9 @@ export async function* readSse(body: ReadableStream<Uint8Array>, onData?: () => 
 
   try {
     while (!done) {
-      const read = await reader.read();
-      done = read.done;
-      buffer += done ? decoder.decode() : decoder.decode(read.value, { stream: true });
+      const read = await reader.next();
+      done = read.done === true;
+      buffer += done ? decoder.decode() : decoder.decode(read.value as Uint8Array, { stream: true });
       if (!done) onData?.();
       let start = 0;
       for (;;) {
@@ -64,7 +64,8 @@ export async function* readSse(body: ReadableStream<Uint8Array>, onData?: () => 
     const last = line('');
     if (last) yield last;
   } finally {
-    // Stops the download when the consumer quits early (client disconnect, [DONE]).
-    await reader.cancel().catch(() => undefined);
+    // Stops the download when the consumer quits early (client disconnect, [DONE]); a no-op
+    // once the body has ended.
+    if (!done) await reader.return?.()?.catch(() => undefined);
   }
 }

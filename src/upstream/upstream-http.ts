@@ -1,5 +1,7 @@
 // HTTP plumbing for OpenAI-compatible upstreams: one place that owns timeouts, aborts and
 // turning failures into UpstreamError messages that never carry the key or the prompt.
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
 import { UpstreamError } from './port.ts';
 import { abortError } from './abort.ts';
 
@@ -13,31 +15,47 @@ const MAX_DETAIL_CHARS = 200;
 const ECHO_WINDOW = 16;
 
 /**
- * Aborts the fetch when the caller aborts or when the upstream is silent for `ms`.
+ * Aborts the request when the caller aborts or when the upstream is silent for `ms`.
  * `touch()` restarts the silence window (every streamed chunk counts as life).
  */
 export class Deadline {
-  readonly signal: AbortSignal;
   timedOut = false;
-  private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
+  private readonly watchers = new Set<(error: Error) => void>();
+  private stopped: Error | null = null;
 
-  constructor(callSignal: AbortSignal, private readonly ms: number) {
-    this.signal = AbortSignal.any([callSignal, this.controller.signal]);
+  constructor(private readonly callSignal: AbortSignal, private readonly ms: number) {
+    if (callSignal.aborted) this.stopped = abortError(callSignal);
+    else callSignal.addEventListener('abort', () => this.stop(abortError(callSignal)), { once: true });
     this.touch();
+  }
+
+  /** Calls `fn` once if the call is aborted or times out (at once if it already has); returns an unsubscribe. */
+  watch(fn: (error: Error) => void): () => void {
+    if (this.stopped) { fn(this.stopped); return () => undefined; }
+    this.watchers.add(fn);
+    return () => { this.watchers.delete(fn); };
   }
 
   touch(): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timedOut = true;
-      this.controller.abort(new DOMException('upstream timed out', 'TimeoutError'));
+      this.stop(new DOMException('upstream timed out', 'TimeoutError'));
     }, this.ms);
     this.timer.unref();
   }
 
   clear(): void {
     clearTimeout(this.timer);
+  }
+
+  private stop(error: Error): void {
+    if (this.stopped) return;
+    this.stopped = error;
+    clearTimeout(this.timer);
+    for (const fn of this.watchers) fn(error);
+    this.watchers.clear();
   }
 }
 
@@ -73,14 +91,14 @@ export function errorDetail(body: unknown, secrets: readonly string[]): string {
   return [tag && `(${tag})`, text].filter(Boolean).join(' ');
 }
 
-/** Maps a thrown fetch/stream error: caller aborts stay aborts, the rest become UpstreamError. */
+/** Maps a thrown request/stream error: caller aborts stay aborts, the rest become UpstreamError. */
 export function asUpstreamFailure(error: unknown, op: string, callSignal: AbortSignal, deadline: Deadline): Error {
   if (callSignal.aborted) return abortError(callSignal);
   if (error instanceof UpstreamError) return error;
   if (deadline.timedOut) return new UpstreamError(`upstream ${op} timed out`);
-  const cause = (error as { cause?: { code?: unknown } } | null)?.cause;
-  // Only the system error code (ECONNREFUSED, ...): fetch messages may carry the URL.
-  return new UpstreamError(`upstream ${op} request failed (${identifier(cause?.code) ?? 'network error'})`);
+  const e = error as { code?: unknown; cause?: { code?: unknown } } | null;
+  // Only the system error code (ECONNREFUSED, ...): messages may carry the URL.
+  return new UpstreamError(`upstream ${op} request failed (${identifier(e?.code) ?? identifier(e?.cause?.code) ?? 'network error'})`);
 }
 
 export interface SendOptions {
@@ -93,23 +111,87 @@ export interface SendOptions {
   secrets: readonly string[];
 }
 
+/** The parts of an upstream HTTP response the adapters read. */
+export interface UpstreamResponse {
+  status: number;
+  ok: boolean;
+  headers: { get(name: string): string | null };
+  /** The body as it arrives; leaving the iteration early closes the connection. */
+  body: AsyncIterable<Uint8Array>;
+  text(): Promise<string>;
+}
+
+// node:http with keep-alive agents rather than fetch: fetch wraps every request and response in
+// web streams, Request/Response objects and combined abort signals, which cost more CPU per
+// call than the whole metering path (profiled in BENCHMARKS.md). Connections are reused (LIFO,
+// so a few warm sockets serve a steady load).
+const agents = {
+  'http:': new http.Agent({ keepAlive: true, scheduling: 'lifo' }),
+  'https:': new https.Agent({ keepAlive: true, scheduling: 'lifo' }),
+};
+
+function wrap(res: IncomingMessage): UpstreamResponse {
+  const status = res.statusCode ?? 0;
+  return {
+    status,
+    ok: status >= 200 && status < 300,
+    headers: { get: (name) => { const v = res.headers[name.toLowerCase()]; return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v; } },
+    body: res,
+    async text() {
+      const chunks: Buffer[] = [];
+      for await (const chunk of res) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    },
+  };
+}
+
+/**
+ * One POST. A connection the server closed while it sat idle in the pool fails with ECONNRESET
+ * before any response; that request never reached the server, so it is sent once more on a
+ * fresh connection.
+ */
+function post(url: URL, headers: Record<string, string | number>, body: Buffer, deadline: Deadline, mayRetry = true): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const transport = url.protocol === 'https:' ? https : http;
+    let responded = false;
+    const req = transport.request(url, { method: 'POST', headers, agent: agents[url.protocol as 'http:' | 'https:'] }, (res) => {
+      responded = true;
+      // From here an abort or a timeout ends the response being read.
+      unwatch();
+      const stop = deadline.watch((error) => res.destroy(error));
+      res.once('close', stop);
+      resolve(res);
+    });
+    const unwatch = deadline.watch((error) => req.destroy(error));
+    req.on('error', (error: Error & { code?: string }) => {
+      unwatch();
+      if (!responded && mayRetry && req.reusedSocket && error.code === 'ECONNRESET') resolve(post(url, headers, body, deadline, false));
+      else if (!responded) reject(error);
+    });
+    req.end(body);
+  });
+}
+
 /**
  * POSTs to the upstream and returns the 2xx response with its deadline still running (the
  * caller reads the body, then clears it). Non-2xx and network failures throw.
  */
-export async function send(target: UpstreamTarget, options: SendOptions): Promise<{ response: Response; deadline: Deadline }> {
+export async function send(target: UpstreamTarget, options: SendOptions): Promise<{ response: UpstreamResponse; deadline: Deadline }> {
   const deadline = new Deadline(options.signal, target.timeoutMs);
   const secrets = [target.apiKey, ...options.secrets];
-  const headers: Record<string, string> = { authorization: `Bearer ${target.apiKey}`, accept: options.accept ?? 'application/json' };
-  if (typeof options.body === 'string') headers['content-type'] = 'application/json';
-  let response: Response;
+  let body: Buffer;
+  let contentType = 'application/json';
+  if (typeof options.body === 'string') body = Buffer.from(options.body);
+  else {
+    // Multipart (image edits): let the platform encode the form and pick the boundary.
+    const encoded = new Request('http://upstream.invalid/', { method: 'POST', body: options.body });
+    body = Buffer.from(await encoded.arrayBuffer());
+    contentType = encoded.headers.get('content-type') ?? 'multipart/form-data';
+  }
+  const headers = { authorization: `Bearer ${target.apiKey}`, accept: options.accept ?? 'application/json', 'content-type': contentType, 'content-length': body.length };
+  let response: UpstreamResponse;
   try {
-    response = await fetch(`${target.baseURL.replace(/\/+$/, '')}${options.path}`, {
-      method: 'POST',
-      headers,
-      body: options.body,
-      signal: deadline.signal,
-    });
+    response = wrap(await post(new URL(`${target.baseURL.replace(/\/+$/, '')}${options.path}`), headers, body, deadline));
   } catch (error) {
     deadline.clear();
     throw asUpstreamFailure(error, options.op, options.signal, deadline);
@@ -131,7 +213,7 @@ export async function send(target: UpstreamTarget, options: SendOptions): Promis
 }
 
 /** Reads a JSON body under the deadline; anything unreadable is the upstream's fault. */
-export async function readJson(response: Response, op: string, callSignal: AbortSignal, deadline: Deadline): Promise<unknown> {
+export async function readJson(response: UpstreamResponse, op: string, callSignal: AbortSignal, deadline: Deadline): Promise<unknown> {
   let text: string;
   try {
     text = await response.text();

@@ -8,17 +8,20 @@
 //
 // Every call asks for the same prompt and max_tokens 5; the simulated model always writes more
 // than 5 tokens, so each call costs exactly its hold and a quota of COVERED x that cost leaves
-// nothing for call COVERED + 1, however the holds interleave.
+// nothing for call COVERED + 1, however the holds interleave. The upstream takes 50 ms per
+// token, so the 100 winners hold their tokens while the other 400 ask: they are refused on
+// reserved tokens, not only on spent ones.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { runScenario, envNumber, databaseUrl } from './support/scenario.ts';
+import { runScenario, envNumber, databaseUrl, atInterrupt } from './support/scenario.ts';
 import { freePort, startGatewayProcess, startProjectorProcess, kill9, stopGracefully, type ManagedProcess, type GatewaySpec } from './support/processes.ts';
 import { adminClient, openLoadAccount, exportEvents, verify, accountRow, type AccountRow } from './support/admin.ts';
 import { callOnce, newRequestId, type CallRecord } from './support/load.ts';
 import { auditRun, auditAccountRows } from './support/audit.ts';
 import { dropSchemas } from './support/storage.ts';
+import { writeSlowSimulatedConfig } from './support/models.ts';
 import { chatCharge } from '../../src/ledger/pricing.ts';
 import type { StoredEvent } from '../../src/eventstore/port.ts';
 
@@ -30,10 +33,12 @@ await runScenario('concurrency', async (ctx) => {
   const calls = envNumber('STRESS_CALLS', 500);
   const covered = envNumber('STRESS_COVERED', 100);
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-conc-'));
+  const models = writeSlowSimulatedConfig({ tokenDelayMs: 50, imageDelayMs: 0 });
   const base: Omit<GatewaySpec, 'port'> = {
     schema: `cc_${randomBytes(5).toString('hex')}`, dataDir, databaseUrl: databaseUrl(),
-    adminToken: `tg_admin_conc_${randomBytes(8).toString('hex')}`, projections: false,
+    adminToken: `tg_admin_conc_${randomBytes(8).toString('hex')}`, projections: false, modelsConfig: models.path,
   };
+  atInterrupt(async () => { models.remove(); rmSync(dataDir, { recursive: true, force: true }); if (base.databaseUrl) await dropSchemas(base.databaseUrl, base.schema); });
   const procs: ManagedProcess[] = [];
   let stopping = false;
   const watch = (p: ManagedProcess, name: string) => { procs.push(p); void p.exited.then((how) => { if (!stopping) ctx.violation(`${name} exited (${how}):\n${p.output().slice(-3000)}`); }); };
@@ -93,8 +98,14 @@ await runScenario('concurrency', async (ctx) => {
       for (const v of audit.violations) ctx.violation(`round ${round}: ${v}`);
       for (const v of auditAccountRows([settled], events)) ctx.violation(`round ${round}: ${v}`);
       const billed = events.filter((e) => e.type === 'ChatCharged').reduce((n, e) => n + Number(e.data.billed), 0);
+      // How many holds were open at once, in commit order: the refusals met reserved tokens.
+      let open = 0; let peakOpen = 0;
+      for (const e of events) {
+        if (e.type === 'QuotaReserved') peakOpen = Math.max(peakOpen, ++open);
+        else if (e.type === 'ChatCharged' || e.type === 'ReservationReleased') open--;
+      }
       if (billed > acct.quota) ctx.violation(`round ${round}: ${billed} tokens billed on a quota of ${acct.quota}`);
-      const line = `round ${round}: ${ok.length} ok, ${refused.length} x 402, ${other.length} other in ${seconds.toFixed(1)} s; billed ${billed} / quota ${acct.quota}; read model used ${settled.quota_used}, reserved ${settled.reserved}, open holds ${settled.open_holds}`;
+      const line = `round ${round}: ${ok.length} ok, ${refused.length} x 402, ${other.length} other in ${seconds.toFixed(1)} s; billed ${billed} / quota ${acct.quota}; at most ${peakOpen} holds open at once; read model used ${settled.quota_used}, reserved ${settled.reserved}, open holds ${settled.open_holds}`;
       perRound.push(line);
       ctx.log(line);
     }
@@ -110,6 +121,7 @@ await runScenario('concurrency', async (ctx) => {
   } finally {
     stopping = true;
     for (const p of procs) await stopGracefully(p, 20_000).catch(() => kill9(p));
+    models.remove();
     rmSync(dataDir, { recursive: true, force: true });
     if (process.env.STRESS_KEEP !== '1') await dropSchemas(base.databaseUrl!, base.schema);
   }

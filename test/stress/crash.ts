@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { runScenario, envNumber, databaseUrl } from './support/scenario.ts';
+import { runScenario, envNumber, databaseUrl, atInterrupt } from './support/scenario.ts';
 import { freePort, startGatewayProcess, kill9, stopGracefully, type ManagedProcess, type GatewaySpec } from './support/processes.ts';
 import { adminClient, openLoadAccount, exportEvents, verify, accountRow, type LoadAccount } from './support/admin.ts';
 import { callOnce, newRequestId, pickKind, seededRng, type CallRecord, type Target } from './support/load.ts';
@@ -55,6 +55,7 @@ await runScenario(`crash-${engine}`, async (ctx) => {
   const origin = `http://127.0.0.1:${spec.port}`;
   const admin = adminClient(origin, spec.adminToken);
   let keep = process.env.STRESS_KEEP === '1';
+  atInterrupt(async () => { models.remove(); rmSync(dataDir, { recursive: true, force: true }); if (spec.databaseUrl) await dropSchemas(spec.databaseUrl, spec.schema); });
   let gw: ManagedProcess | null = null;
   let killing = false;
   const watch = (p: ManagedProcess) => { void p.exited.then((how) => { if (!killing) ctx.violation(`the gateway exited by itself (${how}):\n${p.output().slice(-3000)}`); }); };

@@ -10,11 +10,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { runScenario, envNumber, databaseUrl } from './support/scenario.ts';
+import { runScenario, envNumber, databaseUrl, atInterrupt } from './support/scenario.ts';
 import { freePort, startGatewayProcess, kill9, stopGracefully, type ManagedProcess, type GatewaySpec } from './support/processes.ts';
 import { adminClient, openLoadAccount, exportEvents, verify, type AdminClient } from './support/admin.ts';
 import { newRequestId } from './support/load.ts';
 import { writeSlowSimulatedConfig } from './support/models.ts';
+import { dropSchemas } from './support/storage.ts';
 import type { StoredEvent } from '../../src/eventstore/port.ts';
 
 interface Case {
@@ -47,6 +48,7 @@ await runScenario('client-disconnect', async (ctx) => {
   };
   const origin = `http://127.0.0.1:${spec.port}`;
   const admin = adminClient(origin, spec.adminToken);
+  atInterrupt(async () => { models.remove(); rmSync(dataDir, { recursive: true, force: true }); if (spec.databaseUrl) await dropSchemas(spec.databaseUrl, spec.schema); });
   let gw: ManagedProcess | null = null;
   try {
     gw = await startGatewayProcess(spec);
@@ -70,7 +72,7 @@ await runScenario('client-disconnect', async (ctx) => {
     if (gw) { await stopGracefully(gw, 20_000); await kill9(gw); }
     models.remove();
     rmSync(dataDir, { recursive: true, force: true });
-    if (process.env.STRESS_KEEP !== '1') await (await import('./support/storage.ts')).dropSchemas(spec.databaseUrl!, spec.schema);
+    if (process.env.STRESS_KEEP !== '1') await dropSchemas(spec.databaseUrl!, spec.schema);
   }
 });
 

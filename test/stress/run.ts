@@ -50,11 +50,17 @@ const dir = new URL('.', import.meta.url).pathname;
 const scratch = mkdtempSync(join(tmpdir(), 'tollgate-stress-results-'));
 console.log(`stress: ${chosen.map((s) => s.name).join(', ')}${quick ? ' (quick)' : ''}; ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}; ${new Date().toISOString()}\n`);
 
+let current: ReturnType<typeof spawn> | null = null;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => { current?.kill(signal); console.log(`\nstress: interrupted by ${signal}`); setTimeout(() => process.exit(130), 2000); });
+}
+
 function run(s: Scenario): Promise<ScenarioResult> {
   const resultFile = join(scratch, `${s.name}.json`);
   const started = Date.now();
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(dir, s.file), ...s.args], { env: { ...env, STRESS_RESULT_FILE: resultFile }, stdio: ['ignore', 'pipe', 'pipe'] });
+    current = child;
     let output = '';
     const relay = (d: Buffer) => { output += d; process.stdout.write(String(d).replace(/^(?=.)/gm, `  ${s.name} | `)); };
     child.stdout.on('data', relay);

@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { runScenario, envNumber, databaseUrl } from './support/scenario.ts';
+import { runScenario, envNumber, databaseUrl, atInterrupt } from './support/scenario.ts';
 import { freePort, startGatewayProcess, kill9, stopGracefully, rssBytes, cpuSeconds, type ManagedProcess, type GatewaySpec } from './support/processes.ts';
 import { adminClient, openLoadAccount, exportEvents, verify, accountRow, waitForQuiet } from './support/admin.ts';
 import { callOnce, newRequestId, pickKind, seededRng, type CallRecord, type Target } from './support/load.ts';
@@ -52,6 +52,7 @@ await runScenario('soak', async (ctx) => {
   };
   const origin = `http://127.0.0.1:${spec.port}`;
   const admin = adminClient(origin, spec.adminToken);
+  atInterrupt(async () => { models.remove(); rmSync(dataDir, { recursive: true, force: true }); if (spec.databaseUrl) await dropSchemas(spec.databaseUrl, spec.schema); });
   let gw: ManagedProcess | null = null;
   let stopping = false;
   try {

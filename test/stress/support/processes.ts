@@ -27,6 +27,13 @@ export interface ManagedProcess {
   readonly exited: Promise<string>;
 }
 
+/** Every child still running, so an interrupted scenario can take them down with it. */
+const live = new Set<ChildProcess>();
+
+export function killAllChildren(): void {
+  for (const c of live) c.kill('SIGKILL');
+}
+
 function launch(args: string[], env: Record<string, string>, ready: RegExp, timeoutMs: number): Promise<ManagedProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
     cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
@@ -35,7 +42,8 @@ function launch(args: string[], env: Record<string, string>, ready: RegExp, time
   const keep = (d: Buffer) => { out += d; if (out.length > 200_000) out = out.slice(-100_000); };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
-  const exited = new Promise<string>((r) => child.once('exit', (code, signal) => r(signal ?? String(code))));
+  live.add(child);
+  const exited = new Promise<string>((r) => child.once('exit', (code, signal) => { live.delete(child); r(signal ?? String(code)); }));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${args[0]} did not start in ${timeoutMs} ms:\n${out.slice(-4000)}`)); }, timeoutMs);
     const check = () => {

@@ -1,6 +1,7 @@
 // How a stress scenario reports: figures and violations printed as it goes, and one JSON result
 // (written to STRESS_RESULT_FILE when the runner asks for it) that the summary table is made of.
 import { writeFileSync } from 'node:fs';
+import { killAllChildren } from './processes.ts';
 
 export interface ScenarioResult {
   name: string;
@@ -30,6 +31,17 @@ export async function runScenario(name: string, body: (ctx: ScenarioContext) => 
     note: (m) => { result.notes.push(m); console.log(`  note: ${m}`); },
     log: (m) => console.log(`[${name} +${((Date.now() - started) / 1000).toFixed(0)}s] ${m}`),
   };
+  // Interrupted (Ctrl-C, or the runner stopped): no gateway or projector may outlive the run,
+  // and the scratch storage goes too.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.log(`${name}: interrupted by ${signal}`);
+      killAllChildren();
+      const done = () => process.exit(130);
+      setTimeout(done, 10_000).unref();
+      void Promise.allSettled(interruptCleanups.map((f) => f())).then(done);
+    });
+  }
   try {
     await body(ctx);
   } catch (err) {
@@ -42,6 +54,13 @@ export async function runScenario(name: string, body: (ctx: ScenarioContext) => 
   if (process.env.STRESS_RESULT_FILE) writeFileSync(process.env.STRESS_RESULT_FILE, JSON.stringify(result, null, 2));
   // Handles (sockets, timers) of killed children must not keep the scenario alive.
   process.exit(result.passed ? 0 : 1);
+}
+
+const interruptCleanups: Array<() => Promise<void> | void> = [];
+
+/** Removes scratch storage if the run is interrupted (the scenario's own finally does it otherwise). */
+export function atInterrupt(cleanup: () => Promise<void> | void): void {
+  interruptCleanups.push(cleanup);
 }
 
 export function envNumber(name: string, fallback: number): number {

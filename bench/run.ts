@@ -1,0 +1,76 @@
+// npm run bench: the whole comparison in one run, printed as one table and written to
+// BENCHMARKS.md (between its marker comments).
+//   1. gateway: the mock upstream called directly, Tollgate and Portkey (bench/gateway.ts)
+//   2. growth: latency on an empty ledger vs one of 1M events (bench/growth.ts)
+//   3. ledger: appends and rebuilds of 100k, 1M and 5M events on PostgreSQL (bench/ledger.ts)
+//
+// npm run bench -- [--quick] [--only gateway,growth,ledger] [--no-peer] [--pglite]
+//                  [--cpu-profile DIR] [--no-write] [--json]
+// DATABASE_URL selects the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test);
+// every schema the run creates is dropped at the end. The peer is installed on first use with
+// `npm ci --prefix bench/peer`.
+import { parseArgs } from 'node:util';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { mkdirSync } from 'node:fs';
+import { machineInfo } from './machine.ts';
+import { runGatewayBench } from './gateway.ts';
+import { runGrowthBench } from './growth.ts';
+import { runLedgerBench, type Engine } from './ledger.ts';
+import { ledgerCheckLines, mainTable, writeBenchmarksFile, describeRun, type BenchRun } from './report.ts';
+import { formatTable as formatLedgerTable } from './ledger.ts';
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean' }, only: { type: 'string' }, 'no-peer': { type: 'boolean' }, pglite: { type: 'boolean' },
+    'cpu-profile': { type: 'string' }, 'no-write': { type: 'boolean' }, json: { type: 'boolean' },
+  },
+});
+const quick = !!values.quick;
+const sections = new Set((values.only ?? 'gateway,growth,ledger').split(','));
+const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const started = Date.now();
+const log = (line: string) => console.log(line);
+
+const run: BenchRun = {
+  date: new Date().toISOString(), quick, machine: await machineInfo(url), loadAtStart: os.loadavg()[0], seconds: 0,
+  gateway: null, growth: null, ledger: null,
+};
+log(`npm run bench${quick ? ' --quick' : ''}: ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)}, ${run.machine.postgres}`);
+
+if (sections.has('gateway')) {
+  log('\n== gateway comparison ==');
+  const dir = values['cpu-profile'];
+  if (dir) mkdirSync(dir, { recursive: true });
+  run.gateway = await runGatewayBench({ databaseUrl: url, quick, peer: !values['no-peer'], cpuProfileDir: dir, log });
+}
+if (sections.has('growth')) {
+  log('\n== growth: empty ledger vs a large one ==');
+  run.growth = await runGrowthBench({ databaseUrl: url, events: quick ? 100_000 : 1_000_000, samples: quick ? 400 : 2000, log });
+}
+if (sections.has('ledger')) {
+  log('\n== ledger: appends and rebuilds ==');
+  const engines: Engine[] = values.pglite ? ['pglite', 'postgres'] : ['postgres'];
+  run.ledger = await runLedgerBench({
+    quick, engines, databaseUrl: url, log,
+    rebuildSizes: { postgres: quick ? [20_000, 100_000] : [100_000, 1_000_000, 5_000_000] },
+  });
+}
+run.seconds = (Date.now() - started) / 1000;
+
+log(`\n${describeRun(run)}\n`);
+log(mainTable(run));
+const checks = ledgerCheckLines(run);
+if (checks.length) log(`\nLedger checks:\n${checks.join('\n')}`);
+if (run.ledger) log(`\nEvent store appends and rebuilds:\n${formatLedgerTable(run.ledger)}`);
+const errors = [...(run.gateway?.errors ?? []), ...(run.growth?.errors ?? [])];
+if (errors.length) log(`\nERRORS:\n${errors.map((e) => `- ${e}`).join('\n')}`);
+if (!values['no-write']) {
+  const path = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
+  writeBenchmarksFile(path, run);
+  log(`\nwritten to ${path}`);
+}
+if (values.json) log(JSON.stringify(run, null, 2));
+log(`\ntotal ${Math.round(run.seconds)} s`);
+// A run whose ledger did not match what the clients saw is a failed run.
+process.exit(errors.length ? 1 : 0);

@@ -1,0 +1,78 @@
+// How the in-memory caches (keys, prices) hear of events appended by *other* processes. Their own
+// process's appends reach them at once through the ledger's local events; what is left to read
+// from the store is rare (a key issued or revoked, a price changed elsewhere) and needs to arrive
+// within a fraction of a second, not within a millisecond of every append.
+//
+// So the caches share one reader that polls: every POLL_MS it reads what was appended since it
+// last looked, a page at a time, and hands it to every cache. A store subscription instead wakes
+// on every append, so each metered call (two appends) cost its caches four more queries that
+// competed with the call itself (measured in BENCHMARKS.md). A cache that needs to be current
+// now (an unknown key) asks for caughtUp(), which reads at once.
+import type { EventHandler, EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
+
+export type EventFeed = Pick<EventStore, 'subscribe' | 'headPosition'>;
+
+export const POLL_MS = 250;
+const PAGE = 2000;
+
+export function pollingEventFeed(store: Pick<EventStore, 'readAll' | 'headPosition'>, opts: { pollMs?: number } = {}): EventFeed & { close(): Promise<void> } {
+  const handlers = new Set<EventHandler>();
+  let position = -1;
+  let reading: Promise<void> | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  let closed = false;
+
+  /** Reads everything after `position` and hands it to the caches; one read at a time. */
+  function readNow(): Promise<void> {
+    reading ??= (async () => {
+      try {
+        for (;;) {
+          const events: StoredEvent[] = await store.readAll(position, PAGE);
+          if (events.length === 0) break;
+          for (const h of handlers) await h(events);
+          position = events[events.length - 1].position;
+          if (events.length < PAGE) break;
+        }
+      } finally {
+        reading = null;
+      }
+    })();
+    return reading;
+  }
+
+  const schedule = () => {
+    if (closed || timer) return;
+    timer = setTimeout(() => {
+      timer = null;
+      // A failed read is retried at the next tick; caughtUp() reports failures to its caller.
+      readNow().catch(() => undefined).finally(schedule);
+    }, opts.pollMs ?? POLL_MS);
+    timer.unref();
+  };
+
+  return {
+    headPosition: () => store.headPosition(),
+    subscribe(afterPosition, handler): Subscription {
+      // The first subscriber's start is the feed's; a later one may also see some earlier events
+      // (the caches apply events idempotently, so that is harmless).
+      if (position < 0) position = afterPosition;
+      handlers.add(handler);
+      schedule();
+      return {
+        async caughtUp() {
+          const target = await store.headPosition();
+          for (let before = -2; position < target && position !== before;) {
+            before = position;
+            await readNow();
+          }
+        },
+        async close() { handlers.delete(handler); },
+      };
+    },
+    async close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      await reading?.catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,116 @@
+// The command handler batches commands on one stream: while an append is in flight, the commands
+// that arrive are decided one after another and appended together. Each must still succeed or
+// fail on its own, exactly as if the commands had run one at a time.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
+import { createGroupCommitter } from '../src/eventstore/group-commit.ts';
+import { InvalidEventError, DuplicateEventError } from '../src/eventstore/errors.ts';
+import type { AppendRequest, EventStore, NewEvent } from '../src/eventstore/port.ts';
+import { createCommandHandler } from '../src/ledger/command-handler.ts';
+import type { Decider } from '../src/ledger/decider.ts';
+import { DomainError } from '../src/ledger/errors.ts';
+import { testDatabases, type TestDatabase } from './support/db.ts';
+
+interface Counter { total: number; n: number }
+interface Add { type: 'Add'; by: number; max?: number; bad?: boolean }
+
+/** A small decider: adds to a total, refusing to pass `max`. */
+const counter: Decider<Counter, Add> = {
+  initialState: () => ({ total: 0, n: 0 }),
+  decide(c, s) {
+    if (c.max !== undefined && s.total + c.by > c.max) throw new DomainError('insufficient_quota', `${s.total} + ${c.by} > ${c.max}`);
+    return [{ type: 'Added', data: { by: c.by, bad: c.bad ?? false } }] as never;
+  },
+  evolve: (s, e) => ({ total: s.total + (e.data as unknown as { by: number }).by, n: s.n + 1 }),
+};
+
+const md = { correlationId: 'c', causationId: null, actor: 'test' };
+
+/** Refuses events marked bad, as the catalogue validator refuses an invalid event. */
+const validate = (e: NewEvent) => { if ((e.data as { bad?: boolean }).bad) throw new InvalidEventError(e.type, 'marked bad'); };
+
+function counting(store: EventStore) {
+  const appends: AppendRequest[] = [];
+  const committer = createGroupCommitter(store);
+  return { appends, append: (r: AppendRequest) => { appends.push(r); return committer.append(r); } };
+}
+
+const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (e: Error) => e.name);
+
+for (const engine of testDatabases()) {
+  const t = suite(`command batching on ${engine.label}`);
+  let tdb: TestDatabase;
+  let store: EventStore;
+  t.before(async () => {
+    tdb = await engine.open();
+    store = await createPostgresEventStore(tdb.db, { schema: tdb.schema, validate });
+  });
+  t.after(async () => { await store.close(); await tdb.cleanup(); });
+
+  t('concurrent commands on one stream: two appends, each command its own events, in order', async () => {
+    const c = counting(store);
+    const handler = createCommandHandler({ store, append: c.append });
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => handler.handle(counter, 'counter-a', { type: 'Add', by: i + 1 }, md)));
+    // The first goes out alone; the 49 that queue behind it share the second append.
+    assert.is(c.appends.length, 2);
+    assert.equal(c.appends.map((a) => a.events.length), [1, 49]);
+    assert.equal(results.map((r) => r.revision), Array.from({ length: 50 }, (_, i) => i));
+    assert.equal(results.map((r) => r.events.length), Array(50).fill(1));
+    for (let i = 1; i < 50; i++) assert.is(results[i].lastPosition, results[i - 1].lastPosition + 1);
+    // Each result's state is the state after its own command.
+    assert.equal(results.map((r) => (r.state as Counter).total), Array.from({ length: 50 }, (_, i) => ((i + 1) * (i + 2)) / 2));
+    const stored = await store.readStream('counter-a');
+    assert.equal(stored.map((e) => (e.data as { by: number }).by), Array.from({ length: 50 }, (_, i) => i + 1));
+    assert.equal(stored.map((e) => e.position), results.map((r) => r.lastPosition));
+  });
+
+  t('a command its predecessors in the batch leave no room for is refused; the rest commit', async () => {
+    const handler = createCommandHandler({ store, append: counting(store).append });
+    const outcomes = await Promise.all(Array.from({ length: 20 }, () => outcome(handler.handle(counter, 'counter-b', { type: 'Add', by: 10, max: 100 }, md))));
+    assert.is(outcomes.filter((o) => o === 'ok').length, 10);
+    assert.is(outcomes.filter((o) => o === 'DomainError').length, 10);
+    assert.is((await handler.state(counter, 'counter-b')).state.total, 100);
+    assert.is((await store.readStream('counter-b')).length, 10);
+  });
+
+  t('an event the store refuses fails only its own command', async () => {
+    const handler = createCommandHandler({ store, append: counting(store).append });
+    const first = handler.handle(counter, 'counter-c', { type: 'Add', by: 1 }, md);
+    const rest = [2, 3, 4, 5, 6].map((by) => handler.handle(counter, 'counter-c', { type: 'Add', by, bad: by === 4 }, md));
+    const outcomes = await Promise.all([first, ...rest].map(outcome));
+    assert.equal(outcomes, ['ok', 'ok', 'ok', 'InvalidEventError', 'ok', 'ok']);
+    assert.equal((await store.readStream('counter-c')).map((e) => (e.data as { by: number }).by), [1, 2, 3, 5, 6]);
+    assert.is((await handler.state(counter, 'counter-c')).state.total, 17);
+  });
+
+  t('a duplicate event id fails only its own command', async () => {
+    const handler = createCommandHandler({ store, append: counting(store).append });
+    const ids = (n: number) => () => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+    await handler.handle(counter, 'counter-d', { type: 'Add', by: 1 }, md, ids(1));
+    const outcomes = await Promise.all([
+      handler.handle(counter, 'counter-d', { type: 'Add', by: 2 }, md, ids(2)),
+      handler.handle(counter, 'counter-d', { type: 'Add', by: 3 }, md, ids(3)),
+      handler.handle(counter, 'counter-d', { type: 'Add', by: 4 }, md, ids(1)),
+      handler.handle(counter, 'counter-d', { type: 'Add', by: 5 }, md, ids(5)),
+    ].map((p) => p.then(() => 'ok', (e: Error) => (e instanceof DuplicateEventError ? 'duplicate' : e.name))));
+    assert.equal(outcomes, ['ok', 'ok', 'duplicate', 'ok']);
+    assert.equal((await store.readStream('counter-d')).map((e) => (e.data as { by: number }).by), [1, 2, 3, 5]);
+  });
+
+  t('another writer on the stream (another process): the batch is decided again and commits', async () => {
+    const mine = createCommandHandler({ store, append: counting(store).append });
+    const theirs = createCommandHandler({ store });
+    await mine.handle(counter, 'counter-e', { type: 'Add', by: 1, max: 10 }, md);
+    // The other process appends; our cache is now one revision behind.
+    await theirs.handle(counter, 'counter-e', { type: 'Add', by: 5, max: 10 }, md);
+    const outcomes = await Promise.all([1, 1, 1, 1, 1].map((by) => outcome(mine.handle(counter, 'counter-e', { type: 'Add', by, max: 10 }, md))));
+    // Decided against the fresh state (total 6): four fit under the max of 10, the fifth does not.
+    assert.equal(outcomes, ['ok', 'ok', 'ok', 'ok', 'DomainError']);
+    const stored = await store.readStream('counter-e');
+    assert.equal(stored.map((e) => e.revision), [0, 1, 2, 3, 4, 5]);
+    assert.is((await mine.state(counter, 'counter-e')).state.total, 10);
+  });
+
+  t.run();
+}
