@@ -73,7 +73,7 @@ export class SimAccount {
     }
     const holdId = this.openHold;
     this.openHold = null;
-    const model = this.state.holds[holdId].model;
+    const model = this.state.holds.get(holdId)!.model;
     return this.decide({
       type: 'SettleChat', holdId, multiplierMilli: MODEL_MILLI.get(model)!, promptTokens: 200 + (this.n * 37) % 1500,
       completionTokens: 20 + (this.n * 13) % 800, reasoningEffort: this.n % 3 === 0 ? REASONING_EFFORTS[this.n % REASONING_EFFORTS.length] : null,

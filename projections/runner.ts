@@ -41,7 +41,11 @@ export async function applyEvents(db: Database, schema: string, events: Projecte
 
 /** The same, inside a transaction the caller owns. */
 export async function applyEventsIn(tx: Queryable, schema: string, events: ProjectedEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: ReplayMemory): Promise<number> {
-  const [cp] = await tx.query<{ position: number }>(`SELECT position FROM ${q(schema, 'checkpoint')} WHERE name = 'main' FOR UPDATE`);
+  // Read models need not wait for the disk: rows and checkpoint commit together, so a database
+  // crash can only take both back to an earlier checkpoint, from which the events are applied
+  // again (the events are never behind the read models in the log). Saves a flush per batch.
+  const [cp] = await tx.query<{ position: number }>(
+    `SELECT position, set_config('synchronous_commit', 'off', true) FROM ${q(schema, 'checkpoint')} WHERE name = 'main' FOR UPDATE`);
   // No row: the schema was swapped by a rebuild while we waited; retry on the new one.
   if (!cp) throw new CheckpointMovedError(expectedPosition);
   if (Number(cp.position) !== expectedPosition) throw new CheckpointMovedError(Number(cp.position));

@@ -1,4 +1,5 @@
 // The Koa application: middleware order is request id, access log, errors, then routes.
+import { watchClient } from './http/client-gone.ts';
 import { readFile } from 'node:fs/promises';
 import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
@@ -91,6 +92,7 @@ export function createApp(deps: GatewayDeps, opts: { adminToken?: string; metric
     });
   }
 
+  app.use(watchClient);
   app.use(requestId);
   // Before everything that can answer, so errors and preflights carry them too.
   app.use(securityHeaders);

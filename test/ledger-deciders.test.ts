@@ -58,7 +58,8 @@ test('reserve within quota, settle charges actual usage, the hold is gone', () =
   assert.is(charge.type, 'ChatCharged');
   assert.equal({ billed: (charge.data as { billed: number }).billed, reserved: (charge.data as { reserved: number }).reserved }, { billed: 200, reserved: 500 });
   assert.is(settled.state.quotaUsed, 200);
-  assert.equal(settled.state.holds, {});
+  assert.is(settled.state.holds.size, 0);
+  assert.is(settled.state.reserved, 0);
   assert.is(availableTokens(settled.state, now), 800);
   throwsCode(() => run(settled.state, { type: 'Release', holdId: 'h1', reason: 'other' }), 'conflict');
 });
@@ -100,7 +101,8 @@ test('expired holds are released by the sweeper command, others stay', () => {
   ({ state: s } = run(s, { ...reserve('new', 100), now: new Date(now.getTime() + 50_000) } as AccountCommand));
   const { events, state } = run(s, { type: 'ExpireHolds', now: new Date(now.getTime() + 61_000) });
   assert.equal(events.map((e) => (e.data as { holdId: string }).holdId), ['old']);
-  assert.equal(Object.keys(state.holds), ['new']);
+  assert.equal([...state.holds.keys()], ['new']);
+  assert.is(state.reserved, state.holds.get('new')!.amount);
 });
 
 test('adjustments: refund returns to the main plan, surcharge spends it first', () => {

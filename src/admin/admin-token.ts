@@ -1,7 +1,7 @@
 // The admin token: TOLLGATE_ADMIN_TOKEN, else a file in the data directory (mode 0600),
 // generated on first start and printed once.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const ADMIN_TOKEN_PREFIX = 'tg_admin_';
@@ -10,6 +10,8 @@ export function loadOrCreateAdminToken(dataDir: string): { token: string; create
   const path = join(dataDir, 'admin-token');
   if (existsSync(path)) return { token: readFileSync(path, 'utf8').trim(), created: false, path };
   const token = ADMIN_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  // On PostgreSQL nothing else creates the data directory: the token may be its only file.
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   writeFileSync(path, token + '\n', { mode: 0o600, flag: 'wx' });
   chmodSync(path, 0o600);
   return { token, created: true, path };

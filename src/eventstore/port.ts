@@ -41,6 +41,12 @@ export interface AppendRequest {
   expectedRevision: ExpectedRevision;
   /** Decider state after these events, stored with the stream so loading it stays O(1). */
   snapshot?: unknown;
+  /**
+   * false: the commit may return before it is flushed to disk (PostgreSQL synchronous_commit
+   * off). Still atomic and at once visible to every reader; lost only if the database server
+   * itself crashes before the next flush. Default true. Adapters without the notion ignore it.
+   */
+  durable?: boolean;
 }
 
 export interface AppendResult {

@@ -101,8 +101,11 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     if (indexes.length > 0) {
       // U+001E cannot occur in JSON text (control characters are escaped) or in a stream name.
       if (ids.some((id) => id.includes(SEP))) throw new Error('an event id cannot contain U+001E');
+      // One statement is one transaction: set_config(..., true) applies to its commit only. A
+      // batch waits for the disk if any of its requests must.
+      const relaxed = requests.every((r) => r.durable === false) ? `, set_config('synchronous_commit', 'off', true)` : '';
       const rows = await db.query<{ r: Array<Record<string, number | boolean | string>> }>(
-        `SELECT ${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6) AS r`,
+        `SELECT ${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6) AS r${relaxed}`,
         [streams.join(SEP), expecteds, snapshots.join(SEP), counts, ids.join(SEP), bodies.join(SEP)]);
       rows[0].r.forEach((r, j) => {
         const req = requests[indexes[j]];

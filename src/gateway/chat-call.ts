@@ -1,6 +1,7 @@
 // One metered chat call, whatever the dialect (chat completions, Anthropic Messages, Responses):
 // resolve the model, hold the upper bound, call the upstream capped at the hold, settle the
 // actual usage or release the hold. Dialects only translate requests and render replies.
+import { abortWhenClientGone } from '../http/client-gone.ts';
 import type { Context } from 'koa';
 import type { GatewayDeps } from './deps.ts';
 import { resolveCallerModel } from './model-access.ts';
@@ -50,7 +51,7 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
   const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
   const promptTokens = countMessageTokens(req.messages, req.tools);
   const hold = await deps.metering.reserveChat(caller, model.id, model.multiplierMilli, promptTokens, req.maxTokens);
-  const abort = new AbortController();
+  const abort = abortWhenClientGone(ctx);
   const call: ChatCall = {
     upstreamModel: model.route.upstreamModel, messages: req.messages, maxTokens: hold.maxCompletionTokens,
     reasoningEffort: req.reasoningEffort, tools: req.tools, toolChoice: req.toolChoice, params: req.params, signal: abort.signal,
@@ -65,9 +66,7 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
   return {
     model, promptTokens, call,
     async complete() {
-      // A client that leaves before a non-streamed reply is ready stops the upstream too. (A
-      // stream has its own signal, sse.clientGone: one 'close' listener per response is enough.)
-      ctx.res.once('close', () => { if (!ctx.res.writableFinished) abort.abort(); });
+      // A client that left (even while the call was being prepared) stops the upstream too.
       let outcome: ChatOutcome;
       try {
         outcome = await model.route.provider.chat(call);
@@ -80,7 +79,6 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
       return { outcome, billing };
     },
     stream(sse, render) {
-      sse.clientGone.addEventListener('abort', () => abort.abort());
       let streamedText = '';
       void (async () => {
         try {

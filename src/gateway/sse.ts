@@ -1,6 +1,7 @@
 // Server-sent events onto a Koa response, noticing when the client goes away.
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
+import { clientGone } from '../http/client-gone.ts';
 
 export interface SseWriter {
   /** Aborted when the client disconnects before the stream ends. */
@@ -13,17 +14,16 @@ export interface SseWriter {
 
 export function openSse(ctx: Context): SseWriter {
   const out = new PassThrough();
-  const gone = new AbortController();
+  const gone = clientGone(ctx);
   let ended = false;
   ctx.status = 200;
   ctx.set('content-type', 'text/event-stream; charset=utf-8');
   ctx.set('cache-control', 'no-cache');
   ctx.set('x-accel-buffering', 'no');
   ctx.body = out;
-  ctx.res.once('close', () => { if (!ended) gone.abort(); });
-  const write = (text: string) => { if (!ended && !gone.signal.aborted) out.write(text); };
+  const write = (text: string) => { if (!ended && !gone.aborted) out.write(text); };
   return {
-    clientGone: gone.signal,
+    clientGone: gone,
     data: (payload) => write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`),
     event: (name, payload) => write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`),
     raw: write,

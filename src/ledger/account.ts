@@ -1,6 +1,7 @@
 // The account decider: subscription, extra tokens, and the hold/settle/release cycle of every
 // metered call. Invariant: remaining main quota + remaining extra - open holds never goes below
 // zero through a call, because a hold is only granted when it fits and a charge never exceeds it.
+import { Map as ImmutableMap } from 'immutable';
 import type { Decider } from './decider.ts';
 import type { DomainEvent, EventDataByType, ReleaseReason, SubscriptionTerms } from './events.ts';
 import { DomainError, requireTokenAmount } from './errors.ts';
@@ -23,7 +24,13 @@ export interface AccountState {
   quotaUsed: number;
   extraGranted: number;
   extraUsed: number;
-  holds: Record<string, Hold>;
+  /**
+   * Open holds by hold id. A persistent map: adding or removing one hold shares the rest, so a
+   * busy account with hundreds of calls in flight does not copy all of them on every event.
+   */
+  holds: ImmutableMap<string, Hold>;
+  /** Sum of the open holds' amounts, kept with them. */
+  reserved: number;
 }
 
 export type AccountCommand =
@@ -38,11 +45,16 @@ export type AccountCommand =
   | { type: 'Adjust'; correctionId: string; chargeEventId: string; requestId: string; model: string; chargedAt: string; billedBefore: number; billedCorrected: number; multiplierMilliBefore: number; multiplierMilliCorrected: number; fromQuotaBefore: number };
 
 export const initialAccountState = (): AccountState => ({
-  opened: false, accountId: '', name: '', subscription: null, quotaUsed: 0, extraGranted: 0, extraUsed: 0, holds: {},
+  opened: false, accountId: '', name: '', subscription: null, quotaUsed: 0, extraGranted: 0, extraUsed: 0, holds: ImmutableMap(), reserved: 0,
 });
 
-export const reservedTokens = (s: AccountState): number =>
-  Object.values(s.holds).reduce((sum, h) => sum + h.amount, 0);
+export const reservedTokens = (s: AccountState): number => s.reserved;
+
+/** The state from its JSON form (a snapshot): holds come back as the persistent map. */
+export function reviveAccountState(json: unknown): AccountState {
+  const j = json as Omit<AccountState, 'holds'> & { holds: Record<string, Hold> };
+  return { ...j, holds: ImmutableMap(Object.entries(j.holds)) };
+}
 
 export const isPlanActive = (s: AccountState, now: Date): boolean =>
   !!s.subscription && now.getTime() < Date.parse(s.subscription.expiresAt) && now.getTime() >= Date.parse(s.subscription.startsAt);
@@ -64,7 +76,7 @@ function requireOpen(s: AccountState): void {
 }
 
 function requireHold(s: AccountState, holdId: string): Hold {
-  const hold = s.holds[holdId];
+  const hold = s.holds.get(holdId);
   if (!hold) throw new DomainError('conflict', `hold ${holdId} is not open (already settled, released or unknown)`);
   return hold;
 }
@@ -100,7 +112,7 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
     case 'Reserve': {
       requireOpen(s);
       requireTokenAmount(c.amount, 'amount');
-      if (s.holds[c.holdId]) throw new DomainError('conflict', `hold ${c.holdId} exists`);
+      if (s.holds.has(c.holdId)) throw new DomainError('conflict', `hold ${c.holdId} exists`);
       if (!isModelEnabled(s, c.model)) throw new DomainError('model_not_enabled', `model ${c.model} is not enabled in this account's plan`);
       const available = availableTokens(s, c.now);
       if (c.amount > available) {
@@ -146,7 +158,7 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
       return [{ type: 'ReservationReleased', data: { accountId: s.accountId, holdId: c.holdId, requestId: hold.requestId, amount: hold.amount, reason: c.reason } }];
     }
     case 'ExpireHolds':
-      return Object.entries(s.holds)
+      return [...s.holds.entries()]
         .filter(([, h]) => Date.parse(h.expiresAt) <= c.now.getTime())
         .map(([holdId, h]) => ({ type: 'ReservationReleased', data: { accountId: s.accountId, holdId, requestId: h.requestId, amount: h.amount, reason: 'expired' } }));
     case 'Adjust': {
@@ -171,9 +183,9 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
   }
 }
 
-function withoutHold(holds: Record<string, Hold>, holdId: string): Record<string, Hold> {
-  const { [holdId]: _gone, ...rest } = holds;
-  return rest;
+function withoutHold(s: AccountState, holdId: string): Pick<AccountState, 'holds' | 'reserved'> {
+  const hold = s.holds.get(holdId);
+  return hold ? { holds: s.holds.delete(holdId), reserved: s.reserved - hold.amount } : { holds: s.holds, reserved: s.reserved };
 }
 
 function evolve(s: AccountState, e: DomainEvent): AccountState {
@@ -187,16 +199,20 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
       return { ...s, extraGranted: s.extraGranted + e.data.amount };
     case 'QuotaReserved': {
       const d = e.data;
-      return { ...s, holds: { ...s.holds, [d.holdId]: { amount: d.amount, kind: d.kind, model: d.model, keyId: d.keyId, requestId: d.requestId, expiresAt: d.expiresAt } } };
+      const previous = s.holds.get(d.holdId)?.amount ?? 0;
+      return {
+        ...s, holds: s.holds.set(d.holdId, { amount: d.amount, kind: d.kind, model: d.model, keyId: d.keyId, requestId: d.requestId, expiresAt: d.expiresAt }),
+        reserved: s.reserved - previous + d.amount,
+      };
     }
     case 'ChatCharged':
     case 'ImageCharged':
       return {
-        ...s, holds: withoutHold(s.holds, e.data.holdId),
+        ...s, ...withoutHold(s, e.data.holdId),
         quotaUsed: s.quotaUsed + e.data.fromQuota, extraUsed: s.extraUsed + e.data.fromExtra,
       };
     case 'ReservationReleased':
-      return { ...s, holds: withoutHold(s.holds, e.data.holdId) };
+      return { ...s, ...withoutHold(s, e.data.holdId) };
     case 'ChargeAdjusted':
       return { ...s, quotaUsed: s.quotaUsed + e.data.quotaDelta, extraUsed: s.extraUsed + e.data.extraDelta };
     default:
@@ -204,4 +220,4 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
   }
 }
 
-export const accountDecider: Decider<AccountState, AccountCommand> = { initialState: initialAccountState, decide, evolve };
+export const accountDecider: Decider<AccountState, AccountCommand> = { initialState: initialAccountState, decide, evolve, revive: reviveAccountState };

@@ -9,12 +9,18 @@
 // busy account costs one append per round trip instead of one per command.
 import { randomUUID } from 'node:crypto';
 import type { Decider } from './decider.ts';
-import type { DomainEvent } from './events.ts';
+import { PROVISIONAL_EVENT_TYPES, type DomainEvent } from './events.ts';
 import type { AppendRequest, AppendResult, EventMetadata, EventStore, StoredEvent } from '../eventstore/port.ts';
 import { WrongExpectedRevisionError } from '../eventstore/errors.ts';
 
 /** Bump when a decider's state shape changes: older snapshots are then ignored and refolded. */
-export const SNAPSHOT_VERSION = 1;
+export const SNAPSHOT_VERSION = 2;
+/**
+ * A snapshot is stored when a stream's revision crosses a multiple of this, so loading a stream
+ * reads at most this many events after its snapshot while a busy stream does not write its whole
+ * state (every open hold) with every append.
+ */
+export const SNAPSHOT_EVERY = 32;
 
 interface Cached { revision: number; state: unknown }
 
@@ -53,6 +59,12 @@ interface Decided { p: Pending; events: DomainEvent[]; ids: string[]; state: unk
 
 interface Lane { queue: Pending[]; running: boolean }
 
+/** Whether an append taking the stream past `revision` crosses a snapshot mark. */
+function crossesSnapshotMark(revision: number, decided: Decided[]): boolean {
+  const appended = decided.reduce((n, d) => n + d.events.length, 0);
+  return Math.floor((revision + appended) / SNAPSHOT_EVERY) > Math.floor(revision / SNAPSHOT_EVERY);
+}
+
 export function createCommandHandler(opts: CommandHandlerOptions) {
   const { store } = opts;
   const append = opts.append ?? ((r: AppendRequest) => store.append(r));
@@ -67,7 +79,8 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     if (hit) return hit;
     const snap = await store.readSnapshot(stream);
     const usable = snap && (snap.state as { v?: number })?.v === SNAPSHOT_VERSION;
-    let state = usable ? (snap.state as { s: unknown }).s : decider.initialState();
+    const json = usable ? (snap.state as { s: unknown }).s : undefined;
+    let state = json === undefined ? decider.initialState() : decider.revive ? decider.revive(json) : json;
     let revision = usable ? snap.revision : -1;
     const tail = await store.readStream(stream, revision + 1);
     for (const e of tail) state = decider.evolve(state, { type: e.type, data: e.data } as DomainEvent);
@@ -83,7 +96,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string);
   }
 
-  /** Decides every command in order against the state the previous ones leave. */
+    /** Decides every command in order against the state the previous ones leave. */
   function decideAll(batch: Pending[], start: unknown): Decided[] {
     let state = start;
     return batch.map((p) => {
@@ -121,7 +134,8 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
           stream,
           expectedRevision: current.revision,
           events: withEvents.flatMap((d) => d.events.map((e, i) => ({ id: d.ids[i], type: e.type, data: e.data as unknown as Record<string, unknown>, metadata: d.p.metadata }))),
-          snapshot: { v: SNAPSHOT_VERSION, s: finalState },
+          snapshot: crossesSnapshotMark(current.revision, withEvents) ? { v: SNAPSHOT_VERSION, s: finalState } : undefined,
+          durable: !withEvents.every((d) => d.events.every((e) => PROVISIONAL_EVENT_TYPES.has(e.type))),
         });
       } catch (err) {
         cache.delete(stream);

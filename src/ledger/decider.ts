@@ -5,6 +5,8 @@ export interface Decider<State, Command> {
   initialState(): State;
   decide(command: Command, state: State): DomainEvent[];
   evolve(state: State, event: DomainEvent): State;
+  /** The state from its JSON form (snapshots); omitted when the JSON form is the state. */
+  revive?(json: unknown): State;
 }
 
 export function fold<S>(decider: Pick<Decider<S, unknown>, 'initialState' | 'evolve'>, events: DomainEvent[], from?: S): S {

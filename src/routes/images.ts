@@ -1,4 +1,5 @@
 // POST /v1/images/generations and /v1/images/edits (JSON, or multipart as the openai SDK sends).
+import { abortWhenClientGone } from '../http/client-gone.ts';
 import { readFile } from 'node:fs/promises';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../gateway/deps.ts';
@@ -55,8 +56,8 @@ export function images(deps: GatewayDeps, mode: 'generations' | 'edits') {
     const size: ImageSize = body.size ?? '1024x1024';
     const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
     const hold = await deps.metering.reserveImage(caller, model.id, model.multiplierMilli);
-    const abort = new AbortController();
-    ctx.res.once('close', () => { if (!ctx.res.writableFinished) abort.abort(); });
+    // Aborted at once if the client already left while the call was prepared.
+    const abort = abortWhenClientGone(ctx);
     let jpeg: Buffer;
     try {
       ({ jpeg } = await model.route.provider.image({ upstreamModel: model.route.upstreamModel, prompt: body.prompt, size, source, signal: abort.signal }));
