@@ -115,8 +115,7 @@ export const usageDaily = defineProjection<UsageRow>({
     return [`${d.accountId}|${day}|${d.model}`];
   },
   evolve(row, e, key) {
-    const [account_id, day, model] = splitKey(key);
-    const r = row ?? { account_id, day, model, requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0, billed: 0, adjustment: 0 };
+    const r = row ?? newUsageRow(key);
     if (e.type === 'ChargeAdjusted') return { ...r, adjustment: r.adjustment + data<'ChargeAdjusted'>(e).delta };
     if (e.type === 'ChatCharged') {
       const d = data<'ChatCharged'>(e);
@@ -128,10 +127,10 @@ export const usageDaily = defineProjection<UsageRow>({
 });
 
 // Account ids and days cannot hold '|'; model ids may, so the model is everything after the second.
-function splitKey(key: string): [string, string, string] {
+function newUsageRow(key: string): UsageRow {
   const a = key.indexOf('|');
   const b = key.indexOf('|', a + 1);
-  return [key.slice(0, a), key.slice(a + 1, b), key.slice(b + 1)];
+  return { account_id: key.slice(0, a), day: key.slice(a + 1, b), model: key.slice(b + 1), requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0, billed: 0, adjustment: 0 };
 }
 
 export interface ModelRow extends Row {
@@ -182,6 +181,7 @@ export const charges = defineProjection<ChargeRow>({
   indexes: ['account_id, at', 'model, at'],
   handles: new Set(['ChatCharged', 'ImageCharged', 'ChargeAdjusted']),
   keysOf: (e) => [e.id],
+  keyedByEvent: true,
   evolve(_row, e) {
     if (e.type === 'ChargeAdjusted') {
       const d = data<'ChargeAdjusted'>(e);

@@ -12,7 +12,7 @@ export interface RebuildProgress { position: number; head: number; events: numbe
 export async function replayInto(db: Database, store: EventStore, target: string, opts: { batchSize?: number; onProgress?: (p: RebuildProgress) => void; memory?: ConstructorParameters<typeof ReplayMemory>[0] } = {}): Promise<number> {
   await db.exec(`DROP SCHEMA IF EXISTS "${target}" CASCADE`);
   // Nobody reads the target before the swap and a crash restarts the rebuild from zero, so it is
-  // loaded as UNLOGGED tables without secondary indexes, then made durable and indexed once.
+  // loaded without secondary indexes, mostly as UNLOGGED tables, then made durable and indexed once.
   await ensureReadModels(db, target, ALL_PROJECTIONS, { bulk: true });
   const started = Date.now();
   // Larger pages mean fewer rewrites of hot rows (accounts, keys, daily usage: once per page each);
@@ -21,8 +21,9 @@ export async function replayInto(db: Database, store: EventStore, target: string
   let position = 0;
   let count = 0;
   let head = await store.headPosition();
-  // Only this replay writes the target: it keeps hot rows in memory and writes them once they settle.
-  const memory = new ReplayMemory(opts.memory);
+  // Only this replay writes the target: it keeps hot rows in memory and writes them once they
+  // settle, new rows with COPY on a PostgreSQL server (PGlite takes the JSON statements).
+  const memory = new ReplayMemory({ copy: db.kind === 'postgres', ...opts.memory });
   // The next page is read while this one is applied (on PostgreSQL another connection serves it).
   // A read that fails while a page is being applied is reported when awaited, not as unhandled.
   const readPage = (after: number) => {
@@ -40,9 +41,18 @@ export async function replayInto(db: Database, store: EventStore, target: string
     if (position >= head) head = await store.headPosition();
     opts.onProgress?.({ position, head, events: count, elapsedMs: Date.now() - started });
   }
+  const finish = finishDdl(target, ALL_PROJECTIONS);
   await db.transaction(async (tx) => {
     await memory.flushAll(tx, target);
-    for (const stmt of finishDdl(target, ALL_PROJECTIONS)) await tx.query(stmt);
+    for (const stmt of finish.durable) await tx.query(stmt);
+  });
+  // Nobody uses the target yet, so its indexes are built side by side (on PostgreSQL each on a
+  // connection of its own: the server's cores share the sorting).
+  const built = await Promise.allSettled(finish.indexes.map((stmt) => db.query(stmt)));
+  const failed = built.find((r) => r.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+  await db.transaction(async (tx) => {
+    for (const stmt of finish.keys) await tx.query(stmt);
   });
   return position;
 }

@@ -13,6 +13,12 @@ export interface RowProjection<R extends Row = Row> {
   /** Column definitions after the `key text PRIMARY KEY` column. */
   columns: string;
   indexes?: string[];
+  /**
+   * Each event writes one row under its own event id (keysOf returns [event.id]) and evolve()
+   * ignores the row it is given: a replay never needs to read a row back, so it loads the table
+   * without its primary key and builds that once at the end.
+   */
+  keyedByEvent?: boolean;
   handles: ReadonlySet<string>;
   /** Row keys this event changes (usually one). */
   keysOf(event: ProjectedEvent): string[];

@@ -65,8 +65,9 @@ export async function applyEventsIn(tx: Queryable, schema: string, events: Proje
   };
   const writes: Array<Promise<unknown>> = [];
   try {
+    memory?.beginPage(inOrder, schema, writes);
     for (const p of projections) await applyBatch(inOrder, schema, p, fresh, memory, writes);
-    memory?.endPage(inOrder, schema, writes);
+    memory?.endPage();
     await Promise.all(writes);
   } catch (err) {
     // The first statement to fail is the cause; those after it fail only because the

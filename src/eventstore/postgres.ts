@@ -143,9 +143,11 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     },
     readAll,
     async readAllProjected(afterPosition, limit): Promise<ProjectedEvent[]> {
-      const rows = await db.query<Pick<EventRow, 'position' | 'id' | 'type' | 'data' | 'timestamp'>>(
+      const rows = await db.query<ProjectedEvent>(
         `SELECT ${PROJECTED_COLUMNS} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`, [afterPosition, limit]);
-      return rows.map((r) => ({ id: r.id, type: r.type, position: Number(r.position), timestamp: r.timestamp, data: r.data }));
+      // The rows are the events already (position, a bigint, is parsed to a number by the driver
+      // and by PGlite's normaliseRow): no second object per event.
+      return rows;
     },
     async readSnapshot(stream): Promise<Snapshot | null> {
       const rows = await db.query<{ snapshot: unknown; snapshot_revision: number | null }>(
