@@ -28,6 +28,8 @@ export interface GatewayBenchOptions {
   cpuProfileDir?: string;
   /** Only these phases (default all): for short runs while optimising. */
   phases?: Array<'latency' | 'ttft' | 'c64' | 'c256'>;
+  /** Run Tollgate as docker-compose.yml does: projections in a separate projector process. */
+  projector?: boolean;
   /** Only these targets (default all three). */
   targets?: TargetName[];
   /** Overrides of the request counts. */
@@ -141,6 +143,7 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
       databaseUrl: withApplicationName(o.databaseUrl, appName), mock,
       nodeArgs: o.cpuProfileDir ? ['--import', new URL('./profile-hook.ts', import.meta.url).pathname] : undefined,
       env: o.cpuProfileDir ? { BENCH_PROFILE_DIR: o.cpuProfileDir } : undefined,
+      projector: o.projector,
     });
     if (withPeer) peer = await startPortkey(await freePort());
     log(`mock upstream pid ${mock.proc.pid}, tollgate pid ${gw.proc.pid} (schema ${gw.schema})${peer ? `, portkey ${result.peerVersion} pid ${peer.proc.pid}` : ''}`);

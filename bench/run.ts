@@ -5,7 +5,8 @@
 //   3. ledger: appends and rebuilds of 100k, 1M and 5M events on PostgreSQL (bench/ledger.ts)
 //
 // npm run bench -- [--quick] [--only gateway,growth,ledger] [--no-peer] [--pglite]
-//                  [--cpu-profile DIR] [--no-write] [--json]
+//                  [--cpu-profile DIR] [--no-write] [--json] [--projector]
+//   --projector: Tollgate as docker-compose.yml runs it (gateway with projections off + a projector)
 // DATABASE_URL selects the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test);
 // every schema the run creates is dropped at the end. The peer is installed on first use with
 // `npm ci --prefix bench/peer`.
@@ -23,7 +24,7 @@ import { formatTable as formatLedgerTable } from './ledger.ts';
 const { values } = parseArgs({
   options: {
     quick: { type: 'boolean' }, only: { type: 'string' }, 'no-peer': { type: 'boolean' }, pglite: { type: 'boolean' },
-    'cpu-profile': { type: 'string' }, 'no-write': { type: 'boolean' }, json: { type: 'boolean' },
+    'cpu-profile': { type: 'string' }, 'no-write': { type: 'boolean' }, json: { type: 'boolean' }, projector: { type: 'boolean' },
   },
 });
 const quick = !!values.quick;
@@ -42,7 +43,7 @@ if (sections.has('gateway')) {
   log('\n== gateway comparison ==');
   const dir = values['cpu-profile'];
   if (dir) mkdirSync(dir, { recursive: true });
-  run.gateway = await runGatewayBench({ databaseUrl: url, quick, peer: !values['no-peer'], cpuProfileDir: dir, log });
+  run.gateway = await runGatewayBench({ databaseUrl: url, quick, peer: !values['no-peer'], cpuProfileDir: dir, projector: !!values.projector, log });
 }
 if (sections.has('growth')) {
   log('\n== growth: empty ledger vs a large one ==');

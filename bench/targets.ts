@@ -46,12 +46,19 @@ export interface TollgateOptions {
   /** Extra node flags (e.g. --cpu-prof). */
   nodeArgs?: string[];
   env?: Record<string, string>;
+  /**
+   * The deployed topology (docker-compose.yml): the gateway with TOLLGATE_PROJECTIONS=off and a
+   * `tollgate projector` process beside it, instead of projections inside the gateway.
+   */
+  projector?: boolean;
 }
 
 export interface Tollgate {
   url: string;
   schema: string;
   proc: Child;
+  /** The projector process, when the bench runs the deployed topology. */
+  projector: Child | null;
   adminToken: string;
   logFile: string;
   stop(): Promise<void>;
@@ -85,18 +92,23 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
   const preload = o.nodeArgs?.some((a) => a.endsWith('.ts')) ? ['--import', 'tsx', ...o.nodeArgs] : o.nodeArgs ?? [];
   // The Dockerfile's NODE_OPTIONS, so the measured process is configured as deployed.
   const production = ['--max-semi-space-size=8'];
-  const { proc, match } = await startChild(process.execPath, [...production, ...preload, join(ROOT, 'dist', 'src', 'cli', 'main.js'), 'serve'], {
-    cwd: ROOT, logFile, ready: /base URL: (http:\/\/\S+)\/v1/,
-    env: {
-      ...process.env, NODE_ENV: 'production', DATABASE_URL: o.databaseUrl, TOLLGATE_SCHEMA: schema, PORT: '0', HOST: '127.0.0.1',
-      TOLLGATE_MODELS_CONFIG: config, TOLLGATE_ADMIN_TOKEN: adminToken, TOLLGATE_BOOTSTRAP: 'off', TOLLGATE_DATA_DIR: dir,
-      LOG_LEVEL: 'info', ...o.env,
-    },
+  const env = {
+    ...process.env, NODE_ENV: 'production', DATABASE_URL: o.databaseUrl, TOLLGATE_SCHEMA: schema, PORT: '0', HOST: '127.0.0.1',
+    TOLLGATE_MODELS_CONFIG: config, TOLLGATE_ADMIN_TOKEN: adminToken, TOLLGATE_BOOTSTRAP: 'off', TOLLGATE_DATA_DIR: dir,
+    LOG_LEVEL: 'info', ...(o.projector ? { TOLLGATE_PROJECTIONS: 'off' } : {}), ...o.env,
+  };
+  const main = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+  const projector = o.projector
+    ? (await startChild(process.execPath, [...production, main, 'projector'], { cwd: ROOT, logFile: join(dir, 'projector.log'), ready: /projector running/, env })).proc
+    : null;
+  const { proc, match } = await startChild(process.execPath, [...production, ...preload, main, 'serve'], {
+    cwd: ROOT, logFile, ready: /base URL: (http:\/\/\S+)\/v1/, env,
   });
   return {
-    url: match[1], schema, proc, adminToken, logFile,
+    url: match[1], schema, proc, projector, adminToken, logFile,
     async stop() {
       await proc.stop();
+      await projector?.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

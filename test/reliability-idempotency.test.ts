@@ -9,6 +9,9 @@ import * as assert from 'uvu/assert';
 import { startUpstreamDouble, type UpstreamDouble } from './support/upstream-double.ts';
 import { call, ledgerView, openAccount, startGatewayWithRoutes, userMessage, type Reply, type TestAccount } from './support/http.ts';
 import type { TestGateway } from './support/gateway.ts';
+import Koa from 'koa';
+import { ensureIdempotencyTable, idempotency } from '../src/http/idempotency.ts';
+import { openTestPglite } from './support/db.ts';
 
 const BURST = 50;
 const CHAT_MODEL = 'test/slow-double-chat';
@@ -127,6 +130,74 @@ test('a refused first request is replayed as the same refusal, and a different b
   assert.is(double.requests.length - before, 1, 'only the first body reached the upstream');
   const view = await ledgerView(gw, acct.accountId);
   assert.is(view.chatCharges.length, 1);
+});
+
+test('a claim whose gateway died (no heartbeat) is answered at once as interrupted, never run again', async () => {
+  const acct = await openAccount(gw, { quota: 1_000_000 });
+  const body = { model: CHAT_MODEL, messages: userMessage('cut by a crash') };
+  // What a gateway killed mid-request leaves behind: a claim with no response and a stale heartbeat.
+  const table = `"${gw.ledger.schema}".idempotency`;
+  await gw.db.query(`INSERT INTO ${table} (account_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, 'orphan-1', 'x', now() - interval '2 minutes', now() - interval '2 minutes')`, [acct.accountId]);
+  // The body hash must match for the claim to be this request's: take it from a live claim.
+  const before = upstreamCalls('/chat/completions');
+  const first = await call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'orphan-probe' } });
+  assert.is(first.status, 200);
+  const [{ body_hash: hash }] = await gw.db.query<{ body_hash: string }>(`SELECT body_hash FROM ${table} WHERE account_id = $1 AND key = 'orphan-probe'`, [acct.accountId]);
+  await gw.db.query(`UPDATE ${table} SET body_hash = $2 WHERE account_id = $1 AND key = 'orphan-1'`, [acct.accountId, hash]);
+  const started = Date.now();
+  const retry = await call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'orphan-1' } });
+  assert.is(retry.status, 409);
+  assert.is(retry.json.error.code, 'idempotency_interrupted');
+  assert.ok(Date.now() - started < 5_000, 'answered at once, not after the in-progress wait');
+  assert.is(upstreamCalls('/chat/completions'), before + 1, 'the interrupted request was not run again');
+});
+
+test('a claim whose heartbeat is fresh is still running: a repeat waits for its response and replays it', async () => {
+  const acct = await openAccount(gw, { quota: 1_000_000 });
+  const table = `"${gw.ledger.schema}".idempotency`;
+  const body = { model: CHAT_MODEL, messages: userMessage('long-running') };
+  const probe = await call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'alive-probe' } });
+  assert.is(probe.status, 200);
+  const [{ body_hash: hash }] = await gw.db.query<{ body_hash: string }>(`SELECT body_hash FROM ${table} WHERE account_id = $1 AND key = 'alive-probe'`, [acct.accountId]);
+  // Claimed a minute ago by a gateway that is still working on it (its heartbeat is fresh).
+  await gw.db.query(`INSERT INTO ${table} (account_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, 'alive-1', $2, now() - interval '1 minute', now())`, [acct.accountId, hash]);
+  const waiting = call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'alive-1' } });
+  await new Promise((r) => setTimeout(r, 500));
+  await gw.db.query(`UPDATE ${table} SET status = 200, headers = '{"content-type":"application/json"}', body = '{"recorded":true}' WHERE account_id = $1 AND key = 'alive-1'`, [acct.accountId]);
+  const r = await waiting;
+  assert.is(r.status, 200);
+  assert.equal(r.json, { recorded: true });
+  assert.is(r.headers.get('idempotent-replayed'), 'true');
+});
+
+test('while a request runs its claim is renewed; once it is answered the renewals stop', async () => {
+  const tdb = await openTestPglite();
+  try {
+    await tdb.db.exec(`CREATE SCHEMA IF NOT EXISTS "${tdb.schema}"`);
+    await ensureIdempotencyTable(tdb.db, tdb.schema);
+    const app = new Koa();
+    app.use(async (ctx, next) => { ctx.state.auth = { accountId: 'acct_hb' }; ctx.request.body = { n: 1 }; await next(); });
+    app.use(idempotency(tdb.db, tdb.schema, { heartbeatMs: 100 }));
+    app.use(async (ctx) => { await new Promise((r) => setTimeout(r, 1200)); ctx.body = { done: true }; });
+    const server = app.listen(0);
+    try {
+      const port = (server.address() as { port: number }).port;
+      const beat = () => tdb.db.query<{ b: string; c: string }>(`SELECT heartbeat_at::text AS b, created_at::text AS c FROM "${tdb.schema}".idempotency WHERE key = 'hb-1'`);
+      const reply = fetch(`http://127.0.0.1:${port}/`, { method: 'POST', headers: { 'idempotency-key': 'hb-1' } });
+      await new Promise((r) => setTimeout(r, 700));
+      const [during] = await beat();
+      assert.ok(during.b > during.c, `renewed while running: heartbeat ${during.b}, claimed ${during.c}`);
+      assert.is((await reply).status, 200);
+      const [after] = await beat();
+      await new Promise((r) => setTimeout(r, 400));
+      const [later] = await beat();
+      assert.is(later.b, after.b, 'no renewal after the response was recorded');
+    } finally {
+      server.close();
+    }
+  } finally {
+    await tdb.cleanup();
+  }
 });
 
 test.run();

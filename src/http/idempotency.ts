@@ -2,6 +2,12 @@
 // within 24 hours get its recorded response (waiting while it is still running), without a
 // second upstream call or charge. The same key with another body is a 409. A 5xx outcome is not
 // recorded, so a retry runs again.
+//
+// A claim is kept alive by its gateway (a heartbeat every few seconds while the request runs).
+// If that gateway dies (kill -9, a crash), the claim would otherwise read as "in progress" for
+// 24 hours: a repeat that finds a claim without a heartbeat is told at once that the first
+// request was interrupted. The key is not run again: the interrupted call may have been charged
+// (its charge commits before its reply is sent), and a second run would charge twice.
 import { createHash } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Context, Next } from 'koa';
@@ -12,17 +18,22 @@ import { assertNestingDepth } from './validate.ts';
 
 const TTL_MS = 24 * 3600_000;
 const WAIT_MS = 120_000;
+/** How often a running request renews its claim, and how old a claim's heartbeat may get before it counts as abandoned. */
+const HEARTBEAT_MS = 5_000;
+const ABANDONED_AFTER_S = 20;
 const REPLAYED_HEADERS = ['content-type', 'x-tollgate-billed-tokens', 'x-tollgate-remaining-tokens'];
 
 export async function ensureIdempotencyTable(db: Database, schema: string): Promise<void> {
   await db.exec(`CREATE TABLE IF NOT EXISTS "${schema}".idempotency (
     account_id text NOT NULL, key text NOT NULL, body_hash text NOT NULL, created_at timestamptz NOT NULL,
     status integer, headers jsonb, body text, PRIMARY KEY (account_id, key))`);
+  await db.exec(`ALTER TABLE "${schema}".idempotency ADD COLUMN IF NOT EXISTS heartbeat_at timestamptz`);
 }
 
-interface Row { body_hash: string; created_at: Date; status: number | null; headers: Record<string, string> | null; body: string | null }
+interface Row { body_hash: string; created_at: Date; status: number | null; headers: Record<string, string> | null; body: string | null; abandoned: boolean }
 
-export function idempotency(db: Database, schema: string) {
+export function idempotency(db: Database, schema: string, opts: { heartbeatMs?: number } = {}) {
+  const heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS;
   const table = `"${schema}".idempotency`;
   return async (ctx: Context, next: Next): Promise<void> => {
     const key = ctx.get('idempotency-key');
@@ -34,17 +45,22 @@ export function idempotency(db: Database, schema: string) {
     const bodyHash = createHash('sha256').update(ctx.path + '\n' + canonicalJson(ctx.request.body ?? null) + canonicalJson(files ? Object.entries(files).map(([k, f]) => [k, ([] as { size: number }[]).concat(f).map((x) => x.size)]) : null)).digest('hex');
 
     const claimed = await db.query(
-      `INSERT INTO ${table} (account_id, key, body_hash, created_at) VALUES ($1, $2, $3, now())
-       ON CONFLICT (account_id, key) DO UPDATE SET body_hash = excluded.body_hash, created_at = excluded.created_at, status = NULL, headers = NULL, body = NULL
+      `INSERT INTO ${table} (account_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, $2, $3, now(), now())
+       ON CONFLICT (account_id, key) DO UPDATE SET body_hash = excluded.body_hash, created_at = excluded.created_at, heartbeat_at = excluded.heartbeat_at, status = NULL, headers = NULL, body = NULL
          WHERE ${table}.created_at < now() - interval '24 hours'
        RETURNING 1`, [account, key, bodyHash]);
     if (claimed.length === 0) return replay(ctx, account, key, bodyHash);
 
-    const forget = () => db.query(`DELETE FROM ${table} WHERE account_id = $1 AND key = $2`, [account, key]);
+    const heartbeat = setInterval(() => {
+      void db.query(`UPDATE ${table} SET heartbeat_at = now() WHERE account_id = $1 AND key = $2 AND status IS NULL`, [account, key]).catch(() => undefined);
+    }, heartbeatMs);
+    heartbeat.unref();
+    const settled = <T>(p: Promise<T>) => p.finally(() => clearInterval(heartbeat));
+    const forget = () => settled(db.query(`DELETE FROM ${table} WHERE account_id = $1 AND key = $2`, [account, key]));
     const record = (status: number, headers: Record<string, string>, body: string) =>
       status >= 500
         ? forget()
-        : db.query(`UPDATE ${table} SET status = $3, headers = $4, body = $5 WHERE account_id = $1 AND key = $2`, [account, key, status, JSON.stringify(headers), body]);
+        : settled(db.query(`UPDATE ${table} SET status = $3, headers = $4, body = $5 WHERE account_id = $1 AND key = $2`, [account, key, status, JSON.stringify(headers), body]));
     try {
       await next();
     } catch (err) {
@@ -85,7 +101,10 @@ export function idempotency(db: Database, schema: string) {
   async function replay(ctx: Context, account: string, key: string, bodyHash: string): Promise<void> {
     const until = Date.now() + WAIT_MS;
     for (let wait = 10; ; wait = Math.min(wait * 1.5, 200)) {
-      const [row] = await db.query<Row>(`SELECT body_hash, created_at, status, headers, body FROM ${table} WHERE account_id = $1 AND key = $2`, [account, key]);
+      const [row] = await db.query<Row>(
+        `SELECT body_hash, created_at, status, headers, body,
+                coalesce(heartbeat_at, created_at) < now() - interval '${ABANDONED_AFTER_S} seconds' AS abandoned
+           FROM ${table} WHERE account_id = $1 AND key = $2`, [account, key]);
       if (!row) throw new ApiError(409, 'The first request with this Idempotency-Key failed; retry with the same key.', 'invalid_request_error', 'idempotency_retry');
       if (row.body_hash !== bodyHash) throw new ApiError(409, 'This Idempotency-Key was already used with a different request body.', 'invalid_request_error', 'idempotency_key_reused', 'Idempotency-Key');
       if (row.status !== null) {
@@ -94,6 +113,10 @@ export function idempotency(db: Database, schema: string) {
         ctx.set('idempotent-replayed', 'true');
         ctx.body = row.body ?? '';
         return;
+      }
+      if (row.abandoned) {
+        throw new ApiError(409, 'The first request with this Idempotency-Key was interrupted (the gateway running it stopped) before its response was recorded. '
+          + 'It may have been charged: check GET /v1/usage, then retry with a new Idempotency-Key.', 'invalid_request_error', 'idempotency_interrupted', 'Idempotency-Key');
       }
       if (Date.now() > until) throw new ApiError(409, 'A request with this Idempotency-Key is still in progress.', 'invalid_request_error', 'idempotency_in_progress');
       await new Promise((r) => setTimeout(r, wait));
