@@ -17,16 +17,32 @@ interface Form { req?: IncomingMessage | null; error?: unknown }
 export function trackUpload(this: unknown, _field: string, file: Upload & { destroy?: () => void }): void {
   const form = this as Form | undefined;
   const req = form?.req;
-  if (!req || form.error) {
-    // The form already failed (and was answered): formidable still opens files for parts that
-    // keep arriving, and no one would ever read or remove them. Drop this one once it is open.
-    setImmediate(() => file.destroy?.());
+  if (!req || form.error || answered.has(req)) {
+    // The form already failed or the request was answered: formidable still opens files for
+    // parts that keep arriving, and no one would ever read or remove them. Drop this one once it
+    // is open, and remove what it wrote.
+    discard(file);
     return;
   }
   if (typeof file?.filepath !== 'string') return;
   const list = started.get(req) ?? [];
   list.push(file.filepath);
   started.set(req, list);
+}
+
+/** Requests already answered: a file that starts after this belongs to no one. */
+const answered = new WeakSet<IncomingMessage>();
+
+function discard(file: Upload & { destroy?: () => void }): void {
+  setImmediate(() => {
+    file.destroy?.();
+    const path = file.filepath;
+    if (typeof path === 'string') {
+      const remove = () => void unlink(path).catch(() => undefined);
+      remove();
+      setTimeout(remove, 200).unref();
+    }
+  });
 }
 
 function uploadedPaths(files: unknown): string[] {
@@ -43,6 +59,7 @@ export async function removeUploads(ctx: Context, next: Next): Promise<void> {
   } finally {
     const paths = new Set([...(started.get(ctx.req) ?? []), ...uploadedPaths((ctx.request as unknown as { files?: unknown }).files)]);
     started.delete(ctx.req);
+    answered.add(ctx.req);
     // A file formidable abandoned mid-write may still be opening: remove it again a moment later.
     const remove = () => Promise.all([...paths].map((p) => unlink(p).catch(() => undefined)));
     if (paths.size) {

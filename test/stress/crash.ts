@@ -202,7 +202,8 @@ await runScenario(`crash-${engine}`, async (ctx) => {
     const stuck = stuckRetries.length;
     const chargedIds = new Set(final.events.filter((e) => e.type === 'ChatCharged' || e.type === 'ImageCharged').map((e) => e.data.requestId as string));
     const paidStuck = stuckRetries.filter((r) => records.some((o) => o.idempotencyKey === r.idempotencyKey && o !== r && chargedIds.has(o.requestId))).length;
-    ctx.figure('idempotent retries of cut calls', `${retried.length}: replayed ${retried.filter((r) => r.replayed && r.outcome === 'ok').length}, ran again ${retried.filter((r) => r.outcome === 'ok' && !r.replayed).length}, 409 still in progress after 120 s ${stuck} (first attempt charged: ${paidStuck}), other ${retried.filter((r) => r.outcome !== 'ok' && r.errorCode !== 'idempotency_in_progress' && r.outcome !== 'timeout').length}`);
+    const interrupted = retried.filter((r) => r.errorCode === 'idempotency_interrupted').length;
+    ctx.figure('idempotent retries of cut calls', `${retried.length}: replayed ${retried.filter((r) => r.replayed && r.outcome === 'ok').length}, ran again ${retried.filter((r) => r.outcome === 'ok' && !r.replayed).length}, 409 interrupted (answered at once) ${interrupted}, 409 still in progress after 120 s ${stuck} (first attempt charged: ${paidStuck}), other ${retried.filter((r) => r.outcome !== 'ok' && r.errorCode !== 'idempotency_in_progress' && r.errorCode !== 'idempotency_interrupted' && r.outcome !== 'timeout').length}`);
     ctx.figure('verify (chains + rebuild)', final.verification.ok ? `ok, ${final.verification.events} events, ${final.verification.streams} streams` : 'FAILED');
     if (stuck) ctx.note(`${stuck} of ${retried.length} retries with the Idempotency-Key of a call cut by the crash got no answer: the key's claim is orphaned (src/http/idempotency.ts), see RELIABILITY.md`);
     if (f.succeeded === 0) ctx.violation('no call succeeded: the load did not run');
