@@ -5,13 +5,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { TestGateway } from './support/gateway.ts';
+import { assertNeverBelowZero } from './support/ledger-checks.ts';
 import { doublePromptTokens, doubleReplyChunks, startUpstreamDouble, type UpstreamDouble } from './support/upstream-double.ts';
 import { call, chat, eventually, ledgerView, openAccount, readSse, userMessage, startGatewayWithRoutes, type TestAccount } from './support/http.ts';
 import { countMessageTokens, countTextTokens } from '../src/upstream/tokenizer.ts';
-import { accountDecider, availableTokens, reservedTokens } from '../src/ledger/account.ts';
-import { accounts as accountsProjection, type AccountRow } from '../projections/read-models.ts';
-import type { DomainEvent } from '../src/ledger/events.ts';
-import type { StoredEvent } from '../src/eventstore/port.ts';
 
 const DOUBLE_MODEL = 'test/double-chat';
 const SLOW_DOUBLE_MODEL = 'test/slow-double-chat';
@@ -54,22 +51,6 @@ async function remainingTokens(acct: TestAccount): Promise<number> {
   const r = await call(gw, '/v1/subscription', { key: acct.key });
   assert.is(r.status, 200);
   return r.json.remaining_tokens;
-}
-
-/** Replays the account's events through the decider and the read model, checking after each one. */
-function assertNeverBelowZero(events: StoredEvent[]): void {
-  let state = accountDecider.initialState();
-  let row: AccountRow | undefined;
-  for (const e of events) {
-    state = accountDecider.evolve(state, { type: e.type, data: e.data } as DomainEvent);
-    row = accountsProjection.evolve(row, e, String(e.data.accountId)) ?? undefined;
-    const quota = state.subscription?.quota ?? 0;
-    assert.ok(state.quotaUsed <= quota, `quota used ${state.quotaUsed} > ${quota} after ${e.type}`);
-    assert.ok(state.extraUsed <= state.extraGranted, `extra used beyond grant after ${e.type}`);
-    assert.ok(reservedTokens(state) <= quota - state.quotaUsed + state.extraGranted - state.extraUsed, `holds exceed the balance after ${e.type}`);
-    assert.ok(row && row.quota_total - row.quota_used >= 0 && row.reserved >= 0 && row.open_holds >= 0, `read model negative after ${e.type}: ${JSON.stringify(row)}`);
-    assert.ok(row.quota_total - row.quota_used + row.extra_granted - row.extra_used - row.reserved >= 0, `read model remaining negative after ${e.type}`);
-  }
 }
 
 test('30 concurrent calls on a small quota never spend the same tokens twice nor go below zero', async () => {

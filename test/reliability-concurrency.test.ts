@@ -9,16 +9,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { TestGateway } from './support/gateway.ts';
+import { assertNeverBelowZero } from './support/ledger-checks.ts';
 import { startTestGateway, spawnGateway, dropSchemas, type GatewayProcess } from './support/gateway.ts';
 import { uniqueSchema } from './support/db.ts';
 import { chat, ledgerView, openAccount, userMessage, writeModelsConfig, type Reply } from './support/http.ts';
 import { readFileSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { countMessageTokens } from '../src/upstream/tokenizer.ts';
-import { accountDecider, reservedTokens } from '../src/ledger/account.ts';
-import { accounts as accountsProjection, type AccountRow } from '../projections/read-models.ts';
 import { replayInto } from '../projections/rebuild.ts';
-import type { DomainEvent } from '../src/ledger/events.ts';
 import type { StoredEvent } from '../src/eventstore/port.ts';
 
 const CALLS = 500;
@@ -39,20 +37,6 @@ function assertQuotaError(r: Reply): void {
   assert.is(r.json.error.code, 'insufficient_quota');
   assert.is(r.json.error.param, null);
   assert.match(r.json.error.message, /quota/);
-}
-
-/** Replays the account's events through the decider and the read model, checking after each one. */
-function assertNeverBelowZero(events: StoredEvent[]): void {
-  let state = accountDecider.initialState();
-  let row: AccountRow | undefined;
-  for (const e of events) {
-    state = accountDecider.evolve(state, { type: e.type, data: e.data } as DomainEvent);
-    row = accountsProjection.evolve(row, e, String(e.data.accountId)) ?? undefined;
-    const quota = state.subscription?.quota ?? 0;
-    assert.ok(state.quotaUsed <= quota, `quota used ${state.quotaUsed} > ${quota} after ${e.type} #${e.position}`);
-    assert.ok(reservedTokens(state) <= quota - state.quotaUsed, `holds exceed the balance after ${e.type} #${e.position}`);
-    assert.ok(row && row.quota_total - row.quota_used - row.reserved >= 0, `read model negative after ${e.type}: ${JSON.stringify(row)}`);
-  }
 }
 
 function summarise(replies: Reply[]) {
