@@ -36,13 +36,18 @@ const answered = new WeakSet<IncomingMessage>();
 function discard(file: Upload & { destroy?: () => void }): void {
   setImmediate(() => {
     file.destroy?.();
-    const path = file.filepath;
-    if (typeof path === 'string') {
-      const remove = () => void unlink(path).catch(() => undefined);
-      remove();
-      setTimeout(remove, 200).unref();
-    }
+    if (typeof file.filepath === 'string') void removeFiles([file.filepath]);
   });
+}
+
+/**
+ * Deletes the files now, and once more a moment later: a file formidable abandoned mid-write may
+ * still be opening when it is first removed.
+ */
+async function removeFiles(paths: string[]): Promise<void> {
+  const remove = () => Promise.all(paths.map((p) => unlink(p).catch(() => undefined)));
+  await remove();
+  setTimeout(() => void remove(), 200).unref();
 }
 
 function uploadedPaths(files: unknown): string[] {
@@ -60,11 +65,6 @@ export async function removeUploads(ctx: Context, next: Next): Promise<void> {
     const paths = new Set([...(started.get(ctx.req) ?? []), ...uploadedPaths((ctx.request as unknown as { files?: unknown }).files)]);
     started.delete(ctx.req);
     answered.add(ctx.req);
-    // A file formidable abandoned mid-write may still be opening: remove it again a moment later.
-    const remove = () => Promise.all([...paths].map((p) => unlink(p).catch(() => undefined)));
-    if (paths.size) {
-      await remove();
-      setTimeout(() => void remove(), 200).unref();
-    }
+    if (paths.size) await removeFiles([...paths]);
   }
 }
