@@ -12,7 +12,6 @@ import { securityHeaders } from './http/security-headers.ts';
 import { accessLog } from './http/access-log.ts';
 import { ApiError, errorBody, errorHandler } from './http/errors.ts';
 import { requireApiKey } from './http/auth.ts';
-import { applyRateHeaders, rateLimitError } from './http/rate-limit.ts';
 import { idempotency } from './http/idempotency.ts';
 import { chatCompletions } from './routes/chat.ts';
 import { anthropicErrors, countTokens, messages } from './routes/messages.ts';
@@ -47,19 +46,6 @@ function requireContentType(ctx: Context, next: Next) {
   return next();
 }
 
-function rateLimit(deps: GatewayDeps) {
-  return async (ctx: Context, next: Next) => {
-    const state = await deps.metering.state(ctx.state.auth.accountId);
-    const perMinute = state.subscription?.requestsPerMinute;
-    if (perMinute) {
-      const d = await deps.rateLimiter.take(ctx.state.auth.accountId, perMinute);
-      if (!d.allowed) throw rateLimitError(d);
-      applyRateHeaders(ctx, d);
-    }
-    await next();
-  };
-}
-
 export function createApp(deps: GatewayDeps, opts: { adminToken?: string; metrics?: Metrics } = {}): Koa {
   const app = new Koa({ proxy: process.env.TOLLGATE_TRUST_PROXY === '1' });
   const v1 = new Router({ prefix: '/v1' });
@@ -67,7 +53,8 @@ export function createApp(deps: GatewayDeps, opts: { adminToken?: string; metric
   // On /v1 the body is read only once the key is known: a client without a valid key cannot
   // make the server parse megabytes of JSON or multipart (it gets its 401 first).
   const body = bodyParser();
-  const metered = [auth, body, rateLimit(deps), idempotency(deps.db, deps.ledger.schema)];
+  // The plan's call rate is decided with the call's hold (the account decider), not here.
+  const metered = [auth, body, idempotency(deps.db, deps.ledger.schema)];
 
   v1.post('/chat/completions', ...metered, chatCompletions(deps));
   v1.post('/messages', anthropicErrors, ...metered, messages(deps));

@@ -14,8 +14,6 @@ import { buildRoutes, loadModelsConfig } from './gateway/models-config.ts';
 import { createMetering } from './gateway/metering.ts';
 import { pollingEventFeed } from './gateway/event-feed.ts';
 import { createKeyDirectory } from './http/key-directory.ts';
-import { createMemoryRateLimiter } from './http/rate-limit.ts';
-import { createPostgresRateLimiter } from './http/rate-limit-postgres.ts';
 import { createMetrics } from './gateway/metrics.ts';
 import { ensureIdempotencyTable } from './http/idempotency.ts';
 import { warmValidators } from './http/validate.ts';
@@ -99,8 +97,6 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
   const deps: GatewayDeps = {
     db, ledger, catalog, keys, log,
     metering: createMetering(ledger, { onAppended: (p) => deps.noteAppended(p) }),
-    // Several processes share one PostgreSQL: they must share the call-rate budget too.
-    rateLimiter: settings.databaseUrl ? await createPostgresRateLimiter(db, settings.schema) : createMemoryRateLimiter(),
     baseUrl: (ctx: Context) => settings.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}/v1`,
     noteAppended: (p) => { if (p > lastAppended) lastAppended = p; },
     readYourWrites: async () => { if (ledger.runner && lastAppended > ledger.runner.position) await ledger.runner.waitFor(lastAppended, 2000); },

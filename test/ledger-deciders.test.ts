@@ -8,6 +8,7 @@ import { fold } from '../src/ledger/decider.ts';
 import { DomainError } from '../src/ledger/errors.ts';
 import { applyMultiplier, chatCharge, imageCharge, rawTokensCoveredBy, toMilli } from '../src/ledger/pricing.ts';
 import type { DomainEvent } from '../src/ledger/events.ts';
+import { gcra } from '../src/ledger/call-rate.ts';
 
 const now = new Date('2026-11-20T12:00:00Z');
 const plan = { planId: 'pro', name: 'Pro', quota: 1000, validityDays: 30, requestsPerMinute: 60, models: ['cx/gen-6-terra', 'alpha-haiku-4.5'] };
@@ -115,6 +116,45 @@ test('adjustments: refund returns to the main plan, surcharge spends it first', 
   assert.is((refund.events[0].data as { delta: number }).delta, -150);
   assert.is(refund.state.quotaUsed, 250);
   assert.equal(run(s, { ...base, billedCorrected: 400, multiplierMilliCorrected: 2000 }).events, []);
+});
+
+test("the plan's call rate is decided with the hold: a burst of the per-minute limit, refusals append nothing, replay agrees", () => {
+  const rated = (perMinute: number) => {
+    const s = run(accountDecider.initialState(), { type: 'Open', accountId: 'acme', name: 'Acme' }).state;
+    return run(s, { type: 'Subscribe', accountId: 'acme', plan: { ...plan, quota: 1_000_000, requestsPerMinute: perMinute }, now }).state;
+  };
+  const at = (ms: number, id: string): AccountCommand =>
+    ({ type: 'Reserve', holdId: id, requestId: `r-${id}`, keyId: 'k1', model: 'cx/gen-6-terra', kind: 'chat', amount: 10, now: new Date(now.getTime() + ms), ttlMs: 60_000 });
+  let s = rated(3);
+  const history: DomainEvent[] = [];
+  for (const id of ['a', 'b', 'c']) {
+    const r = run(s, at(0, id));
+    assert.is(r.events.length, 1);
+    assert.is((r.events[0].data as { at?: string }).at, now.toISOString());
+    history.push(...r.events);
+    s = r.state;
+  }
+  // The fourth call in the same instant is over the rate: refused with its retry time, no event.
+  try { accountDecider.decide(at(0, 'd'), s); assert.unreachable('expected rate_limited'); } catch (err) {
+    assert.is((err as DomainError).code, 'rate_limited');
+    assert.equal((err as DomainError).facts, { allowed: false, limit: 3, remaining: 0, resetMs: 60_000, retryAfterMs: 20_000 });
+  }
+  // One interval (20 s) later exactly one more fits.
+  const later = run(s, at(20_000, 'e'));
+  history.push(...later.events);
+  throwsCode(() => accountDecider.decide(at(20_000, 'f'), later.state), 'rate_limited');
+  // The same arithmetic as GCRA step by step, and the state folded from the events alone agrees.
+  let tat: number | undefined;
+  for (const ms of [0, 0, 0, 20_000]) tat = gcra(tat, 3, now.getTime() + ms).tat;
+  assert.is(later.state.rateTat, tat);
+  const replayed = fold(accountDecider, history, rated(3));
+  assert.is(replayed.rateTat, tat);
+  // A plan without a call rate never refuses; holds recorded before the rate was kept (no `at`) leave it alone.
+  let free = rated(0);
+  for (let i = 0; i < 50; i++) free = run(free, at(0, `x${i}`)).state;
+  assert.is(free.rateTat, undefined);
+  const legacy = { ...history[0], data: { ...history[0].data, at: undefined, holdId: 'old' } } as DomainEvent;
+  assert.is(fold(accountDecider, [legacy], rated(3)).rateTat, undefined);
 });
 
 test('keys: issue once, revoke once', () => {

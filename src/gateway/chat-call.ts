@@ -9,6 +9,7 @@ import { countMessageTokens, countTextTokens } from '../upstream/tokenizer.ts';
 import type { ChatCall, ChatMessage, ChatOutcome, ChatStreamPart, FinishReason, ToolDefinition, Usage } from '../upstream/port.ts';
 import type { ChatApi } from '../ledger/events.ts';
 import { setBillingHeaders } from './billing-headers.ts';
+import { applyRateHeaders } from '../http/rate-limit.ts';
 import { isAbortError } from '../upstream/abort.ts';
 import type { SseWriter } from './sse.ts';
 import type { CatalogModel } from './model-catalog.ts';
@@ -51,6 +52,7 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
   const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
   const promptTokens = countMessageTokens(req.messages, req.tools);
   const hold = await deps.metering.reserveChat(caller, model.id, model.multiplierMilli, promptTokens, req.maxTokens);
+  applyRateHeaders(ctx, hold.rate);
   const abort = abortWhenClientGone(ctx);
   const call: ChatCall = {
     upstreamModel: model.route.upstreamModel, messages: req.messages, maxTokens: hold.maxCompletionTokens,

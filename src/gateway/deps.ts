@@ -4,7 +4,6 @@ import type { Ledger } from '../ledger/ledger.ts';
 import type { ModelCatalog } from './model-catalog.ts';
 import type { Metering } from './metering.ts';
 import type { KeyDirectory } from '../http/key-directory.ts';
-import type { RateLimiter } from '../http/rate-limit.ts';
 import type { Database } from '../eventstore/db.ts';
 
 /** Everything a route needs, built once at start-up. */
@@ -14,7 +13,6 @@ export interface GatewayDeps {
   catalog: ModelCatalog;
   metering: Metering;
   keys: KeyDirectory;
-  rateLimiter: RateLimiter;
   log: Logger;
   /** {base_url} as the caller reached us: origin + /v1. */
   baseUrl(ctx: Context): string;

@@ -7,10 +7,15 @@ import { availableTokens, isModelEnabled, type AccountState } from '../ledger/ac
 import { DomainError } from '../ledger/errors.ts';
 import type { ChatApi, ReleaseReason } from '../ledger/events.ts';
 import { chatCharge, imageCharge, rawTokensCoveredBy, DEFAULT_TOKENS_PER_IMAGE } from '../ledger/pricing.ts';
+import { rateStatus, type RateDecision } from '../ledger/call-rate.ts';
 
 export interface Caller { keyId: string; accountId: string; requestId: string }
 
-export interface Hold { holdId: string; accountId: string; amount: number; multiplierMilli: number; model: string; maxCompletionTokens: number; metadata: ReturnType<typeof metadataFor> }
+export interface Hold {
+  holdId: string; accountId: string; amount: number; multiplierMilli: number; model: string; maxCompletionTokens: number; metadata: ReturnType<typeof metadataFor>;
+  /** Where the account stands on its plan's call rate after this call (none without a rate). */
+  rate: RateDecision | null;
+}
 
 export const DEFAULT_MAX_COMPLETION_TOKENS = 8192;
 
@@ -48,8 +53,11 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
       const holdId = randomUUID();
       const md = meta(caller);
       try {
-        await ledger.account(caller.accountId, { type: 'Reserve', holdId, requestId: caller.requestId, keyId: caller.keyId, model, kind, amount, now: new Date(), ttlMs: kind === 'chat' ? chatTtl : imageTtl }, md);
-        return { holdId, accountId: caller.accountId, amount, multiplierMilli: milli, model, maxCompletionTokens: maxCompletion, metadata: md };
+        const now = new Date();
+        const r = await ledger.account(caller.accountId, { type: 'Reserve', holdId, requestId: caller.requestId, keyId: caller.keyId, model, kind, amount, now, ttlMs: kind === 'chat' ? chatTtl : imageTtl }, md);
+        const perMinute = r.state.subscription?.requestsPerMinute;
+        const rate = perMinute && r.state.rateTat !== undefined ? rateStatus(r.state.rateTat, perMinute, now.getTime()) : null;
+        return { holdId, accountId: caller.accountId, amount, multiplierMilli: milli, model, maxCompletionTokens: maxCompletion, metadata: md, rate };
       } catch (err) {
         // A concurrent call took tokens between sizing this hold and granting it: size it again on
         // the newer state. Each refusal means another hold was granted, so this ends; a call is

@@ -4,6 +4,8 @@ import { DomainError } from '../ledger/errors.ts';
 import { UpstreamError } from '../upstream/port.ts';
 import { InvalidImageError } from '../upstream/image-error.ts';
 import { anthropicErrorBody } from '../gateway/anthropic-messages.ts';
+import type { RateDecision } from '../ledger/call-rate.ts';
+import { seconds } from './rate-limit.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -30,6 +32,13 @@ export function insufficientQuota(facts: Record<string, unknown>): ApiError {
   return new ApiError(402, `You exceeded your current quota.${needed} ${hint}`, 'insufficient_quota', 'insufficient_quota');
 }
 
+export function rateLimitError(d: RateDecision): ApiError {
+  const retry = Math.max(1, Math.ceil(d.retryAfterMs / 1000));
+  return new ApiError(429, `Rate limit reached: your plan allows ${d.limit} requests per minute. Retry after ${retry}s.`, 'requests', 'rate_limit_exceeded', null, {
+    'retry-after': String(retry), 'x-ratelimit-limit-requests': String(d.limit), 'x-ratelimit-remaining-requests': '0', 'x-ratelimit-reset-requests': seconds(d.resetMs),
+  });
+}
+
 export function modelNotFound(model: string | null, baseUrl: string): ApiError {
   return new ApiError(403, `The model ${model === null ? 'requested' : `'${model}'`} does not exist or is not enabled in your plan. Call GET ${baseUrl}/models and use an id from it.`, 'invalid_request_error', 'model_not_found', 'model');
 }
@@ -41,6 +50,7 @@ export function toApiError(err: unknown): ApiError {
     const param = (err.facts.param as string | undefined) ?? null;
     switch (err.code) {
       case 'insufficient_quota': return insufficientQuota(err.facts);
+      case 'rate_limited': return rateLimitError(err.facts as unknown as RateDecision);
       case 'not_found': return new ApiError(404, err.message, 'invalid_request_error', 'not_found', param);
       case 'already_exists': return new ApiError(409, err.message, 'invalid_request_error', 'already_exists', param);
       case 'conflict': return new ApiError(409, err.message, 'invalid_request_error', 'conflict', param);

@@ -6,6 +6,7 @@ import type { Decider } from './decider.ts';
 import type { DomainEvent, EventDataByType, ReleaseReason, SubscriptionTerms } from './events.ts';
 import { DomainError, requireTokenAmount } from './errors.ts';
 import { chatCharge, imageCharge } from './pricing.ts';
+import { gcra, nextArrival } from './call-rate.ts';
 
 export interface Hold {
   amount: number;
@@ -31,6 +32,8 @@ export interface AccountState {
   holds: ImmutableMap<string, Hold>;
   /** Sum of the open holds' amounts, kept with them. */
   reserved: number;
+  /** The call rate's theoretical arrival time (ms since the epoch) after the holds so far. */
+  rateTat?: number;
 }
 
 export type AccountCommand =
@@ -114,6 +117,12 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
       requireTokenAmount(c.amount, 'amount');
       if (s.holds.has(c.holdId)) throw new DomainError('conflict', `hold ${c.holdId} exists`);
       if (!isModelEnabled(s, c.model)) throw new DomainError('model_not_enabled', `model ${c.model} is not enabled in this account's plan`);
+      // The call rate first: a call over it is refused whatever the quota, and costs nothing.
+      const perMinute = s.subscription?.requestsPerMinute;
+      if (perMinute) {
+        const { decision } = gcra(s.rateTat, perMinute, c.now.getTime());
+        if (!decision.allowed) throw new DomainError('rate_limited', `over the plan's call rate of ${perMinute} per minute`, { ...decision });
+      }
       const available = availableTokens(s, c.now);
       if (c.amount > available) {
         throw new DomainError('insufficient_quota', 'insufficient quota', {
@@ -125,7 +134,7 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
         type: 'QuotaReserved',
         data: {
           accountId: s.accountId, holdId: c.holdId, requestId: c.requestId, keyId: c.keyId, model: c.model,
-          kind: c.kind, amount: c.amount, expiresAt: new Date(c.now.getTime() + c.ttlMs).toISOString(),
+          kind: c.kind, amount: c.amount, expiresAt: new Date(c.now.getTime() + c.ttlMs).toISOString(), at: c.now.toISOString(),
         },
       }];
     }
@@ -203,6 +212,8 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
       return {
         ...s, holds: s.holds.set(d.holdId, { amount: d.amount, kind: d.kind, model: d.model, keyId: d.keyId, requestId: d.requestId, expiresAt: d.expiresAt }),
         reserved: s.reserved - previous + d.amount,
+        // Holds recorded before the call rate moved into the ledger carry no time.
+        rateTat: d.at && s.subscription?.requestsPerMinute ? nextArrival(s.rateTat, s.subscription.requestsPerMinute, Date.parse(d.at)) : s.rateTat,
       };
     }
     case 'ChatCharged':

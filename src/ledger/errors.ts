@@ -1,5 +1,5 @@
 // Domain failures. The HTTP layer maps `code` to a status; the message is safe to show a caller.
-export type DomainErrorCode = 'not_found' | 'already_exists' | 'invalid' | 'insufficient_quota' | 'model_not_enabled' | 'conflict';
+export type DomainErrorCode = 'not_found' | 'already_exists' | 'invalid' | 'insufficient_quota' | 'rate_limited' | 'model_not_enabled' | 'conflict';
 
 export class DomainError extends Error {
   constructor(readonly code: DomainErrorCode, message: string, readonly facts: Record<string, unknown> = {}) {

@@ -52,6 +52,8 @@ export interface EventDataByType {
   QuotaReserved: {
     accountId: string; holdId: string; requestId: string; keyId: string; model: string;
     kind: 'chat' | 'image'; amount: number; expiresAt: string;
+    /** When the hold was taken: advances the plan's call rate (absent on holds from before it was kept here). */
+    at?: string;
   };
   ChatCharged: ChargeCommon & {
     promptTokens: number; completionTokens: number; reasoningEffort: string | null;

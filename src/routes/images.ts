@@ -1,4 +1,5 @@
 // POST /v1/images/generations and /v1/images/edits (JSON, or multipart as the openai SDK sends).
+import { applyRateHeaders } from '../http/rate-limit.ts';
 import { abortWhenClientGone } from '../http/client-gone.ts';
 import { readFile } from 'node:fs/promises';
 import type { Context } from 'koa';
@@ -56,6 +57,7 @@ export function images(deps: GatewayDeps, mode: 'generations' | 'edits') {
     const size: ImageSize = body.size ?? '1024x1024';
     const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
     const hold = await deps.metering.reserveImage(caller, model.id, model.multiplierMilli);
+    applyRateHeaders(ctx, hold.rate);
     // Aborted at once if the client already left while the call was prepared.
     const abort = abortWhenClientGone(ctx);
     let jpeg: Buffer;
