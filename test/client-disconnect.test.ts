@@ -85,7 +85,9 @@ test('stream: the client leaves while the gateway prepares the call: released, o
   const e = await closing(id);
   if (e.type === 'ChatCharged') {
     assert.is(e.data.aborted, true);
-    assert.is(e.data.completionTokens, 0);
+    // The prompt, and at most the one token the upstream may have produced in the turn the
+    // departure was noticed (this process hosts the client, the gateway and the upstream).
+    assert.ok((e.data.completionTokens as number) <= 1, `completion ${e.data.completionTokens}`);
   } else {
     assert.is(e.type, 'ReservationReleased');
     assert.is(e.data.reason, 'client_aborted');
@@ -104,6 +106,13 @@ test('stream: the client leaves after 3 chunks: charged the prompt and what was 
 test('image: the client leaves while the gateway prepares or the upstream draws: not charged', async () => {
   for (const [id, afterMs] of [['leave-image-prepare', 5], ['leave-image-draw', 400]] as const) {
     await leave('/v1/images/generations', { model: SLOW_IMAGE, prompt: 'A toll booth at dawn. '.repeat(350) }, id, { afterMs });
+    if (afterMs < 50) {
+      // Gone after 5 ms: on a busy machine the request may not even have reached its hold. Then
+      // nothing may be written for it at all; otherwise its hold is released, never charged.
+      const mine = async () => (await gw.ledger.store.readStream(streams.account(acct.accountId), 0)).filter((e) => e.data.requestId === id);
+      await new Promise((r) => setTimeout(r, 1500));
+      if ((await mine()).length === 0) continue;
+    }
     const e = await closing(id);
     assert.is(e.type, 'ReservationReleased', `${id}: ${e.type}`);
     assert.is(e.data.reason, 'client_aborted');

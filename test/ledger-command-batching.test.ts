@@ -112,5 +112,58 @@ for (const engine of testDatabases()) {
     assert.is((await mine.state(counter, 'counter-e')).state.total, 10);
   });
 
+  t('decideEarly: answers at the decision, then at the commit; a refusal is final even when the batch is decided again', async () => {
+    const handler = createCommandHandler({ store });
+    const first = handler.decideEarly(counter, 'counter-f', { type: 'Add', by: 4, max: 10 }, md);
+    // The decision arrives while the append is still in flight: nothing on the stream yet.
+    const decided = await first.decided;
+    assert.is(decided.state.total, 4);
+    assert.equal(await store.readStream('counter-f'), []);
+    assert.is((await first.committed).revision, 0);
+    // Another process takes the room between this handler's cached state and its append.
+    const other = createCommandHandler({ store });
+    await other.handle(counter, 'counter-f', { type: 'Add', by: 5, max: 10 }, md);
+    const overturned = handler.decideEarly(counter, 'counter-f', { type: 'Add', by: 6, max: 10 }, md);
+    const refusedEarly = handler.decideEarly(counter, 'counter-f', { type: 'Add', by: 1, max: 4 }, md);
+    // Both decided on the stale state (4): the first looked fine, the second was refused at once.
+    assert.is((await overturned.decided).state.total, 10);
+    assert.is(await outcome(refusedEarly.decided), 'DomainError');
+    // The append met the other writer's event: decided again on 9, the first is refused after all,
+    // and the early refusal stays a refusal although 9 + 1 would now fit under neither rule anyway.
+    assert.is(await outcome(overturned.committed), 'DomainError');
+    assert.is(await outcome(refusedEarly.committed), 'DomainError');
+    const events = await store.readStream('counter-f');
+    assert.equal(events.map((e) => (e.data as { by: number }).by), [4, 5]);
+  });
+
+  t('decideEarly: a refusal stays final when a conflict makes its batch be decided again on a state that would allow it', async () => {
+    // Appends wait at a gate the test opens, so another process can write in between.
+    const gate: Array<() => void> = [];
+    const append = async (r: AppendRequest) => { await new Promise<void>((go) => gate.push(go)); return store.append(r); };
+    const waiting = async () => { while (gate.length === 0) await new Promise((r) => setTimeout(r, 2)); };
+    const open = async () => { await waiting(); gate.shift()!(); };
+    const handler = createCommandHandler({ store, append });
+    const primed = handler.handle(counter, 'counter-g', { type: 'Add', by: 8 }, md);
+    await open();
+    await primed;
+    const lead = handler.handle(counter, 'counter-g', { type: 'Add', by: 1 }, md);
+    await waiting(); // its append is in flight: the next two queue behind it and are decided together
+    const growing = handler.decideEarly(counter, 'counter-g', { type: 'Add', by: 1 }, md);
+    const refused = handler.decideEarly(counter, 'counter-g', { type: 'Add', by: 5, max: 10 }, md);
+    await open();
+    await lead;
+    // Decided together on 9: +1 fits, +5 would pass 10 and is refused at once.
+    assert.is((await growing.decided).state.total, 10);
+    assert.is(await outcome(refused.decided), 'DomainError');
+    // While their append waits, another process takes the total down to 1.
+    await createCommandHandler({ store }).handle(counter, 'counter-g', { type: 'Add', by: -8 }, md);
+    await open(); // refused: the stream moved
+    await open(); // the same batch, decided again
+    // Decided again on 1: +1 commits; +5 would fit now, but its caller was told no: it never lands.
+    assert.is((await growing.committed).state.total, 2);
+    assert.is(await outcome(refused.committed), 'DomainError');
+    assert.equal((await store.readStream('counter-g')).map((e) => (e.data as { by: number }).by), [8, 1, -8, 1]);
+  });
+
   t.run();
 }

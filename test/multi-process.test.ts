@@ -65,6 +65,28 @@ if (!url) {
     assert.equal([acct.quota_used, acct.reserved, acct.open_holds], [450_000, 0, 0]);
   });
 
+  test('no overspend on chat either: holds decided on a stale state in one gateway are overturned and re-sized, never overspent', async () => {
+    // Each gateway decides a hold from its own cached account state and starts the upstream call
+    // before the hold commits; the other gateway's holds make that state stale, so some appends
+    // meet a moved stream and are decided again on the fresh one.
+    const key = await setupAccount('chat-spend', 2_000, 10_000);
+    const body = { model: 'alpha-haiku-4.5', messages: [{ role: 'user', content: 'Tell me about toll roads.' }], max_tokens: 120 };
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => post(i % 2 ? b : a, key, '/chat/completions', body).then(async (r) => {
+      const json = await r.json() as { usage?: { completion_tokens: number } };
+      return { status: r.status, billed: Number(r.headers.get('x-tollgate-billed-tokens') ?? 0), completion: json.usage?.completion_tokens ?? 0 };
+    })));
+    const ok = results.filter((r) => r.status === 200);
+    assert.ok(ok.length > 0 && ok.length < 40, JSON.stringify(results.map((r) => r.status)));
+    assert.ok(results.every((r) => r.status === 200 || r.status === 402), JSON.stringify(results.map((r) => r.status)));
+    // No reply longer than its call's cap, and every reply exactly paid for.
+    assert.ok(ok.every((r) => r.completion <= 120 && r.billed > 0));
+    await new Promise((r) => setTimeout(r, 1500));
+    const acct = await admin(a, 'GET', '/accounts/chat-spend');
+    assert.equal([acct.reserved, acct.open_holds], [0, 0]);
+    assert.is(acct.quota_used, ok.reduce((n, r) => n + r.billed, 0));
+    assert.ok(acct.quota_used <= 2_000, `used ${acct.quota_used}`);
+  });
+
   test('the call rate is one budget across both gateways', async () => {
     const key = await setupAccount('rate', 1_000_000, 5);
     const statuses: number[] = [];

@@ -289,9 +289,9 @@ export function createKurrentDbEventStore(client: KurrentClient, options: Kurren
       return null;
     },
     headPosition,
-    subscribe(afterPosition, handler): Subscription {
+    subscribe(afterPosition, handler, subscribeOptions): Subscription {
       startFeed();
-      return pollingSubscription({ afterPosition, handler, readAll, head: headPosition, notifier: appended, pollIntervalMs: options.pollIntervalMs ?? 1000 });
+      return pollingSubscription({ afterPosition, handler, readAll, head: headPosition, notifier: appended, pollIntervalMs: options.pollIntervalMs ?? 1000, lingerMs: subscribeOptions?.lingerMs });
     },
     async close() {
       closed = true;

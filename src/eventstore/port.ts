@@ -70,6 +70,14 @@ export interface Subscription {
 
 export type EventHandler = (events: StoredEvent[]) => Promise<void>;
 
+export interface SubscribeOptions {
+  /**
+   * After an append wakes the subscription, wait this long before reading, so the events of the
+   * next few milliseconds are handled as one batch. caughtUp() never waits for it.
+   */
+  lingerMs?: number;
+}
+
 export interface EventStore {
   readonly kind: string;
   append(request: AppendRequest): Promise<AppendResult>;
@@ -82,6 +90,6 @@ export interface EventStore {
   readAllProjected?(afterPosition: number, limit: number): Promise<ProjectedEvent[]>;
   readSnapshot(stream: string): Promise<Snapshot | null>;
   headPosition(): Promise<number>;
-  subscribe(afterPosition: number, handler: EventHandler): Subscription;
+  subscribe(afterPosition: number, handler: EventHandler, options?: SubscribeOptions): Subscription;
   close(): Promise<void>;
 }

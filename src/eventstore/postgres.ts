@@ -8,7 +8,7 @@ import { assertStreamName } from './stream-name.ts';
 import { DuplicateEventError, WrongExpectedRevisionError } from './errors.ts';
 import { pollingSubscription } from './subscription.ts';
 import type {
-  AppendRequest, AppendResult, EventHandler, EventStore, NewEvent, ProjectedEvent, Snapshot, StoredEvent, Subscription,
+  AppendRequest, AppendResult, EventHandler, EventStore, NewEvent, ProjectedEvent, Snapshot, StoredEvent, SubscribeOptions, Subscription,
 } from './port.ts';
 
 export interface PostgresStoreOptions {
@@ -159,10 +159,10 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       const rows = await db.query<{ p: number | null }>(`SELECT max(position) AS p FROM ${s}.events`);
       return Number(rows[0].p ?? 0);
     },
-    subscribe(afterPosition: number, handler: EventHandler): Subscription {
+    subscribe(afterPosition: number, handler: EventHandler, subscribeOptions?: SubscribeOptions): Subscription {
       return pollingSubscription({
         afterPosition, handler, readAll, head: async () => Number((await db.query<{ p: number | null }>(`SELECT max(position) AS p FROM ${s}.events`))[0].p ?? 0),
-        notifier: appended, pollIntervalMs: options.pollIntervalMs ?? 1000,
+        notifier: appended, pollIntervalMs: options.pollIntervalMs ?? 1000, lingerMs: subscribeOptions?.lingerMs,
       });
     },
     async close() {

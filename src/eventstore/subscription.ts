@@ -11,12 +11,18 @@ export function pollingSubscription(opts: {
   notifier: EventEmitter;
   pollIntervalMs: number;
   pageSize?: number;
+  /** See SubscribeOptions.lingerMs. */
+  lingerMs?: number;
 }): Subscription {
   let position = opts.afterPosition;
   let closed = false;
   let wake: (() => void) | null = null;
   let dirty = true;
   let failure: Error | null = null;
+  /** Set by caughtUp(): read now, without lingering. */
+  let urgent = false;
+  let cutLinger: (() => void) | null = null;
+  const lingerMs = opts.lingerMs ?? 0;
   const waiters: Array<{ target: number; resolve: () => void; reject: (e: Error) => void }> = [];
   const pageSize = opts.pageSize ?? 2000;
 
@@ -35,6 +41,14 @@ export function pollingSubscription(opts: {
     while (!closed) {
       if (!dirty) await new Promise<void>((r) => { wake = r; });
       wake = null;
+      if (lingerMs > 0 && !urgent && !closed) {
+        await new Promise<void>((r) => {
+          const pause = setTimeout(r, lingerMs);
+          cutLinger = () => { clearTimeout(pause); r(); };
+        });
+        cutLinger = null;
+      }
+      urgent = false;
       dirty = false;
       try {
         for (;;) {
@@ -63,12 +77,15 @@ export function pollingSubscription(opts: {
       await new Promise<void>((resolve, reject) => {
         waiters.push({ target, resolve, reject });
         dirty = true;
+        urgent = true;
         wake?.();
+        cutLinger?.();
       });
     },
     async close() {
       closed = true;
       clearInterval(timer);
+      cutLinger?.();
       opts.notifier.off('position', onAppend);
       wake?.();
       await loop;

@@ -13,6 +13,8 @@ import { applyRateHeaders } from '../http/rate-limit.ts';
 import { isAbortError } from '../upstream/abort.ts';
 import type { SseWriter } from './sse.ts';
 import type { CatalogModel } from './model-catalog.ts';
+import type { Hold } from './metering.ts';
+import { DomainError } from '../ledger/errors.ts';
 
 export interface ChatRequest {
   api: ChatApi;
@@ -23,6 +25,8 @@ export interface ChatRequest {
   maxTokens?: number;
   reasoningEffort?: string;
   params: Record<string, unknown>;
+  /** Streamed replies commit their status with the first byte, so their hold must be committed first. */
+  stream: boolean;
 }
 
 /** What a dialect translates its request into, before the gateway adds model and limits. */
@@ -33,7 +37,6 @@ export interface Billing { billed: number; remaining: number }
 export interface PreparedChat {
   model: CatalogModel;
   promptTokens: number;
-  call: ChatCall;
   /** Non-streamed: the upstream's reply, already settled. */
   complete(): Promise<{ outcome: ChatOutcome; billing: Billing }>;
   /** Streamed: feeds parts to the renderer; settles before `finish` is rendered. */
@@ -51,13 +54,19 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
   const model = await resolveCallerModel(deps, ctx, req.model);
   const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
   const promptTokens = countMessageTokens(req.messages, req.tools);
-  const hold = await deps.metering.reserveChat(caller, model.id, model.multiplierMilli, promptTokens, req.maxTokens);
+  // A streamed reply commits its status with its first byte, so its hold is committed first; a
+  // whole reply is only sent once settled, so its upstream call may start as soon as the hold is
+  // decided (complete() below).
+  const takeHold = (early: boolean) => deps.metering.reserveChat(caller, model.id, model.multiplierMilli, promptTokens, req.maxTokens, { early });
+  let hold = await takeHold(!req.stream);
   applyRateHeaders(ctx, hold.rate);
-  const abort = abortWhenClientGone(ctx);
-  const call: ChatCall = {
-    upstreamModel: model.route.upstreamModel, messages: req.messages, maxTokens: hold.maxCompletionTokens,
-    reasoningEffort: req.reasoningEffort, tools: req.tools, toolChoice: req.toolChoice, params: req.params, signal: abort.signal,
-  };
+  const callWith = (h: Hold, signal: AbortSignal): ChatCall => ({
+    upstreamModel: model.route.upstreamModel, messages: req.messages, maxTokens: h.maxCompletionTokens,
+    reasoningEffort: req.reasoningEffort, tools: req.tools, toolChoice: req.toolChoice, params: req.params, signal,
+  });
+  // A client that left (even while the call was being prepared) stops the upstream too.
+  let abort = abortWhenClientGone(ctx);
+  let call = callWith(hold, abort.signal);
   const effort = req.reasoningEffort ?? null;
   const settle = async (usage: Usage, streamed: boolean, aborted: boolean): Promise<Billing> => {
     const b = await deps.metering.settleChat(hold, { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens }, { reasoningEffort: effort, api: req.api, streamed, aborted });
@@ -65,13 +74,34 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
     ctx.state.billed = b.billed;
     return b;
   };
+  const startUpstream = () => {
+    const reply = model.route.provider.chat(call);
+    reply.catch(() => undefined); // awaited later; not an unhandled rejection meanwhile
+    return reply;
+  };
   return {
-    model, promptTokens, call,
+    model, promptTokens,
     async complete() {
-      // A client that left (even while the call was being prepared) stops the upstream too.
+      // The upstream call runs while the hold's append is in flight; nothing is answered or
+      // charged before the hold is committed.
+      let upstream = startUpstream();
+      try {
+        await hold.committed;
+      } catch (err) {
+        // The decision was overturned: another process took the account's tokens first. This
+        // call's reply must never reach the client. Hold again on the fresh state (re-sized,
+        // committed before anything starts) and call the upstream again within that hold.
+        abort.abort();
+        if (!(err instanceof DomainError && err.code === 'insufficient_quota')) throw err;
+        hold = await takeHold(false);
+        applyRateHeaders(ctx, hold.rate);
+        abort = abortWhenClientGone(ctx);
+        call = callWith(hold, abort.signal);
+        upstream = startUpstream();
+      }
       let outcome: ChatOutcome;
       try {
-        outcome = await model.route.provider.chat(call);
+        outcome = await upstream;
       } catch (err) {
         await deps.metering.release(hold, abort.signal.aborted ? 'client_aborted' : 'upstream_error');
         throw err;

@@ -15,6 +15,12 @@ export interface Hold {
   holdId: string; accountId: string; amount: number; multiplierMilli: number; model: string; maxCompletionTokens: number; metadata: ReturnType<typeof metadataFor>;
   /** Where the account stands on its plan's call rate after this call (none without a rate). */
   rate: RateDecision | null;
+  /**
+   * Resolves once the hold is committed. A chat hold is handed out as soon as it is decided, so
+   * the upstream call can start while the hold's append is in flight; the reply waits for this
+   * (and fails if a concurrent process took the tokens first: the decision was overturned).
+   */
+  committed: Promise<void>;
 }
 
 export const DEFAULT_MAX_COMPLETION_TOKENS = 8192;
@@ -44,7 +50,12 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
     return { maxCompletion, amount: chatCharge(promptTokens, maxCompletion, milli) };
   }
 
-  async function reserve(caller: Caller, model: string, kind: 'chat' | 'image', size: (s: AccountState) => { amount: number; maxCompletion: number }, milli: number): Promise<Hold> {
+  /**
+   * Takes a hold. `early`: answered as soon as the hold is decided (its `committed` tells the
+   * rest); otherwise once it is committed, so a hold a concurrent process overturns is re-sized
+   * here like one refused at once.
+   */
+  async function reserve(caller: Caller, model: string, kind: 'chat' | 'image', size: (s: AccountState) => { amount: number; maxCompletion: number }, milli: number, early: boolean): Promise<Hold> {
     for (let attempt = 0; ; attempt++) {
       const s = await state(caller.accountId);
       if (!s.opened) throw new DomainError('not_found', 'account not found');
@@ -54,10 +65,16 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
       const md = meta(caller);
       try {
         const now = new Date();
-        const r = await ledger.account(caller.accountId, { type: 'Reserve', holdId, requestId: caller.requestId, keyId: caller.keyId, model, kind, amount, now, ttlMs: kind === 'chat' ? chatTtl : imageTtl }, md);
-        const perMinute = r.state.subscription?.requestsPerMinute;
-        const rate = perMinute && r.state.rateTat !== undefined ? rateStatus(r.state.rateTat, perMinute, now.getTime()) : null;
-        return { holdId, accountId: caller.accountId, amount, multiplierMilli: milli, model, maxCompletionTokens: maxCompletion, metadata: md, rate };
+        const command = { type: 'Reserve' as const, holdId, requestId: caller.requestId, keyId: caller.keyId, model, kind, amount, now, ttlMs: kind === 'chat' ? chatTtl : imageTtl };
+        const { decided, committed } = ledger.accountDecideEarly(caller.accountId, command, md);
+        // A refusal rejects `decided` (handled below) and `committed` alike; only one is awaited here.
+        const held = committed.then(() => undefined);
+        held.catch(() => undefined);
+        const { state: after } = await decided;
+        if (!early) await held;
+        const perMinute = after.subscription?.requestsPerMinute;
+        const rate = perMinute && after.rateTat !== undefined ? rateStatus(after.rateTat, perMinute, now.getTime()) : null;
+        return { holdId, accountId: caller.accountId, amount, multiplierMilli: milli, model, maxCompletionTokens: maxCompletion, metadata: md, rate, committed: held };
       } catch (err) {
         // A concurrent call took tokens between sizing this hold and granting it: size it again on
         // the newer state. Each refusal means another hold was granted, so this ends; a call is
@@ -69,11 +86,12 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
   }
 
   return {
-    reserveChat(caller: Caller, model: string, milli: number, promptTokens: number, requestedMax?: number): Promise<Hold> {
-      return reserve(caller, model, 'chat', (s) => chatHoldSize(s, promptTokens, requestedMax, milli), milli);
+    reserveChat(caller: Caller, model: string, milli: number, promptTokens: number, requestedMax: number | undefined, opts: { early: boolean }): Promise<Hold> {
+      return reserve(caller, model, 'chat', (s) => chatHoldSize(s, promptTokens, requestedMax, milli), milli, opts.early);
     },
     reserveImage(caller: Caller, model: string, milli: number): Promise<Hold> {
-      return reserve(caller, model, 'image', () => ({ amount: imageCharge(milli, 1, tokensPerImage), maxCompletion: 0 }), milli);
+      // An image call takes seconds: nothing to gain from starting it before its hold commits.
+      return reserve(caller, model, 'image', () => ({ amount: imageCharge(milli, 1, tokensPerImage), maxCompletion: 0 }), milli, false);
     },
     async settleChat(hold: Hold, usage: { promptTokens: number; completionTokens: number }, extra: { reasoningEffort: string | null; api: ChatApi; streamed: boolean; aborted: boolean }) {
       const r = await ledger.account(hold.accountId, { type: 'SettleChat', holdId: hold.holdId, multiplierMilli: hold.multiplierMilli, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, ...extra }, hold.metadata);
@@ -84,6 +102,8 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
       return { billed: (r.events[0].data as { billed: number }).billed, remaining: availableTokens(r.state, new Date()), position: r.lastPosition };
     },
     async release(hold: Hold, reason: ReleaseReason) {
+      // A hold whose decision was overturned before it committed holds nothing to release.
+      if (!(await hold.committed.then(() => true, () => false))) return;
       const r = await ledger.account(hold.accountId, { type: 'Release', holdId: hold.holdId, reason }, hold.metadata);
       // Reads that follow (subscription) must not show the released hold as still reserved.
       opts.onAppended?.(r.lastPosition);

@@ -52,6 +52,10 @@ interface Pending {
   eventIds?: EventIds;
   resolve(result: CommandResult<unknown>): void;
   reject(error: unknown): void;
+  /** Told of the first decision, before its events are appended (see decideEarly). */
+  onDecided?(decision: { events: DomainEvent[]; state: unknown } | { error: unknown }): void;
+  /** A refusal already reported by onDecided: final, even if a conflict makes the batch decide again. */
+  refused?: { error: unknown };
 }
 
 /** One command's part of a batch: its events, or why it was refused. */
@@ -100,6 +104,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
   function decideAll(batch: Pending[], start: unknown): Decided[] {
     let state = start;
     return batch.map((p) => {
+      if (p.refused) return { p, events: [], ids: [], state, error: p.refused.error };
       try {
         const events = p.decider.decide(p.command, state);
         state = events.reduce(p.decider.evolve, state);
@@ -108,6 +113,16 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         return { p, events: [], ids: [], state, error };
       }
     });
+  }
+
+  /** Reports each command's first decision to a caller waiting for it (once). */
+  function tellDecisions(decided: Decided[]): void {
+    for (const d of decided) {
+      const tell = d.p.onDecided;
+      if (!tell) continue;
+      d.p.onDecided = undefined;
+      if (d.error !== undefined) { d.p.refused = { error: d.error }; tell({ error: d.error }); } else tell({ events: d.events, state: d.state });
+    }
   }
 
   /**
@@ -119,6 +134,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     for (let attempt = 0; ; attempt++) {
       const current = await load(decider, stream);
       const decided = decideAll(batch, current.state);
+      tellDecisions(decided);
       const withEvents = decided.filter((d) => d.events.length > 0);
       const finalState = decided[decided.length - 1].state;
       if (withEvents.length === 0) {
@@ -190,15 +206,38 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     }
   }
 
+  function enqueue<S>(stream: string, p: Omit<Pending, 'resolve' | 'reject'>): Promise<CommandResult<S>> {
+    return new Promise<CommandResult<S>>((resolve, reject) => {
+      let lane = lanes.get(stream);
+      if (!lane) { lane = { queue: [], running: false }; lanes.set(stream, lane); }
+      lane.queue.push({ ...p, resolve: resolve as Pending['resolve'], reject });
+      if (!lane.running) void drain(stream, lane);
+    });
+  }
+
   return {
     /** Decides and appends one command; commands on the same stream are decided one at a time. */
     handle<S, C>(decider: Decider<S, C>, stream: string, command: C, metadata: EventMetadata, eventIds?: EventIds): Promise<CommandResult<S>> {
-      return new Promise<CommandResult<S>>((resolve, reject) => {
-        let lane = lanes.get(stream);
-        if (!lane) { lane = { queue: [], running: false }; lanes.set(stream, lane); }
-        lane.queue.push({ decider: decider as Decider<unknown, unknown>, command, metadata, eventIds, resolve: resolve as Pending['resolve'], reject });
-        if (!lane.running) void drain(stream, lane);
+      return enqueue<S>(stream, { decider: decider as Decider<unknown, unknown>, command, metadata, eventIds });
+    },
+    /**
+     * The same, but answers twice: `decided` as soon as the command is decided (its events, not yet
+     * durable), `committed` once they are appended. A caller may start work that the decision
+     * allows while the append is in flight, as long as it waits for `committed` before anything
+     * that must not happen without it. A refusal rejects both and is final; a decision that a
+     * concurrent writer overturns (the stream moved, the command decided again) rejects `committed`.
+     */
+    decideEarly<S, C>(decider: Decider<S, C>, stream: string, command: C, metadata: EventMetadata): { decided: Promise<{ events: DomainEvent[]; state: S }>; committed: Promise<CommandResult<S>> } {
+      let onDecided!: Pending['onDecided'];
+      const decided = new Promise<{ events: DomainEvent[]; state: S }>((resolve, reject) => {
+        onDecided = (d) => ('error' in d ? reject(d.error) : resolve(d as { events: DomainEvent[]; state: S }));
       });
+      const committed = enqueue<S>(stream, { decider: decider as Decider<unknown, unknown>, command, metadata, onDecided });
+      // A failure before any decision (the stream could not be loaded) is the decision's too.
+      // Neither promise counts as unhandled while its caller is busy awaiting the other.
+      committed.catch((err) => onDecided?.({ error: err }));
+      decided.catch(() => undefined);
+      return { decided, committed };
     },
     /** Current state, from the cache when warm. */
     async state<S>(decider: Decider<S, unknown>, stream: string): Promise<{ state: S; revision: number }> {

@@ -123,6 +123,9 @@ export async function openLedger(opts: LedgerOptions) {
       }
     },
     account,
+    /** An account command answered at its decision and again at its commit (CommandHandler.decideEarly). */
+    accountDecideEarly: (accountId: string, command: AccountCommand, md: EventMetadata) =>
+      handler.decideEarly<AccountState, AccountCommand>(accountDecider, streams.account(accountId), command, md),
     /** Waits until the read models include everything appended so far. */
     async caughtUp() {
       await runner?.caughtUp();

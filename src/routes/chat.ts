@@ -34,7 +34,7 @@ export function chatCompletions(deps: GatewayDeps) {
     for (const p of PASSTHROUGH) if (body[p] !== undefined && body[p] !== null) params[p] = body[p];
     const prepared = await prepareChat(deps, ctx, {
       api: 'chat.completions', model: body.model, messages: body.messages, tools: body.tools, toolChoice: body.tool_choice,
-      maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined, reasoningEffort: body.reasoning_effort, params,
+      maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined, reasoningEffort: body.reasoning_effort, params, stream: !!body.stream,
     });
     const id = `chatcmpl-${randomUUID().replace(/-/g, '')}`;
     const created = Math.floor(Date.now() / 1000);

@@ -26,7 +26,7 @@ export function messages(deps: GatewayDeps) {
     const body = validateBody<MessagesBody>('messages', ctx.request.body);
     const canonical = toCanonical(body);
     const prepared = await prepareChat(deps, ctx, {
-      ...canonical, api: 'messages', model: body.model, maxTokens: body.max_tokens,
+      ...canonical, api: 'messages', model: body.model, maxTokens: body.max_tokens, stream: !!body.stream,
     });
     const id = messageId();
     const model = prepared.model.id;

@@ -14,7 +14,7 @@ export function responses(deps: GatewayDeps) {
     const body = validateBody<ResponsesBody>('responses', ctx.request.body);
     const canonical = toCanonical(body);
     const prepared = await prepareChat(deps, ctx, {
-      ...canonical, api: 'responses', model: body.model, maxTokens: body.max_output_tokens ?? undefined,
+      ...canonical, api: 'responses', model: body.model, maxTokens: body.max_output_tokens ?? undefined, stream: !!body.stream,
     });
     const shell: ResponseShell = { id: newId('resp'), createdAt: Math.floor(Date.now() / 1000), model: prepared.model.id, body, reasoningEffort: canonical.reasoningEffort };
     if (!body.stream) {
