@@ -23,6 +23,7 @@ import { createApp } from './app.ts';
 import type { GatewayDeps } from './gateway/deps.ts';
 import type { Settings } from './config.ts';
 import { bootstrapDemo } from './gateway/bootstrap.ts';
+import { readCheckpoint } from '../projections/runner.ts';
 import { loadOrCreateAdminToken } from './admin/admin-token.ts';
 
 export interface RunningGateway {
@@ -99,7 +100,19 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     metering: createMetering(ledger, { onAppended: (p) => deps.noteAppended(p) }),
     baseUrl: (ctx: Context) => settings.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}/v1`,
     noteAppended: (p) => { if (p > lastAppended) lastAppended = p; },
-    readYourWrites: async () => { if (ledger.runner && lastAppended > ledger.runner.position) await ledger.runner.waitFor(lastAppended, 2000); },
+    readYourWrites: async () => {
+      if (ledger.runner) {
+        if (lastAppended > ledger.runner.position) await ledger.runner.waitFor(lastAppended, 2000);
+        return;
+      }
+      // The projector is another process, and the writes to see may be another process's (an
+      // account opened through another gateway a moment ago): wait until the read models include
+      // everything committed before this request.
+      const head = await ledger.store.headPosition();
+      for (const until = Date.now() + 2000; Date.now() < until && (await readCheckpoint(db, ledger.rmSchema)) < head;) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    },
   };
   const demo = settings.bootstrap ? await bootstrapDemo(ledger) : null;
 

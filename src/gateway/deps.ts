@@ -18,6 +18,6 @@ export interface GatewayDeps {
   baseUrl(ctx: Context): string;
   /** Remember the newest position this process appended, for read-your-writes on read models. */
   noteAppended(position: number): void;
-  /** Wait (bounded) until read models include what this process appended. */
+  /** Wait (bounded) until read models include what this process appended (or, with a separate projector, everything committed so far). */
   readYourWrites(): Promise<void>;
 }
