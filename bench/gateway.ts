@@ -114,6 +114,21 @@ async function ledgerCheck(db: Database, schema: string, phase: string, account:
   return c;
 }
 
+/**
+ * Lets PostgreSQL settle before a measured phase: a CHECKPOINT writes out what earlier phases (and
+ * earlier runs' multi-million-event seeds) left dirty, and autovacuum workers still busy on their
+ * tables are waited for (up to a minute), so a phase is not charged for another one's I/O. Run
+ * before Portkey's phases too, although it has no database, so every target starts alike.
+ */
+async function quiesce(db: Database): Promise<void> {
+  await db.query('CHECKPOINT');
+  for (const until = Date.now() + 60_000; Date.now() < until;) {
+    const [{ n }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'`);
+    if (n === 0) return;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
 export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBenchResult> {
   const log = o.log ?? ((l: string) => console.log(l));
   const quick = o.quick ?? false;
@@ -171,6 +186,7 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
 
     // 1. Added latency, concurrency 1, non-streaming: targets interleaved in blocks of 100.
     if (phases.has('latency')) {
+    await quiesce(db);
     result.load.byPhase.latency = os.loadavg()[0];
     const appends0 = await appendMetrics(gw.url);
     const seq = await runLoad<SequentialResult>({ kind: 'sequential', targets: requests(accounts.latency, false), samples: settings.latencySamples, warmup: 100, block: 100, stream: false });
@@ -192,6 +208,7 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
 
     // 2. Time to first token, streaming, concurrency 1.
     if (phases.has('ttft')) {
+    await quiesce(db);
     result.load.byPhase.ttft = os.loadavg()[0];
     const ttft = await runLoad<SequentialResult>({ kind: 'sequential', targets: requests(accounts.ttft, true), samples: settings.ttftSamples, warmup: 50, block: 100, stream: true });
     for (const [name, r] of Object.entries(ttft.perTarget)) {
@@ -208,6 +225,7 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
       for (const t of requests(account, false)) {
         const name = t.name as TargetName;
         const server = servers[name]!;
+        await quiesce(db);
         const load = os.loadavg()[0];
         const cpu0 = processCpuSeconds(server.pid);
         const pg = name === 'tollgate' ? await pgCpu.start() : null;
