@@ -345,6 +345,26 @@ test('Idempotency-Key: a failed first attempt (5xx) is not recorded, so the retr
   assert.equal(view.releases.map((r) => r.data.reason), ['upstream_error']);
 });
 
+test('Idempotency-Key: a 429 (over the call rate) or a 402 (no quota) is not recorded; after a top-up the same key runs', async () => {
+  const limited = await openAccount(gw, { quota: 1_000_000, requestsPerMinute: 1 });
+  const body = { model: 'alpha-haiku-4.5', messages: userMessage('once a minute'), max_tokens: 5 };
+  assert.is((await chat(gw, limited.key, body)).status, 200);
+  const refused = await chat(gw, limited.key, body, { 'idempotency-key': 'later-1' });
+  assert.is(refused.status, 429);
+  const [row] = await gw.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${gw.ledger.schema}".idempotency WHERE key = 'later-1'`);
+  assert.is(row.n, 0, 'the 429 left no record behind');
+
+  const broke = await openAccount(gw, { quota: 10 });
+  const poor = await chat(gw, broke.key, body, { 'idempotency-key': 'later-2' });
+  assert.is(poor.status, 402);
+  await gw.ledger.grantExtra(broke.accountId, 100_000, 'top-up', 'admin:test');
+  const paid = await chat(gw, broke.key, body, { 'idempotency-key': 'later-2' });
+  assert.is(paid.status, 200);
+  assert.is(paid.headers.get('idempotent-replayed'), null);
+  const view = await ledgerView(gw, broke.accountId);
+  assert.is(view.chatCharges.length, 1);
+});
+
 /** A retry whose first attempt is still being wound down may be told to retry once more. */
 async function retryStream(key: string, body: Record<string, unknown>, idempotencyKey: string): Promise<{ status: number; headers: Headers; text: string }> {
   for (let attempt = 0; ; attempt++) {

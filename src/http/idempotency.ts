@@ -1,7 +1,8 @@
 // Idempotency-Key on any POST: the first request with a key runs; repeats with the same body
 // within 24 hours get its recorded response (waiting while it is still running), without a
-// second upstream call or charge. The same key with another body is a 409. A 5xx outcome is not
-// recorded, so a retry runs again.
+// second upstream call or charge. The same key with another body is a 409. Outcomes that tell the
+// client to try again later are not recorded, so a retry runs again: a 5xx, a 429 (over the call
+// rate) and a 402 (no quota until a top-up). None of them charged anything.
 //
 // A claim is kept alive by its gateway (a heartbeat every few seconds while the request runs).
 // If that gateway dies (kill -9, a crash), the claim would otherwise read as "in progress" for
@@ -21,6 +22,8 @@ const WAIT_MS = 120_000;
 /** How often a running request renews its claim, and how old a claim's heartbeat may get before it counts as abandoned. */
 const HEARTBEAT_MS = 5_000;
 const ABANDONED_AFTER_S = 20;
+/** Refusals that charged nothing and may succeed on a later try (call rate, quota). */
+const RETRY_LATER = new Set([402, 429]);
 const REPLAYED_HEADERS = ['content-type', 'x-tollgate-billed-tokens', 'x-tollgate-remaining-tokens'];
 
 export async function ensureIdempotencyTable(db: Database, schema: string): Promise<void> {
@@ -58,7 +61,7 @@ export function idempotency(db: Database, schema: string, opts: { heartbeatMs?: 
     const settled = <T>(p: Promise<T>) => p.finally(() => clearInterval(heartbeat));
     const forget = () => settled(db.query(`DELETE FROM ${table} WHERE account_id = $1 AND key = $2`, [account, key]));
     const record = (status: number, headers: Record<string, string>, body: string) =>
-      status >= 500
+      status >= 500 || RETRY_LATER.has(status)
         ? forget()
         : settled(db.query(`UPDATE ${table} SET status = $3, headers = $4, body = $5 WHERE account_id = $1 AND key = $2`, [account, key, status, JSON.stringify(headers), body]));
     try {
