@@ -23,7 +23,6 @@ import { createApp } from './app.ts';
 import type { GatewayDeps } from './gateway/deps.ts';
 import type { Settings } from './config.ts';
 import { bootstrapDemo } from './gateway/bootstrap.ts';
-import { readCheckpoint } from '../projections/runner.ts';
 import { loadOrCreateAdminToken } from './admin/admin-token.ts';
 
 export interface RunningGateway {
@@ -84,7 +83,7 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
   const ledger = await openLedger({ db, store, schema: settings.schema, projections: settings.projections, onAppendTimed: (s) => metrics.appendLatency.observe(s) });
   await ensureIdempotencyTable(db, settings.schema);
   await ledger.seedModels();
-  await ledger.caughtUp();
+  if (ledger.runner) await ledger.caughtUp();
   const routes = buildRoutes(loadModelsConfig(settings.modelsConfig));
   // Keys and prices hear of this process's events at once (localEvents) and of other
   // processes' events through one shared reader that polls (event-feed.ts).
@@ -106,12 +105,8 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
         return;
       }
       // The projector is another process, and the writes to see may be another process's (an
-      // account opened through another gateway a moment ago): wait until the read models include
-      // everything committed before this request.
-      const head = await ledger.store.headPosition();
-      for (const until = Date.now() + 2000; Date.now() < until && (await readCheckpoint(db, ledger.rmSchema)) < head;) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      // account opened through another gateway a moment ago).
+      await ledger.caughtUp();
     },
   };
   const demo = settings.bootstrap ? await bootstrapDemo(ledger) : null;

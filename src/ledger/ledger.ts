@@ -17,7 +17,7 @@ import { DomainError, invalid } from './errors.ts';
 import { generateKeySecret, hashKey, lastFour } from './keys.ts';
 import { SEED_MODELS } from './price-list.ts';
 import { toMilli } from './pricing.ts';
-import { startProjectionRunner, ensureReadModels, type ProjectionRunner } from '../../projections/runner.ts';
+import { startProjectionRunner, ensureReadModels, readCheckpoint, type ProjectionRunner } from '../../projections/runner.ts';
 
 export interface LedgerOptions {
   db: Database;
@@ -126,9 +126,17 @@ export async function openLedger(opts: LedgerOptions) {
     /** An account command answered at its decision and again at its commit (CommandHandler.decideEarly). */
     accountDecideEarly: (accountId: string, command: AccountCommand, md: EventMetadata) =>
       handler.decideEarly<AccountState, AccountCommand>(accountDecider, streams.account(accountId), command, md),
-    /** Waits until the read models include everything appended so far. */
-    async caughtUp() {
-      await runner?.caughtUp();
+    /**
+     * Waits until the read models include everything appended so far. With projections in
+     * another process (`tollgate projector`) this process cannot hurry them: it waits, at most
+     * `boundMs`, for their checkpoint to reach the head of the log as of the call.
+     */
+    async caughtUp(boundMs = 2000) {
+      if (runner) return runner.caughtUp();
+      const head = await store.headPosition();
+      for (const until = Date.now() + boundMs; Date.now() < until && (await readCheckpoint(opts.db, rmSchema)) < head;) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
     },
     async close() {
       // Leave the read models with what this process appended, so readers do not wait for a
