@@ -83,7 +83,9 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
   const ledger = await openLedger({ db, store, schema: settings.schema, projections: settings.projections, onAppendTimed: (s) => metrics.appendLatency.observe(s) });
   await ensureIdempotencyTable(db, settings.schema);
   await ledger.seedModels();
-  if (ledger.runner) await ledger.caughtUp();
+  // The price list below is loaded from the read models: they must include the seeding first
+  // (with a separate projector, bounded: a projector that is not running yet delays start by 2 s).
+  await ledger.caughtUp();
   const routes = buildRoutes(loadModelsConfig(settings.modelsConfig));
   // Keys and prices hear of this process's events at once (localEvents) and of other
   // processes' events through one shared reader that polls (event-feed.ts).
