@@ -13,20 +13,39 @@ const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test
 const samples = Number(process.argv[2] ?? 1500);
 const mock = await startMock();
 const gw = await startTollgate({
-  databaseUrl: url, mock, projector: !!process.env.PROJECTOR,
+  databaseUrl: url,
+  mock,
+  projector: !!process.env.PROJECTOR,
   nodeArgs: process.env.PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE}`] : [],
 });
 try {
   const account = await openBenchAccount(gw, 'probe');
   for (let round = 1; round <= 2; round++) {
-    const seq = await runLoad<SequentialResult>({ kind: 'sequential', targets: [directRequest(mock, false), tollgateRequest(gw, account, false)], samples, warmup: 200, block: 100, stream: false });
+    const seq = await runLoad<SequentialResult>({
+      kind: 'sequential',
+      targets: [directRequest(mock, false), tollgateRequest(gw, account, false)],
+      samples,
+      warmup: 200,
+      block: 100,
+      stream: false,
+    });
     const d = seq.perTarget.direct.total;
     const t = seq.perTarget.tollgate.total;
     const failed = seq.perTarget.tollgate.failures;
-    console.log(`round ${round}: direct p50 ${d.p50.toFixed(3)} ms; tollgate p50 ${t.p50.toFixed(3)} ms, p99 ${t.p99.toFixed(3)} ms; added p50 ${(t.p50 - d.p50).toFixed(3)} ms${failed ? `; ${failed} FAILED responses` : ''}`);
+    console.log(
+      `round ${round}: direct p50 ${d.p50.toFixed(3)} ms; tollgate p50 ${t.p50.toFixed(3)} ms, p99 ${t.p99.toFixed(3)} ms; added p50 ${(t.p50 - d.p50).toFixed(3)} ms${failed ? `; ${failed} FAILED responses` : ''}`,
+    );
   }
   const metrics = await fetch(`${gw.url}/metrics`).then((r) => r.text());
-  const value = (name: string) => Number(/^(\S+) (\S+)$/m.exec(metrics.split('\n').filter((l) => l.startsWith(name)).join('\n'))?.[2] ?? NaN);
+  const value = (name: string) =>
+    Number(
+      /^(\S+) (\S+)$/m.exec(
+        metrics
+          .split('\n')
+          .filter((l) => l.startsWith(name))
+          .join('\n'),
+      )?.[2] ?? NaN,
+    );
   const sum = value('tollgate_eventstore_append_duration_seconds_sum');
   const count = value('tollgate_eventstore_append_duration_seconds_count');
   console.log(`appends inside the gateway: ${count} in all, ${((sum / count) * 1000).toFixed(3)} ms each on average`);

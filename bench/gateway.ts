@@ -13,8 +13,22 @@ import { freePort, processCpuSeconds, runLoad, sampleRss, type Child } from './p
 import { withApplicationName, cpuMeter } from './machine.ts';
 import { summarize, type AutocannonResult, type SequentialResult, type Summary, type TargetRequest } from './load.ts';
 import {
-  BENCH_MODEL, BENCH_RPM, PROMPT, directRequest, ensurePeerInstalled, openBenchAccount, peerVersion, portkeyRequest,
-  startMock, startPortkey, startTollgate, tollgateRequest, type BenchAccount, type Mock, type Peer, type Tollgate,
+  BENCH_MODEL,
+  BENCH_RPM,
+  PROMPT,
+  directRequest,
+  ensurePeerInstalled,
+  openBenchAccount,
+  peerVersion,
+  portkeyRequest,
+  startMock,
+  startPortkey,
+  startTollgate,
+  tollgateRequest,
+  type BenchAccount,
+  type Mock,
+  type Peer,
+  type Tollgate,
 } from './targets.ts';
 
 export type TargetName = 'direct' | 'tollgate' | 'portkey';
@@ -38,7 +52,13 @@ export interface GatewayBenchOptions {
 }
 
 export interface ThroughputFigure {
-  target: TargetName; connections: number; requests: number; ok: number; failed: number; seconds: number; perSecond: number;
+  target: TargetName;
+  connections: number;
+  requests: number;
+  ok: number;
+  failed: number;
+  seconds: number;
+  perSecond: number;
   latencyMs: { p50: number; p99: number };
   /** CPU seconds per 1000 requests: the server process, and (Tollgate) its PostgreSQL backends. */
   cpuPer1000: { server: number | null; postgres: number | null };
@@ -47,7 +67,17 @@ export interface ThroughputFigure {
   load: number;
 }
 
-export interface LedgerCheck { phase: string; accountId: string; expected: number; charged: number; reserved: number; released: number; billed: number; expectedBilled: number; ok: boolean }
+export interface LedgerCheck {
+  phase: string;
+  accountId: string;
+  expected: number;
+  charged: number;
+  reserved: number;
+  released: number;
+  billed: number;
+  expectedBilled: number;
+  ok: boolean;
+}
 
 export interface GatewayBenchResult {
   date: string;
@@ -102,13 +132,21 @@ async function commitLatency(db: Database, n: number): Promise<Summary> {
 async function ledgerCheck(db: Database, schema: string, phase: string, account: BenchAccount, expected: number): Promise<LedgerCheck> {
   const rows = await db.query<{ type: string; n: number; billed: string }>(
     `SELECT type, count(*)::int AS n, coalesce(sum((data->>'billed')::bigint), 0)::text AS billed FROM "${schema}".events WHERE stream = $1 GROUP BY type`,
-    [streams.account(account.accountId)]);
+    [streams.account(account.accountId)],
+  );
   const by = (t: string) => rows.find((r) => r.type === t);
   const charged = by('ChatCharged')?.n ?? 0;
   const billed = Number(by('ChatCharged')?.billed ?? 0);
   const c = {
-    phase, accountId: account.accountId, expected, charged, reserved: by('QuotaReserved')?.n ?? 0, released: by('ReservationReleased')?.n ?? 0,
-    billed, expectedBilled: expected * EXPECTED_BILLED, ok: false,
+    phase,
+    accountId: account.accountId,
+    expected,
+    charged,
+    reserved: by('QuotaReserved')?.n ?? 0,
+    released: by('ReservationReleased')?.n ?? 0,
+    billed,
+    expectedBilled: expected * EXPECTED_BILLED,
+    ok: false,
   };
   c.ok = c.charged === expected && c.reserved === expected && c.released === 0 && c.billed === c.expectedBilled;
   return c;
@@ -134,15 +172,29 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
   const quick = o.quick ?? false;
   const withPeer = (o.peer ?? true) && (o.targets ?? ['portkey']).includes('portkey');
   const settings = {
-    latencySamples: quick ? 600 : 3000, ttftSamples: quick ? 400 : 2000,
-    c64Requests: quick ? 6000 : 40_000, c256Requests: quick ? 6000 : 30_000,
-    rateLimitPerMinute: BENCH_RPM, synchronousCommit: '', ...o.sizes,
+    latencySamples: quick ? 600 : 3000,
+    ttftSamples: quick ? 400 : 2000,
+    c64Requests: quick ? 6000 : 40_000,
+    c256Requests: quick ? 6000 : 30_000,
+    rateLimitPerMinute: BENCH_RPM,
+    synchronousCommit: '',
+    ...o.sizes,
   };
   const phases = new Set(o.phases ?? ['latency', 'ttft', 'c64', 'c256']);
   const only = new Set<TargetName>(o.targets ?? ['direct', 'tollgate', 'portkey']);
   const result: GatewayBenchResult = {
-    date: new Date().toISOString(), quick, peerVersion: null, latency: {}, ttft: {}, throughput: [], rss: [], ledgerChecks: [], floor: null,
-    load: { start: os.loadavg()[0], end: 0, byPhase: {} }, settings, errors: [],
+    date: new Date().toISOString(),
+    quick,
+    peerVersion: null,
+    latency: {},
+    ttft: {},
+    throughput: [],
+    rss: [],
+    ledgerChecks: [],
+    floor: null,
+    load: { start: os.loadavg()[0], end: 0, byPhase: {} },
+    settings,
+    errors: [],
   };
   const appName = `tollgate_bench_gw_${process.pid}`;
   const db = openPostgres(o.databaseUrl, 2);
@@ -152,24 +204,34 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
   let peer: Peer | null = null;
   try {
     settings.synchronousCommit = (await db.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`))[0].s;
-    if (withPeer) { ensurePeerInstalled(log); result.peerVersion = peerVersion(); }
+    if (withPeer) {
+      ensurePeerInstalled(log);
+      result.peerVersion = peerVersion();
+    }
     mock = await startMock();
     gw = await startTollgate({
-      databaseUrl: withApplicationName(o.databaseUrl, appName), mock,
+      databaseUrl: withApplicationName(o.databaseUrl, appName),
+      mock,
       nodeArgs: o.cpuProfileDir ? ['--import', new URL('./profile-hook.ts', import.meta.url).pathname] : undefined,
       env: o.cpuProfileDir ? { BENCH_PROFILE_DIR: o.cpuProfileDir } : undefined,
       projector: o.projector,
     });
     if (withPeer) peer = await startPortkey(await freePort());
-    log(`mock upstream pid ${mock.proc.pid}, tollgate pid ${gw.proc.pid} (schema ${gw.schema})${peer ? `, portkey ${result.peerVersion} pid ${peer.proc.pid}` : ''}`);
+    log(
+      `mock upstream pid ${mock.proc.pid}, tollgate pid ${gw.proc.pid} (schema ${gw.schema})${peer ? `, portkey ${result.peerVersion} pid ${peer.proc.pid}` : ''}`,
+    );
 
     const accounts = {
-      warm: await openBenchAccount(gw, 'warm'), latency: await openBenchAccount(gw, 'c1'), ttft: await openBenchAccount(gw, 'ttft'),
-      c64: await openBenchAccount(gw, 'c64'), c256: await openBenchAccount(gw, 'c256'),
+      warm: await openBenchAccount(gw, 'warm'),
+      latency: await openBenchAccount(gw, 'c1'),
+      ttft: await openBenchAccount(gw, 'ttft'),
+      c64: await openBenchAccount(gw, 'c64'),
+      c256: await openBenchAccount(gw, 'c256'),
     };
-    const requests = (account: BenchAccount, stream: boolean): TargetRequest[] => [
-      directRequest(mock!, stream), tollgateRequest(gw!, account, stream), ...(peer ? [portkeyRequest(peer, mock!, stream)] : []),
-    ].filter((t) => only.has(t.name as TargetName) || t.name === 'tollgate');
+    const requests = (account: BenchAccount, stream: boolean): TargetRequest[] =>
+      [directRequest(mock!, stream), tollgateRequest(gw!, account, stream), ...(peer ? [portkeyRequest(peer, mock!, stream)] : [])].filter(
+        (t) => only.has(t.name as TargetName) || t.name === 'tollgate',
+      );
     const servers: Record<TargetName, Child | null> = { direct: mock.proc, tollgate: gw.proc, portkey: peer?.proc ?? null };
     const check = async (phase: string, account: BenchAccount, expected: number) => {
       const c = await ledgerCheck(db, gw!.schema, phase, account, expected);
@@ -180,43 +242,72 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
     };
 
     // Warm-up: JIT, connection pools, caches, on every target.
-    for (const t of requests(accounts.warm, false)) await runLoad<AutocannonResult>({ kind: 'autocannon', target: t, connections: 16, amount: quick ? 1500 : 4000 });
-    const warmSeq = await runLoad<SequentialResult>({ kind: 'sequential', targets: requests(accounts.warm, true), samples: 0, warmup: 200, block: 1, stream: true });
+    for (const t of requests(accounts.warm, false))
+      await runLoad<AutocannonResult>({ kind: 'autocannon', target: t, connections: 16, amount: quick ? 1500 : 4000 });
+    const warmSeq = await runLoad<SequentialResult>({
+      kind: 'sequential',
+      targets: requests(accounts.warm, true),
+      samples: 0,
+      warmup: 200,
+      block: 1,
+      stream: true,
+    });
     void warmSeq;
 
     // 1. Added latency, concurrency 1, non-streaming: targets interleaved in blocks of 100.
     if (phases.has('latency')) {
-    await quiesce(db);
-    result.load.byPhase.latency = os.loadavg()[0];
-    const appends0 = await appendMetrics(gw.url);
-    const seq = await runLoad<SequentialResult>({ kind: 'sequential', targets: requests(accounts.latency, false), samples: settings.latencySamples, warmup: 100, block: 100, stream: false });
-    const appends1 = await appendMetrics(gw.url);
-    const commit = await commitLatency(db, 300);
-    const calls = seq.perTarget.tollgate.ok;
-    result.floor = {
-      appendsPerRequest: (appends1.count - appends0.count) / calls, appendMeanMs: ((appends1.sum - appends0.sum) * 1000) / Math.max(1, appends1.count - appends0.count),
-      commitP50Ms: commit.p50, commitP99Ms: commit.p99,
-    };
-    log(`c=1 floor: ${result.floor.appendsPerRequest.toFixed(2)} appends per call, ${result.floor.appendMeanMs.toFixed(3)} ms each (Tollgate's metrics); a lone one-row commit on this server: p50 ${commit.p50.toFixed(3)} ms, p99 ${commit.p99.toFixed(3)} ms`);
-    for (const [name, r] of Object.entries(seq.perTarget)) {
-      result.latency[name] = r.total;
-      log(`c=1 latency ${name.padEnd(8)} p50 ${r.total.p50.toFixed(3)} ms  p99 ${r.total.p99.toFixed(3)} ms  (${r.total.n} samples, ${r.failures} failures)`);
-      if (r.failures) result.errors.push(`c=1 latency: ${name} had ${r.failures} failed responses (${JSON.stringify(r.statuses)})`);
-    }
-    await check('c=1 latency', accounts.latency, seq.perTarget.tollgate.ok);
+      await quiesce(db);
+      result.load.byPhase.latency = os.loadavg()[0];
+      const appends0 = await appendMetrics(gw.url);
+      const seq = await runLoad<SequentialResult>({
+        kind: 'sequential',
+        targets: requests(accounts.latency, false),
+        samples: settings.latencySamples,
+        warmup: 100,
+        block: 100,
+        stream: false,
+      });
+      const appends1 = await appendMetrics(gw.url);
+      const commit = await commitLatency(db, 300);
+      const calls = seq.perTarget.tollgate.ok;
+      result.floor = {
+        appendsPerRequest: (appends1.count - appends0.count) / calls,
+        appendMeanMs: ((appends1.sum - appends0.sum) * 1000) / Math.max(1, appends1.count - appends0.count),
+        commitP50Ms: commit.p50,
+        commitP99Ms: commit.p99,
+      };
+      log(
+        `c=1 floor: ${result.floor.appendsPerRequest.toFixed(2)} appends per call, ${result.floor.appendMeanMs.toFixed(3)} ms each (Tollgate's metrics); a lone one-row commit on this server: p50 ${commit.p50.toFixed(3)} ms, p99 ${commit.p99.toFixed(3)} ms`,
+      );
+      for (const [name, r] of Object.entries(seq.perTarget)) {
+        result.latency[name] = r.total;
+        log(`c=1 latency ${name.padEnd(8)} p50 ${r.total.p50.toFixed(3)} ms  p99 ${r.total.p99.toFixed(3)} ms  (${r.total.n} samples, ${r.failures} failures)`);
+        if (r.failures) result.errors.push(`c=1 latency: ${name} had ${r.failures} failed responses (${JSON.stringify(r.statuses)})`);
+      }
+      await check('c=1 latency', accounts.latency, seq.perTarget.tollgate.ok);
     }
 
     // 2. Time to first token, streaming, concurrency 1.
     if (phases.has('ttft')) {
-    await quiesce(db);
-    result.load.byPhase.ttft = os.loadavg()[0];
-    const ttft = await runLoad<SequentialResult>({ kind: 'sequential', targets: requests(accounts.ttft, true), samples: settings.ttftSamples, warmup: 50, block: 100, stream: true });
-    for (const [name, r] of Object.entries(ttft.perTarget)) {
-      result.ttft[name] = { firstToken: r.firstToken!, firstData: r.firstData!, total: r.total };
-      log(`ttft ${name.padEnd(8)} first token p50 ${r.firstToken!.p50.toFixed(3)} ms  p99 ${r.firstToken!.p99.toFixed(3)} ms; first data chunk p50 ${r.firstData!.p50.toFixed(3)} ms (${r.failures} failures)`);
-      if (r.failures || r.firstToken!.n !== r.total.n) result.errors.push(`ttft: ${name} had ${r.failures} failed streams, ${r.total.n - r.firstToken!.n} without a content token`);
-    }
-    await check('ttft (streaming)', accounts.ttft, ttft.perTarget.tollgate.ok);
+      await quiesce(db);
+      result.load.byPhase.ttft = os.loadavg()[0];
+      const ttft = await runLoad<SequentialResult>({
+        kind: 'sequential',
+        targets: requests(accounts.ttft, true),
+        samples: settings.ttftSamples,
+        warmup: 50,
+        block: 100,
+        stream: true,
+      });
+      for (const [name, r] of Object.entries(ttft.perTarget)) {
+        result.ttft[name] = { firstToken: r.firstToken!, firstData: r.firstData!, total: r.total };
+        log(
+          `ttft ${name.padEnd(8)} first token p50 ${r.firstToken!.p50.toFixed(3)} ms  p99 ${r.firstToken!.p99.toFixed(3)} ms; first data chunk p50 ${r.firstData!.p50.toFixed(3)} ms (${r.failures} failures)`,
+        );
+        if (r.failures || r.firstToken!.n !== r.total.n)
+          result.errors.push(`ttft: ${name} had ${r.failures} failed streams, ${r.total.n - r.firstToken!.n} without a content token`);
+      }
+      await check('ttft (streaming)', accounts.ttft, ttft.perTarget.tollgate.ok);
     }
 
     // 3. Throughput at 64 connections and 4. memory at 256: each target alone, a fixed number
@@ -233,19 +324,34 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
         const profiling = name === 'tollgate' && !!o.cpuProfileDir;
         if (profiling) process.kill(server.pid, 'SIGUSR2');
         const r = await runLoad<AutocannonResult>({ kind: 'autocannon', target: t, connections, amount });
-        if (profiling) { process.kill(server.pid, 'SIGUSR2'); await new Promise((res) => setTimeout(res, 1500)); }
+        if (profiling) {
+          process.kill(server.pid, 'SIGUSR2');
+          await new Promise((res) => setTimeout(res, 1500));
+        }
         const mem = rss.stop();
         const cpu1 = processCpuSeconds(server.pid);
         const pgUsed = pg ? (await pg.stop()).postgres : null;
         const failed = r.non2xx + r.errors + r.timeouts;
         const f: ThroughputFigure = {
-          target: name, connections, requests: amount, ok: r.ok, failed, seconds: r.seconds, perSecond: r.perSecond,
+          target: name,
+          connections,
+          requests: amount,
+          ok: r.ok,
+          failed,
+          seconds: r.seconds,
+          perSecond: r.perSecond,
           latencyMs: { p50: r.latencyMs.p50, p99: r.latencyMs.p99 },
-          cpuPer1000: { server: cpu0 !== null && cpu1 !== null ? ((cpu1 - cpu0) * 1000) / Math.max(1, r.ok) : null, postgres: pgUsed === null ? null : (pgUsed * 1000) / Math.max(1, r.ok) },
-          rss: mem, load,
+          cpuPer1000: {
+            server: cpu0 !== null && cpu1 !== null ? ((cpu1 - cpu0) * 1000) / Math.max(1, r.ok) : null,
+            postgres: pgUsed === null ? null : (pgUsed * 1000) / Math.max(1, r.ok),
+          },
+          rss: mem,
+          load,
         };
         into.push(f);
-        log(`c=${connections} ${name.padEnd(8)} ${Math.round(f.perSecond)} req/s, ${r.ok} ok, ${failed} failed (non-2xx ${r.non2xx}, errors ${r.errors}, timeouts ${r.timeouts}), p50 ${f.latencyMs.p50} ms p99 ${f.latencyMs.p99} ms, RSS peak ${mem.peakMiB.toFixed(0)} MiB, cpu/1000 req ${f.cpuPer1000.server?.toFixed(2)} s${f.cpuPer1000.postgres !== null ? ` + postgres ${f.cpuPer1000.postgres.toFixed(2)} s` : ''}, load ${load.toFixed(2)}`);
+        log(
+          `c=${connections} ${name.padEnd(8)} ${Math.round(f.perSecond)} req/s, ${r.ok} ok, ${failed} failed (non-2xx ${r.non2xx}, errors ${r.errors}, timeouts ${r.timeouts}), p50 ${f.latencyMs.p50} ms p99 ${f.latencyMs.p99} ms, RSS peak ${mem.peakMiB.toFixed(0)} MiB, cpu/1000 req ${f.cpuPer1000.server?.toFixed(2)} s${f.cpuPer1000.postgres !== null ? ` + postgres ${f.cpuPer1000.postgres.toFixed(2)} s` : ''}, load ${load.toFixed(2)}`,
+        );
         if (failed) result.errors.push(`c=${connections}: ${name} had ${failed} failed requests`);
         if (name === 'tollgate') await check(`c=${connections}`, account, r.ok);
       }

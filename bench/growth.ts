@@ -56,22 +56,48 @@ export async function runGrowthBench(o: { databaseUrl: string; events: number; s
     const accounts = { empty: await openBenchAccount(empty, 'empty'), full: await openBenchAccount(full, 'full') };
     const load = os.loadavg()[0];
     const r = await runLoad<SequentialResult>({
-      kind: 'sequential', stream: false, samples: o.samples, warmup: 200, block: 100,
-      targets: [{ ...tollgateRequest(empty, accounts.empty, false), name: 'empty' }, { ...tollgateRequest(full, accounts.full, false), name: 'full' }],
+      kind: 'sequential',
+      stream: false,
+      samples: o.samples,
+      warmup: 200,
+      block: 100,
+      targets: [
+        { ...tollgateRequest(empty, accounts.empty, false), name: 'empty' },
+        { ...tollgateRequest(full, accounts.full, false), name: 'full' },
+      ],
     });
     let ledgerOk = true;
-    for (const [name, gw] of [['empty', empty], ['full', full]] as const) {
+    for (const [name, gw] of [
+      ['empty', empty],
+      ['full', full],
+    ] as const) {
       const rows = await db.query<{ n: number; billed: string }>(
         `SELECT count(*)::int AS n, coalesce(sum((data->>'billed')::bigint), 0)::text AS billed FROM "${gw.schema}".events WHERE stream = $1 AND type = 'ChatCharged'`,
-        [streams.account(accounts[name].accountId)]);
+        [streams.account(accounts[name].accountId)],
+      );
       const ok = r.perTarget[name].ok;
       const good = rows[0].n === ok && Number(rows[0].billed) === ok * EXPECTED_BILLED && r.perTarget[name].failures === 0;
-      if (!good) { ledgerOk = false; errors.push(`growth ${name}: ${rows[0].n} charges (billed ${rows[0].billed}) for ${ok} successful responses, ${r.perTarget[name].failures} failures`); }
+      if (!good) {
+        ledgerOk = false;
+        errors.push(`growth ${name}: ${rows[0].n} charges (billed ${rows[0].billed}) for ${ok} successful responses, ${r.perTarget[name].failures} failures`);
+      }
     }
     const e = r.perTarget.empty.total;
     const f = r.perTarget.full.total;
-    const result = { events: seeder.total, seedSeconds, replaySeconds, empty: e, full: f, ratio: { p50: f.p50 / e.p50, p99: f.p99 / e.p99 }, ledgerOk, load, errors };
-    log(`growth: c=1 latency p50 ${e.p50.toFixed(3)} ms empty, ${f.p50.toFixed(3)} ms with ${seeder.total} events (ratio ${result.ratio.p50.toFixed(3)}); p99 ${e.p99.toFixed(3)} / ${f.p99.toFixed(3)} ms${ledgerOk ? '' : ' — LEDGER CHECK FAILED'}`);
+    const result = {
+      events: seeder.total,
+      seedSeconds,
+      replaySeconds,
+      empty: e,
+      full: f,
+      ratio: { p50: f.p50 / e.p50, p99: f.p99 / e.p99 },
+      ledgerOk,
+      load,
+      errors,
+    };
+    log(
+      `growth: c=1 latency p50 ${e.p50.toFixed(3)} ms empty, ${f.p50.toFixed(3)} ms with ${seeder.total} events (ratio ${result.ratio.p50.toFixed(3)}); p99 ${e.p99.toFixed(3)} / ${f.p99.toFixed(3)} ms${ledgerOk ? '' : ' — LEDGER CHECK FAILED'}`,
+    );
     return result;
   } finally {
     await empty?.stop().catch(() => undefined);

@@ -3,14 +3,22 @@
 //   node --import tsx bench/heap-summary.ts <file.heapprofile> [--top 30]
 import { readFileSync } from 'node:fs';
 
-interface HeapNode { callFrame: { functionName: string; url: string; lineNumber: number }; selfSize: number; children: HeapNode[] }
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
 
 export function summariseHeapProfile(path: string, top = 30): string {
   const root = (JSON.parse(readFileSync(path, 'utf8')) as { head: HeapNode }).head;
   const fn = new Map<string, number>();
   const file = new Map<string, number>();
   let total = 0;
-  const short = (url: string) => url.replace(/^file:\/\//, '').replace(/.*\/node_modules\//, 'npm:').replace(/.*\/work\/main\//, '');
+  const short = (url: string) =>
+    url
+      .replace(/^file:\/\//, '')
+      .replace(/.*\/node_modules\//, 'npm:')
+      .replace(/.*\/work\/main\//, '');
   const walk = (n: HeapNode) => {
     if (n.selfSize) {
       total += n.selfSize;

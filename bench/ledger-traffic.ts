@@ -28,7 +28,10 @@ export class SimAccount {
   private n = 0;
   private openHold: string | null = null;
 
-  constructor(readonly tag: string, readonly index: number) {
+  constructor(
+    readonly tag: string,
+    readonly index: number,
+  ) {
     this.accountId = `acct_${tag}_${index}`;
     this.keyId = `key_${tag}_${index}`;
     this.stream = streams.account(this.accountId);
@@ -54,10 +57,30 @@ export class SimAccount {
     const expected = this.revision;
     this.revision += events.length;
     return [
-      { stream: this.stream, expectedRevision: expected === -1 ? 'no_stream' : expected, events: toNew(events, admin), snapshot: { v: SNAPSHOT_VERSION, s: this.state } },
       {
-        stream: streams.key(this.keyId), expectedRevision: 'no_stream',
-        events: toNew([{ type: 'KeyIssued', data: { keyId: this.keyId, accountId: this.accountId, name: 'bench', hash: randomUUID().replace(/-/g, '').repeat(2), last4: String(1000 + (this.index % 9000)) } }], admin),
+        stream: this.stream,
+        expectedRevision: expected === -1 ? 'no_stream' : expected,
+        events: toNew(events, admin),
+        snapshot: { v: SNAPSHOT_VERSION, s: this.state },
+      },
+      {
+        stream: streams.key(this.keyId),
+        expectedRevision: 'no_stream',
+        events: toNew(
+          [
+            {
+              type: 'KeyIssued',
+              data: {
+                keyId: this.keyId,
+                accountId: this.accountId,
+                name: 'bench',
+                hash: randomUUID().replace(/-/g, '').repeat(2),
+                last4: String(1000 + (this.index % 9000)),
+              },
+            },
+          ],
+          admin,
+        ),
       },
     ];
   }
@@ -75,9 +98,15 @@ export class SimAccount {
     this.openHold = null;
     const model = this.state.holds.get(holdId)!.model;
     return this.decide({
-      type: 'SettleChat', holdId, multiplierMilli: MODEL_MILLI.get(model)!, promptTokens: 200 + (this.n * 37) % 1500,
-      completionTokens: 20 + (this.n * 13) % 800, reasoningEffort: this.n % 3 === 0 ? REASONING_EFFORTS[this.n % REASONING_EFFORTS.length] : null,
-      api: APIS[this.n % APIS.length], streamed: this.n % 2 === 0, aborted: false,
+      type: 'SettleChat',
+      holdId,
+      multiplierMilli: MODEL_MILLI.get(model)!,
+      promptTokens: 200 + ((this.n * 37) % 1500),
+      completionTokens: 20 + ((this.n * 13) % 800),
+      reasoningEffort: this.n % 3 === 0 ? REASONING_EFFORTS[this.n % REASONING_EFFORTS.length] : null,
+      api: APIS[this.n % APIS.length],
+      streamed: this.n % 2 === 0,
+      aborted: false,
     });
   }
 
@@ -85,7 +114,9 @@ export class SimAccount {
   nextAppend(now = new Date()): AppendRequest {
     const events = this.nextEvents(now);
     const request: AppendRequest = {
-      stream: this.stream, expectedRevision: this.revision, events: toNew(events, this.metadata()),
+      stream: this.stream,
+      expectedRevision: this.revision,
+      events: toNew(events, this.metadata()),
       snapshot: { v: SNAPSHOT_VERSION, s: this.state },
     };
     this.revision += events.length;
@@ -107,7 +138,11 @@ export function catalogueSetup(): AppendRequest[] {
   const admin: EventMetadata = { correlationId: randomUUID(), causationId: null, actor: 'admin:bench' };
   const out: AppendRequest[] = [{ stream: streams.plan(PLAN.planId), expectedRevision: 'any', events: toNew([{ type: 'PlanDefined', data: PLAN }], admin) }];
   for (const m of SEED_MODELS) {
-    out.push({ stream: streams.model(m.id), expectedRevision: 'any', events: toNew([{ type: 'ModelPriced', data: { modelId: m.id, multiplierMilli: toMilli(m.multiplier), status: 'ACTIVE', alias: m.alias } }], admin) });
+    out.push({
+      stream: streams.model(m.id),
+      expectedRevision: 'any',
+      events: toNew([{ type: 'ModelPriced', data: { modelId: m.id, multiplierMilli: toMilli(m.multiplier), status: 'ACTIVE', alias: m.alias } }], admin),
+    });
   }
   return out;
 }

@@ -31,11 +31,28 @@ export interface LedgerBenchOptions {
 }
 
 export interface AppendFigure {
-  scenario: string; mode: 'direct' | 'group'; appenders: number; events: number; seconds: number;
-  eventsPerSecond: number; meanLatencyMs: number; cpu: CpuSeconds;
+  scenario: string;
+  mode: 'direct' | 'group';
+  appenders: number;
+  events: number;
+  seconds: number;
+  eventsPerSecond: number;
+  meanLatencyMs: number;
+  cpu: CpuSeconds;
 }
-export interface RebuildFigure { events: number; seconds: number; eventsPerSecond: number; microsPerEvent: number; cpu: CpuSeconds }
-export interface SeedFigure { events: number; seconds: number; eventsPerSecond: number; eventsPerCall: number }
+export interface RebuildFigure {
+  events: number;
+  seconds: number;
+  eventsPerSecond: number;
+  microsPerEvent: number;
+  cpu: CpuSeconds;
+}
+export interface SeedFigure {
+  events: number;
+  seconds: number;
+  eventsPerSecond: number;
+  eventsPerCall: number;
+}
 
 export interface EngineFigures {
   engine: Engine;
@@ -49,7 +66,13 @@ export interface EngineFigures {
   notes: string[];
 }
 
-export interface TargetCheck { engine: Engine; measure: string; value: number; target: string; met: boolean }
+export interface TargetCheck {
+  engine: Engine;
+  measure: string;
+  value: number;
+  target: string;
+  met: boolean;
+}
 
 export interface LedgerBenchResult {
   date: string;
@@ -83,8 +106,12 @@ export async function runLedgerBench(opts: LedgerBenchOptions = {}): Promise<Led
   const batched = opts.batchedConcurrency ?? (quick ? [16, 256] : [16, 256, 1024]);
 
   const result: LedgerBenchResult = {
-    date: new Date().toISOString(), machine: await machineInfo(engines.includes('postgres') ? url : null), loadAtStart: os.loadavg()[0],
-    quick, engines: [], targets: [],
+    date: new Date().toISOString(),
+    machine: await machineInfo(engines.includes('postgres') ? url : null),
+    loadAtStart: os.loadavg()[0],
+    quick,
+    engines: [],
+    targets: [],
   };
   for (const engine of engines) {
     log(`\n== ${engine} ==`);
@@ -94,15 +121,24 @@ export async function runLedgerBench(opts: LedgerBenchOptions = {}): Promise<Led
   return result;
 }
 
-async function benchEngine(engine: Engine, url: string, o: { seconds: number; sizes: number[]; batched: number[]; log: (l: string) => void }): Promise<EngineFigures> {
+async function benchEngine(
+  engine: Engine,
+  url: string,
+  o: { seconds: number; sizes: number[]; batched: number[]; log: (l: string) => void },
+): Promise<EngineFigures> {
   const tag = randomBytes(4).toString('hex');
   const appName = `tollgate_bench_${tag}`;
   const db: Database = engine === 'postgres' ? openPostgres(withApplicationName(url, appName), 40) : await openPglite();
   const cpu = cpuMeter(engine === 'postgres' ? db : null, appName);
   const schema = `bench_${tag}`;
   const figures: EngineFigures = {
-    engine, append: [], seed: { events: 0, seconds: 0, eventsPerSecond: 0, eventsPerCall: 0 }, rebuild: [], linearity: null,
-    load: { before: os.loadavg()[0], after: 0 }, notes: [],
+    engine,
+    append: [],
+    seed: { events: 0, seconds: 0, eventsPerSecond: 0, eventsPerCall: 0 },
+    rebuild: [],
+    linearity: null,
+    load: { before: os.loadavg()[0], after: 0 },
+    notes: [],
   };
   try {
     // -- appends: a store of its own, fresh accounts per scenario.
@@ -117,7 +153,9 @@ async function benchEngine(engine: Engine, url: string, o: { seconds: number; si
     for (const [name, n, mode] of scenarios) {
       const f = await appendScenario(store, cpu, name, n, o.seconds, mode);
       figures.append.push(f);
-      o.log(`append  ${name.padEnd(42)} ${fmt(f.eventsPerSecond).padStart(9)} events/s  (${f.events} events in ${f.seconds.toFixed(2)} s, mean latency ${f.meanLatencyMs.toFixed(2)} ms, ${cpuText(f.cpu, f.events)})`);
+      o.log(
+        `append  ${name.padEnd(42)} ${fmt(f.eventsPerSecond).padStart(9)} events/s  (${f.events} events in ${f.seconds.toFixed(2)} s, mean latency ${f.meanLatencyMs.toFixed(2)} ms, ${cpuText(f.cpu, f.events)})`,
+      );
     }
     await store.close();
 
@@ -136,7 +174,9 @@ async function benchEngine(engine: Engine, url: string, o: { seconds: number; si
       await verifyRebuild(db, `${schema}_rm`, seeder, position);
       const f = { events: count, seconds, eventsPerSecond: count / seconds, microsPerEvent: (seconds * 1e6) / count, cpu: used };
       figures.rebuild.push(f);
-      o.log(`rebuild ${String(count).padStart(9)} events: ${seconds.toFixed(2)} s, ${fmt(f.eventsPerSecond)} events/s, ${f.microsPerEvent.toFixed(2)} µs/event (${cpuText(used, count)})`);
+      o.log(
+        `rebuild ${String(count).padStart(9)} events: ${seconds.toFixed(2)} s, ${fmt(f.eventsPerSecond)} events/s, ${f.microsPerEvent.toFixed(2)} µs/event (${cpuText(used, count)})`,
+      );
     }
     figures.seed = seeder.figure();
     if (figures.rebuild.length >= 2) {
@@ -145,7 +185,9 @@ async function benchEngine(engine: Engine, url: string, o: { seconds: number; si
       o.log(`rebuild cost per event at ${b.events} / at ${a.events}: ${figures.linearity.toFixed(2)}`);
     }
     if (engine === 'pglite' && Math.max(...o.sizes) < 1_000_000) {
-      figures.notes.push(`PGlite rebuild measured up to ${fmt(Math.max(...o.sizes))} events only: embedded single-threaded WASM PostgreSQL, in memory; a 1M-event store is not its use.`);
+      figures.notes.push(
+        `PGlite rebuild measured up to ${fmt(Math.max(...o.sizes))} events only: embedded single-threaded WASM PostgreSQL, in memory; a 1M-event store is not its use.`,
+      );
     }
     await events.close();
   } finally {
@@ -159,11 +201,22 @@ async function benchEngine(engine: Engine, url: string, o: { seconds: number; si
 }
 
 /** `appenders` workers, each awaiting one command's append after another, for `seconds`. */
-async function appendScenario(store: EventStore, cpu: ReturnType<typeof cpuMeter>, name: string, appenders: number, seconds: number, mode: 'direct' | 'group'): Promise<AppendFigure> {
+async function appendScenario(
+  store: EventStore,
+  cpu: ReturnType<typeof cpuMeter>,
+  name: string,
+  appenders: number,
+  seconds: number,
+  mode: 'direct' | 'group',
+): Promise<AppendFigure> {
   const tag = randomBytes(3).toString('hex');
   const accounts = Array.from({ length: appenders * ACCOUNTS_PER_APPENDER }, (_, i) => new SimAccount(tag, i));
   const now = new Date();
-  for (let i = 0; i < accounts.length; i += 500) await mustAppendMany(store, accounts.slice(i, i + 500).flatMap((a) => a.setup(now)));
+  for (let i = 0; i < accounts.length; i += 500)
+    await mustAppendMany(
+      store,
+      accounts.slice(i, i + 500).flatMap((a) => a.setup(now)),
+    );
   const committer = createGroupCommitter(store);
   const append: (r: AppendRequest) => Promise<AppendResult> = mode === 'group' ? committer.append : (r) => store.append(r);
   let events = 0;
@@ -172,17 +225,19 @@ async function appendScenario(store: EventStore, cpu: ReturnType<typeof cpuMeter
   const usage = await cpu.start();
   const started = performance.now();
   const deadline = started + seconds * 1000;
-  await Promise.all(Array.from({ length: appenders }, async (_, w) => {
-    const mine = accounts.slice(w * ACCOUNTS_PER_APPENDER, (w + 1) * ACCOUNTS_PER_APPENDER);
-    for (let i = 0; performance.now() < deadline; i++) {
-      const request = mine[i % mine.length].nextAppend();
-      const t0 = performance.now();
-      await append(request);
-      latency += performance.now() - t0;
-      calls++;
-      events += request.events.length;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: appenders }, async (_, w) => {
+      const mine = accounts.slice(w * ACCOUNTS_PER_APPENDER, (w + 1) * ACCOUNTS_PER_APPENDER);
+      for (let i = 0; performance.now() < deadline; i++) {
+        const request = mine[i % mine.length].nextAppend();
+        const t0 = performance.now();
+        await append(request);
+        latency += performance.now() - t0;
+        calls++;
+        events += request.events.length;
+      }
+    }),
+  );
   const elapsed = (performance.now() - started) / 1000;
   const used = await usage.stop();
   return { scenario: name, mode, appenders, events, seconds: elapsed, eventsPerSecond: events / elapsed, meanLatencyMs: latency / calls, cpu: used };
@@ -212,8 +267,12 @@ export async function createSeeder(store: EventStore) {
   const lanes = 2;
   return {
     eventsPerCall: SEED_REQUESTS_PER_CALL * 2,
-    get total() { return total; },
-    get charges() { return charges; },
+    get total() {
+      return total;
+    },
+    get charges() {
+      return charges;
+    },
     accounts: SEED_ACCOUNTS,
     async growTo(size: number): Promise<SeedFigure> {
       const started = performance.now();
@@ -266,12 +325,38 @@ function checkTargets(engines: EngineFigures[]): TargetCheck[] {
   const out: TargetCheck[] = [];
   for (const e of engines.filter((x) => x.engine === 'postgres')) {
     const bestBatched = Math.max(0, ...e.append.filter((f) => f.mode === 'group').map((f) => f.eventsPerSecond));
-    out.push({ engine: e.engine, measure: 'append with group commit (best), events/s', value: bestBatched, target: `>= ${fmt(TARGETS.batchedAppendPerSecond)}`, met: bestBatched >= TARGETS.batchedAppendPerSecond });
+    out.push({
+      engine: e.engine,
+      measure: 'append with group commit (best), events/s',
+      value: bestBatched,
+      target: `>= ${fmt(TARGETS.batchedAppendPerSecond)}`,
+      met: bestBatched >= TARGETS.batchedAppendPerSecond,
+    });
     for (const r of e.rebuild) {
-      out.push({ engine: e.engine, measure: `rebuild all projections, ${fmt(r.events)} events, events/s`, value: r.eventsPerSecond, target: `>= ${fmt(TARGETS.rebuildPerSecond)}`, met: r.eventsPerSecond >= TARGETS.rebuildPerSecond });
-      if (r.events >= 1_000_000) out.push({ engine: e.engine, measure: `rebuild ${fmt(r.events)} events, seconds`, value: r.seconds, target: `<= ${TARGETS.rebuild1MSeconds}`, met: r.seconds <= TARGETS.rebuild1MSeconds });
+      out.push({
+        engine: e.engine,
+        measure: `rebuild all projections, ${fmt(r.events)} events, events/s`,
+        value: r.eventsPerSecond,
+        target: `>= ${fmt(TARGETS.rebuildPerSecond)}`,
+        met: r.eventsPerSecond >= TARGETS.rebuildPerSecond,
+      });
+      if (r.events >= 1_000_000)
+        out.push({
+          engine: e.engine,
+          measure: `rebuild ${fmt(r.events)} events, seconds`,
+          value: r.seconds,
+          target: `<= ${TARGETS.rebuild1MSeconds}`,
+          met: r.seconds <= TARGETS.rebuild1MSeconds,
+        });
     }
-    if (e.linearity !== null) out.push({ engine: e.engine, measure: `rebuild time per event, ${fmt(e.rebuild.at(-1)!.events)} vs ${fmt(e.rebuild[0].events)}`, value: e.linearity, target: `<= ${TARGETS.linearityMax} (linear)`, met: e.linearity <= TARGETS.linearityMax });
+    if (e.linearity !== null)
+      out.push({
+        engine: e.engine,
+        measure: `rebuild time per event, ${fmt(e.rebuild.at(-1)!.events)} vs ${fmt(e.rebuild[0].events)}`,
+        value: e.linearity,
+        target: `<= ${TARGETS.linearityMax} (linear)`,
+        met: e.linearity <= TARGETS.linearityMax,
+      });
   }
   return out;
 }
@@ -294,17 +379,45 @@ export function formatTable(r: LedgerBenchResult): string {
     const pg = e.engine === 'postgres';
     for (const a of e.append) {
       const t = a.mode === 'group' && pg ? `>= ${fmt(TARGETS.batchedAppendPerSecond)}` : '';
-      rows.push([e.engine, `append: ${a.scenario}`, `${fmt(a.eventsPerSecond)} events/s`, cpuCell(a.cpu, a.events), t, t ? (a.eventsPerSecond >= TARGETS.batchedAppendPerSecond ? 'yes' : 'no') : '']);
+      rows.push([
+        e.engine,
+        `append: ${a.scenario}`,
+        `${fmt(a.eventsPerSecond)} events/s`,
+        cpuCell(a.cpu, a.events),
+        t,
+        t ? (a.eventsPerSecond >= TARGETS.batchedAppendPerSecond ? 'yes' : 'no') : '',
+      ]);
     }
-    rows.push([e.engine, `seed: bulk appendMany, ${fmt(e.seed.eventsPerCall)} events per call, 2 in flight`, `${fmt(e.seed.eventsPerSecond)} events/s`, '', '', '']);
+    rows.push([
+      e.engine,
+      `seed: bulk appendMany, ${fmt(e.seed.eventsPerCall)} events per call, 2 in flight`,
+      `${fmt(e.seed.eventsPerSecond)} events/s`,
+      '',
+      '',
+      '',
+    ]);
     for (const b of e.rebuild) {
       const t = pg ? `>= ${fmt(TARGETS.rebuildPerSecond)}${b.events >= 1_000_000 ? `, <= ${TARGETS.rebuild1MSeconds} s` : ''}` : '';
       const met = b.eventsPerSecond >= TARGETS.rebuildPerSecond && (b.events < 1_000_000 || b.seconds <= TARGETS.rebuild1MSeconds);
-      rows.push([e.engine, `rebuild all projections: ${fmt(b.events)} events`, `${fmt(b.eventsPerSecond)} events/s (${b.seconds.toFixed(2)} s)`, cpuCell(b.cpu, b.events), t, t ? (met ? 'yes' : 'no') : '']);
+      rows.push([
+        e.engine,
+        `rebuild all projections: ${fmt(b.events)} events`,
+        `${fmt(b.eventsPerSecond)} events/s (${b.seconds.toFixed(2)} s)`,
+        cpuCell(b.cpu, b.events),
+        t,
+        t ? (met ? 'yes' : 'no') : '',
+      ]);
     }
     if (e.linearity !== null) {
       const t = pg ? `<= ${TARGETS.linearityMax}` : '';
-      rows.push([e.engine, `rebuild time per event, ${fmt(e.rebuild.at(-1)!.events)} / ${fmt(e.rebuild[0].events)} events`, e.linearity.toFixed(2), '', t, t ? (e.linearity <= TARGETS.linearityMax ? 'yes' : 'no') : '']);
+      rows.push([
+        e.engine,
+        `rebuild time per event, ${fmt(e.rebuild.at(-1)!.events)} / ${fmt(e.rebuild[0].events)} events`,
+        e.linearity.toFixed(2),
+        '',
+        t,
+        t ? (e.linearity <= TARGETS.linearityMax ? 'yes' : 'no') : '',
+      ]);
     }
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
@@ -325,14 +438,18 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(`\nLedger benchmark${r.quick ? ' (quick)' : ''}, ${describeMachine(r)}\n`);
   console.log(formatTable(r));
   if (r.loadAtStart > r.machine.nproc * 0.25) {
-    console.log(`\nnote: load average ${r.loadAtStart.toFixed(2)} when the run started, on ${r.machine.nproc} cores: other work shared the machine, so wall-clock throughput is pessimistic; CPU per event is ours alone.`);
+    console.log(
+      `\nnote: load average ${r.loadAtStart.toFixed(2)} when the run started, on ${r.machine.nproc} cores: other work shared the machine, so wall-clock throughput is pessimistic; CPU per event is ours alone.`,
+    );
   }
   for (const e of r.engines) {
     console.log(`\n${e.engine}: load average ${e.load.before.toFixed(2)} before, ${e.load.after.toFixed(2)} after`);
     for (const n of e.notes) console.log(`note: ${n}`);
   }
   const missed = r.targets.filter((t) => !t.met);
-  console.log(missed.length ? `\ntargets missed: ${missed.map((t) => `${t.measure} (${t.value.toFixed(2)}, target ${t.target})`).join('; ')}` : '\nall targets met');
+  console.log(
+    missed.length ? `\ntargets missed: ${missed.map((t) => `${t.measure} (${t.value.toFixed(2)}, target ${t.target})`).join('; ')}` : '\nall targets met',
+  );
   if (args.includes('--json')) console.log(JSON.stringify(r, null, 2));
   console.log(`\ntotal ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }

@@ -7,21 +7,33 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { openPostgres, type Database } from '../src/eventstore/db.ts';
 
-export interface MachineInfo { nproc: number; memoryGiB: number; cpu: string; node: string; postgres: string | null }
-export interface CpuSeconds { node: number; postgres: number | null }
+export interface MachineInfo {
+  nproc: number;
+  memoryGiB: number;
+  cpu: string;
+  node: string;
+  postgres: string | null;
+}
+export interface CpuSeconds {
+  node: number;
+  postgres: number | null;
+}
 
 export async function machineInfo(url: string | null): Promise<MachineInfo> {
   let cpu = os.cpus()[0]?.model ?? 'unknown';
   try {
     cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? cpu;
-  } catch { /* not Linux */ }
+  } catch {
+    /* not Linux */
+  }
   let postgres: string | null = null;
   if (url) {
     const db = openPostgres(url, 1);
     try {
       const [v] = await db.query<Record<string, string>>(
         `SELECT version() AS v, current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS sc,
-                current_setting('shared_buffers') AS sb, current_setting('max_wal_size') AS wal`);
+                current_setting('shared_buffers') AS sb, current_setting('max_wal_size') AS wal`,
+      );
       postgres = `${v.v.split(' on ')[0]} (fsync=${v.fsync}, synchronous_commit=${v.sc}, shared_buffers=${v.sb}, max_wal_size=${v.wal})`;
     } finally {
       await db.close();

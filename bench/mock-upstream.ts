@@ -24,12 +24,21 @@ function chat(body: Buffer, res: ServerResponse): void {
   const id = 'chatcmpl-mock';
   const created = Math.floor(Date.now() / 1000);
   if (parsed.stream !== true) {
-    return send(res, 200, JSON.stringify({
-      id, object: 'chat.completion', created, model,
-      choices: [{ index: 0, message: { role: 'assistant', content: MOCK_WORDS.join('') }, finish_reason: 'stop' }], usage,
-    }));
+    return send(
+      res,
+      200,
+      JSON.stringify({
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        choices: [{ index: 0, message: { role: 'assistant', content: MOCK_WORDS.join('') }, finish_reason: 'stop' }],
+        usage,
+      }),
+    );
   }
-  const frame = (choices: unknown[], extra = '') => `data: {"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},"choices":${JSON.stringify(choices)}${extra}}\n\n`;
+  const frame = (choices: unknown[], extra = '') =>
+    `data: {"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},"choices":${JSON.stringify(choices)}${extra}}\n\n`;
   let out = frame([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
   for (const w of MOCK_WORDS) out += frame([{ index: 0, delta: { content: w }, finish_reason: null }]);
   out += frame([{ index: 0, delta: {}, finish_reason: 'stop' }]);
@@ -61,7 +70,11 @@ export async function startMockUpstream(port = 0): Promise<{ port: number; close
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

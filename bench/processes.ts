@@ -16,19 +16,34 @@ export interface Child {
  * `logFile` when given (a server's per-request log lines then cost it a write, not a pipe read
  * by the benchmark process), else it is collected in memory.
  */
-export async function startChild(command: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; ready: RegExp; logFile?: string; timeoutMs?: number }): Promise<{ proc: Child; match: RegExpExecArray }> {
+export async function startChild(
+  command: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string; ready: RegExp; logFile?: string; timeoutMs?: number },
+): Promise<{ proc: Child; match: RegExpExecArray }> {
   let buffered = '';
   const fd = opts.logFile ? openSync(opts.logFile, 'w') : null;
   const spawnOpts: SpawnOptions = { cwd: opts.cwd, env: opts.env ?? process.env, stdio: fd === null ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd] };
   const child = spawn(command, args, spawnOpts);
   if (fd !== null) closeSync(fd);
-  child.stdout?.on('data', (d) => { buffered += d; });
-  child.stderr?.on('data', (d) => { buffered += d; });
+  child.stdout?.on('data', (d) => {
+    buffered += d;
+  });
+  child.stderr?.on('data', (d) => {
+    buffered += d;
+  });
   const output = () => (opts.logFile ? readFileSync(opts.logFile, 'utf8') : buffered);
   let exited = false;
-  const exit = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
+  const exit = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
   const proc: Child = {
-    pid: child.pid!, child, output,
+    pid: child.pid!,
+    child,
+    output,
     async stop() {
       if (exited) return;
       child.kill('SIGTERM');
@@ -77,13 +92,19 @@ export function sampleRss(pid: number, everyMs = 100) {
   let last = peak;
   const timer = setInterval(() => {
     const v = rssMiB(pid);
-    if (v !== null) { last = v; if (v > peak) peak = v; }
+    if (v !== null) {
+      last = v;
+      if (v > peak) peak = v;
+    }
   }, everyMs);
   return {
     stop(): { peakMiB: number; lastMiB: number } {
       clearInterval(timer);
       const v = rssMiB(pid);
-      if (v !== null) { last = v; if (v > peak) peak = v; }
+      if (v !== null) {
+        last = v;
+        if (v > peak) peak = v;
+      }
       return { peakMiB: peak, lastMiB: last };
     },
   };

@@ -23,7 +23,11 @@ if (dir) {
         await post('Profiler.start');
         // Allocation sampling too: where the heap growth under load comes from.
         await post('HeapProfiler.enable');
-        await post('HeapProfiler.startSampling', { samplingInterval: 16 * 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+        await post('HeapProfiler.startSampling', {
+          samplingInterval: 16 * 1024,
+          includeObjectsCollectedByMajorGC: true,
+          includeObjectsCollectedByMinorGC: true,
+        });
       } else {
         running = false;
         const { profile } = await post('Profiler.stop');

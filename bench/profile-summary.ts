@@ -3,8 +3,19 @@
 //   node --import tsx bench/profile-summary.ts <file.cpuprofile> [--top 40] [--inclusive name,name]
 import { readFileSync } from 'node:fs';
 
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] }
-interface Profile { nodes: Node[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+  children?: number[];
+}
+interface Profile {
+  nodes: Node[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
 
 export function summariseProfile(path: string, top = 40, inclusiveNames: string[] = [], inclusiveFiles: string[] = []): string {
   const p = JSON.parse(readFileSync(path, 'utf8')) as Profile;
@@ -15,7 +26,11 @@ export function summariseProfile(path: string, top = 40, inclusiveNames: string[
   // Percentages are of busy time: idle samples say nothing about where the CPU went.
   const idle = [...selfUs].filter(([id]) => byId.get(id)!.callFrame.functionName === '(idle)').reduce((a, [, us]) => a + us, 0);
   const busy = total - idle;
-  const short = (url: string) => url.replace(/^file:\/\//, '').replace(/.*\/node_modules\//, 'npm:').replace(/.*\/work\/main\//, '');
+  const short = (url: string) =>
+    url
+      .replace(/^file:\/\//, '')
+      .replace(/.*\/node_modules\//, 'npm:')
+      .replace(/.*\/work\/main\//, '');
   const label = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${short(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
   const fn = new Map<string, number>();
   const file = new Map<string, number>();
@@ -34,7 +49,10 @@ export function summariseProfile(path: string, top = 40, inclusiveNames: string[
       const seen = new Set<string>();
       for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
         const name = byId.get(cur)!.callFrame.functionName;
-        if (inclusive.has(name) && !seen.has(name)) { seen.add(name); inclusive.set(name, inclusive.get(name)! + us); }
+        if (inclusive.has(name) && !seen.has(name)) {
+          seen.add(name);
+          inclusive.set(name, inclusive.get(name)! + us);
+        }
       }
     }
   }
@@ -45,15 +63,31 @@ export function summariseProfile(path: string, top = 40, inclusiveNames: string[
       const seen = new Set<string>();
       for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
         const url = byId.get(cur)!.callFrame.url;
-        for (const f of inclusiveFiles) if (url.includes(f) && !seen.has(f)) { seen.add(f); byFile.set(f, byFile.get(f)! + us); }
+        for (const f of inclusiveFiles)
+          if (url.includes(f) && !seen.has(f)) {
+            seen.add(f);
+            byFile.set(f, byFile.get(f)! + us);
+          }
       }
     }
   }
   const pct = (us: number) => `${((us * 100) / busy).toFixed(1).padStart(5)} %`;
-  const lines = [`${path}: ${(total / 1e6).toFixed(2)} s sampled, ${(busy / 1e6).toFixed(2)} s busy (percentages are of busy time)`, '', 'self time by file/package:'];
-  for (const [k, v] of [...file].filter(([k]) => k !== '((idle))').sort((a, b) => b[1] - a[1]).slice(0, 25)) lines.push(`  ${pct(v)}  ${k}`);
+  const lines = [
+    `${path}: ${(total / 1e6).toFixed(2)} s sampled, ${(busy / 1e6).toFixed(2)} s busy (percentages are of busy time)`,
+    '',
+    'self time by file/package:',
+  ];
+  for (const [k, v] of [...file]
+    .filter(([k]) => k !== '((idle))')
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 25))
+    lines.push(`  ${pct(v)}  ${k}`);
   lines.push('', 'self time by function:');
-  for (const [k, v] of [...fn].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`  ${pct(v)}  ${k}`);
+  for (const [k, v] of [...fn]
+    .filter(([k]) => !k.startsWith('(idle)'))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top))
+    lines.push(`  ${pct(v)}  ${k}`);
   if (inclusiveNames.length) {
     lines.push('', 'inclusive time:');
     for (const [k, v] of inclusive) lines.push(`  ${pct(v)}  ${k}`);
@@ -70,5 +104,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const topAt = args.indexOf('--top');
   const incAt = args.indexOf('--inclusive');
   const filesAt = args.indexOf('--inclusive-files');
-  console.log(summariseProfile(args[0], topAt >= 0 ? Number(args[topAt + 1]) : 40, incAt >= 0 ? args[incAt + 1].split(',') : [], filesAt >= 0 ? args[filesAt + 1].split(',') : []));
+  console.log(
+    summariseProfile(
+      args[0],
+      topAt >= 0 ? Number(args[topAt + 1]) : 40,
+      incAt >= 0 ? args[incAt + 1].split(',') : [],
+      filesAt >= 0 ? args[filesAt + 1].split(',') : [],
+    ),
+  );
 }

@@ -13,7 +13,10 @@ import { createSeeder } from './ledger.ts';
 import { cpuMeter, withApplicationName } from './machine.ts';
 
 const args = process.argv.slice(2);
-const arg = (n: string, d: string) => { const i = args.indexOf(n); return i >= 0 ? args[i + 1] : d; };
+const arg = (n: string, d: string) => {
+  const i = args.indexOf(n);
+  return i >= 0 ? args[i + 1] : d;
+};
 const size = Number(arg('--events', '100000'));
 const storeSchema = arg('--store', `rbstore_${size}`);
 const pglite = args.includes('--pglite');
@@ -36,11 +39,18 @@ const usage = await cpu.start();
 const t0 = performance.now();
 const target = `${storeSchema}_rm`;
 let loopMs = 0;
-await replayInto(db, store, target, { ...(args.includes('--batch') ? { batchSize: Number(arg('--batch', '25000')) } : {}), onProgress: (p) => { loopMs = p.elapsedMs; } });
+await replayInto(db, store, target, {
+  ...(args.includes('--batch') ? { batchSize: Number(arg('--batch', '25000')) } : {}),
+  onProgress: (p) => {
+    loopMs = p.elapsedMs;
+  },
+});
 const s = (performance.now() - t0) / 1000;
 const used = await usage.stop();
 const per = (x: number | null) => (x === null ? 'n/a' : ((x * 1e6) / count).toFixed(1));
-console.log(`rebuild ${count} events: ${s.toFixed(2)} s, ${Math.round(count / s)} events/s, node ${per(used.node)} µs/event, pg ${per(used.postgres)} µs/event, load ${load.toFixed(2)}, pages ${(loopMs / 1000).toFixed(2)} s + finish ${(s - loopMs / 1000).toFixed(2)} s`);
+console.log(
+  `rebuild ${count} events: ${s.toFixed(2)} s, ${Math.round(count / s)} events/s, node ${per(used.node)} µs/event, pg ${per(used.postgres)} µs/event, load ${load.toFixed(2)}, pages ${(loopMs / 1000).toFixed(2)} s + finish ${(s - loopMs / 1000).toFixed(2)} s`,
+);
 if (!args.includes('--keep')) await db.exec(`DROP SCHEMA IF EXISTS "${target}" CASCADE`);
 if (args.includes('--drop-store')) await db.exec(`DROP SCHEMA IF EXISTS "${storeSchema}" CASCADE`);
 await store.close();

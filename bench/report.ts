@@ -12,7 +12,13 @@ export const MARK_BEGIN = '<!-- bench:results:begin (written by npm run bench: e
 export const MARK_END = '<!-- bench:results:end -->';
 
 export const GATEWAY_TARGETS = {
-  addedP50Ms: 1, addedP99Ms: 3, throughputPerSecond: 2000, throughputVsPeer: 1.5, rssMiB: 200, growthRatio: 1.1, rebuildPerSecond: 100_000,
+  addedP50Ms: 1,
+  addedP99Ms: 3,
+  throughputPerSecond: 2000,
+  throughputVsPeer: 1.5,
+  rssMiB: 200,
+  growthRatio: 1.1,
+  rebuildPerSecond: 100_000,
 };
 
 export interface BenchRun {
@@ -53,38 +59,125 @@ export function mainTable(run: BenchRun): string {
       const addT99 = t.p99 - d.p99;
       const addP50 = p ? p.p50 - d.p50 : undefined;
       const addP99 = p ? p.p99 - d.p99 : undefined;
-      rows.push(['added latency over direct, p50 (ms)', '', ms(addT50), ms(addP50), ratio(addT50, addP50), `≤ ${GATEWAY_TARGETS.addedP50Ms} ms, < Portkey`, yes(addT50 <= GATEWAY_TARGETS.addedP50Ms && (addP50 === undefined || addT50 < addP50))]);
-      rows.push(['added latency over direct, p99 (ms)', '', ms(addT99), ms(addP99), ratio(addT99, addP99), `≤ ${GATEWAY_TARGETS.addedP99Ms} ms, < Portkey`, yes(addT99 <= GATEWAY_TARGETS.addedP99Ms && (addP99 === undefined || addT99 < addP99))]);
+      rows.push([
+        'added latency over direct, p50 (ms)',
+        '',
+        ms(addT50),
+        ms(addP50),
+        ratio(addT50, addP50),
+        `≤ ${GATEWAY_TARGETS.addedP50Ms} ms, < Portkey`,
+        yes(addT50 <= GATEWAY_TARGETS.addedP50Ms && (addP50 === undefined || addT50 < addP50)),
+      ]);
+      rows.push([
+        'added latency over direct, p99 (ms)',
+        '',
+        ms(addT99),
+        ms(addP99),
+        ratio(addT99, addP99),
+        `≤ ${GATEWAY_TARGETS.addedP99Ms} ms, < Portkey`,
+        yes(addT99 <= GATEWAY_TARGETS.addedP99Ms && (addP99 === undefined || addT99 < addP99)),
+      ]);
     }
     const tt = (n: string) => g.ttft[n]?.firstToken;
     const [td, tg, tp] = [tt('direct'), tt('tollgate'), tt('portkey')];
     rows.push(['c=1 chat, streaming: time to first token p50 (ms)', ms(td?.p50), ms(tg?.p50), ms(tp?.p50), ratio(tg?.p50, tp?.p50), '', '']);
     rows.push(['c=1 chat, streaming: time to first token p99 (ms)', ms(td?.p99), ms(tg?.p99), ms(tp?.p99), ratio(tg?.p99, tp?.p99), '', '']);
-    if (td && tg) rows.push(['added time to first token, p50 / p99 (ms)', '', `${ms(tg.p50 - td.p50)} / ${ms(tg.p99 - td.p99)}`, tp ? `${ms(tp.p50 - td.p50)} / ${ms(tp.p99 - td.p99)}` : '—', tp ? ratio(tg.p50 - td.p50, tp.p50 - td.p50) : '—', '', '']);
+    if (td && tg)
+      rows.push([
+        'added time to first token, p50 / p99 (ms)',
+        '',
+        `${ms(tg.p50 - td.p50)} / ${ms(tg.p99 - td.p99)}`,
+        tp ? `${ms(tp.p50 - td.p50)} / ${ms(tp.p99 - td.p99)}` : '—',
+        tp ? ratio(tg.p50 - td.p50, tp.p50 - td.p50) : '—',
+        '',
+        '',
+      ]);
     const by = (list: ThroughputFigure[], n: string) => list.find((f) => f.target === n);
     const thr = (f: ThroughputFigure | undefined) => (f ? `${int(f.perSecond)}${f.failed ? ` (${int(f.failed)} errors)` : ''}` : '—');
     const [c64d, c64t, c64p] = [by(g.throughput, 'direct'), by(g.throughput, 'tollgate'), by(g.throughput, 'portkey')];
     if (c64t) {
-      const ok = c64t.failed === 0 && c64t.perSecond >= GATEWAY_TARGETS.throughputPerSecond && (!c64p || c64t.perSecond >= GATEWAY_TARGETS.throughputVsPeer * c64p.perSecond);
-      rows.push(['c=64 chat, non-streaming: throughput, no errors (req/s)', thr(c64d), thr(c64t), thr(c64p), ratio(c64t.perSecond, c64p?.perSecond), `≥ ${int(GATEWAY_TARGETS.throughputPerSecond)}/s, ≥ ${GATEWAY_TARGETS.throughputVsPeer}× Portkey`, yes(ok)]);
-      const cpu = (f: ThroughputFigure | undefined) => (f?.cpuPer1000.server == null ? '—' : `${f.cpuPer1000.server.toFixed(2)}${f.cpuPer1000.postgres != null ? ` + ${f.cpuPer1000.postgres.toFixed(2)} PostgreSQL` : ''}`);
+      const ok =
+        c64t.failed === 0 &&
+        c64t.perSecond >= GATEWAY_TARGETS.throughputPerSecond &&
+        (!c64p || c64t.perSecond >= GATEWAY_TARGETS.throughputVsPeer * c64p.perSecond);
+      rows.push([
+        'c=64 chat, non-streaming: throughput, no errors (req/s)',
+        thr(c64d),
+        thr(c64t),
+        thr(c64p),
+        ratio(c64t.perSecond, c64p?.perSecond),
+        `≥ ${int(GATEWAY_TARGETS.throughputPerSecond)}/s, ≥ ${GATEWAY_TARGETS.throughputVsPeer}× Portkey`,
+        yes(ok),
+      ]);
+      const cpu = (f: ThroughputFigure | undefined) =>
+        f?.cpuPer1000.server == null
+          ? '—'
+          : `${f.cpuPer1000.server.toFixed(2)}${f.cpuPer1000.postgres != null ? ` + ${f.cpuPer1000.postgres.toFixed(2)} PostgreSQL` : ''}`;
       rows.push(['c=64: CPU seconds per 1000 requests (server process)', cpu(c64d), cpu(c64t), cpu(c64p), '', '', '']);
-      rows.push(['c=64: latency p50 / p99 (ms, autocannon)', c64d ? `${c64d.latencyMs.p50} / ${c64d.latencyMs.p99}` : '—', `${c64t.latencyMs.p50} / ${c64t.latencyMs.p99}`, c64p ? `${c64p.latencyMs.p50} / ${c64p.latencyMs.p99}` : '—', '', '', '']);
+      rows.push([
+        'c=64: latency p50 / p99 (ms, autocannon)',
+        c64d ? `${c64d.latencyMs.p50} / ${c64d.latencyMs.p99}` : '—',
+        `${c64t.latencyMs.p50} / ${c64t.latencyMs.p99}`,
+        c64p ? `${c64p.latencyMs.p50} / ${c64p.latencyMs.p99}` : '—',
+        '',
+        '',
+        '',
+      ]);
     }
     const [r256d, r256t, r256p] = [by(g.rss, 'direct'), by(g.rss, 'tollgate'), by(g.rss, 'portkey')];
     if (r256t) {
-      rows.push(['c=256: peak RSS of the server process (MiB)', r256d ? int(r256d.rss.peakMiB) : '—', int(r256t.rss.peakMiB), r256p ? int(r256p.rss.peakMiB) : '—', ratio(r256t.rss.peakMiB, r256p?.rss.peakMiB), `≤ ${GATEWAY_TARGETS.rssMiB} MiB`, yes(r256t.rss.peakMiB <= GATEWAY_TARGETS.rssMiB)]);
-      rows.push(['c=256: throughput (req/s)', thr(r256d), thr(r256t), thr(r256p), ratio(r256t.perSecond, r256p?.perSecond), r256t.failed ? 'no errors' : '', r256t.failed ? '**no**' : '']);
+      rows.push([
+        'c=256: peak RSS of the server process (MiB)',
+        r256d ? int(r256d.rss.peakMiB) : '—',
+        int(r256t.rss.peakMiB),
+        r256p ? int(r256p.rss.peakMiB) : '—',
+        ratio(r256t.rss.peakMiB, r256p?.rss.peakMiB),
+        `≤ ${GATEWAY_TARGETS.rssMiB} MiB`,
+        yes(r256t.rss.peakMiB <= GATEWAY_TARGETS.rssMiB),
+      ]);
+      rows.push([
+        'c=256: throughput (req/s)',
+        thr(r256d),
+        thr(r256t),
+        thr(r256p),
+        ratio(r256t.perSecond, r256p?.perSecond),
+        r256t.failed ? 'no errors' : '',
+        r256t.failed ? '**no**' : '',
+      ]);
     }
   }
   const gr = run.growth;
   if (gr) {
-    rows.push([`c=1 latency p50 with ${int(gr.events)} events vs empty ledger (ms)`, '', `${ms(gr.full.p50)} vs ${ms(gr.empty.p50)} (${gr.ratio.p50.toFixed(3)}×)`, '', '', `within ${Math.round((GATEWAY_TARGETS.growthRatio - 1) * 100)} %`, yes(gr.ratio.p50 <= GATEWAY_TARGETS.growthRatio && gr.ledgerOk)]);
-    rows.push([`c=1 latency p99 with ${int(gr.events)} events vs empty ledger (ms)`, '', `${ms(gr.full.p99)} vs ${ms(gr.empty.p99)} (${gr.ratio.p99.toFixed(3)}×)`, '', '', '', '']);
+    rows.push([
+      `c=1 latency p50 with ${int(gr.events)} events vs empty ledger (ms)`,
+      '',
+      `${ms(gr.full.p50)} vs ${ms(gr.empty.p50)} (${gr.ratio.p50.toFixed(3)}×)`,
+      '',
+      '',
+      `within ${Math.round((GATEWAY_TARGETS.growthRatio - 1) * 100)} %`,
+      yes(gr.ratio.p50 <= GATEWAY_TARGETS.growthRatio && gr.ledgerOk),
+    ]);
+    rows.push([
+      `c=1 latency p99 with ${int(gr.events)} events vs empty ledger (ms)`,
+      '',
+      `${ms(gr.full.p99)} vs ${ms(gr.empty.p99)} (${gr.ratio.p99.toFixed(3)}×)`,
+      '',
+      '',
+      '',
+      '',
+    ]);
   }
   const pg = run.ledger?.engines.find((e) => e.engine === 'postgres');
   for (const r of pg?.rebuild ?? []) {
-    rows.push([`rebuild all projections on PostgreSQL, ${int(r.events)} events`, '', `${int(r.eventsPerSecond)} events/s (${r.seconds.toFixed(1)} s)`, '', '', `≥ ${int(GATEWAY_TARGETS.rebuildPerSecond)}/s`, yes(r.eventsPerSecond >= GATEWAY_TARGETS.rebuildPerSecond)]);
+    rows.push([
+      `rebuild all projections on PostgreSQL, ${int(r.events)} events`,
+      '',
+      `${int(r.eventsPerSecond)} events/s (${r.seconds.toFixed(1)} s)`,
+      '',
+      '',
+      `≥ ${int(GATEWAY_TARGETS.rebuildPerSecond)}/s`,
+      yes(r.eventsPerSecond >= GATEWAY_TARGETS.rebuildPerSecond),
+    ]);
   }
   return table(rows);
 }
@@ -93,9 +186,12 @@ export function mainTable(run: BenchRun): string {
 export function ledgerCheckLines(run: BenchRun): string[] {
   const out: string[] = [];
   for (const c of run.gateway?.ledgerChecks ?? []) {
-    out.push(`- ${c.phase}: ${int(c.expected)} successful responses, ${int(c.charged)} charges (${int(c.reserved)} holds, ${c.released} releases), ${int(c.billed)} tokens billed, expected ${int(c.expectedBilled)}: ${c.ok ? 'exact' : '**MISMATCH**'}`);
+    out.push(
+      `- ${c.phase}: ${int(c.expected)} successful responses, ${int(c.charged)} charges (${int(c.reserved)} holds, ${c.released} releases), ${int(c.billed)} tokens billed, expected ${int(c.expectedBilled)}: ${c.ok ? 'exact' : '**MISMATCH**'}`,
+    );
   }
-  if (run.growth) out.push(`- growth: ${run.growth.ledgerOk ? 'both gateways charged exactly their successful responses' : `**MISMATCH** ${run.growth.errors.join('; ')}`}`);
+  if (run.growth)
+    out.push(`- growth: ${run.growth.ledgerOk ? 'both gateways charged exactly their successful responses' : `**MISMATCH** ${run.growth.errors.join('; ')}`}`);
   return out;
 }
 
@@ -106,13 +202,23 @@ export function describeRun(run: BenchRun): string {
     `Run of ${run.date}${run.quick ? ' (`--quick`: smaller samples, not for the record)' : ''}, ${Math.round(run.seconds)} s in all.`,
     '',
     `Machine: ${m.nproc} vCPUs (${m.cpu}), ${m.memoryGiB} GiB, Node ${m.node}; ${m.postgres ?? 'PostgreSQL not reached'}, on the same machine (loopback).`,
-    `Load average (1 min) at the start: ${run.loadAtStart.toFixed(2)}${g ? `; before each gateway phase: ${Object.entries(g.load.byPhase).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}` : ''}. Anything well above 0 means other work shared the ${m.nproc} cores.`,
+    `Load average (1 min) at the start: ${run.loadAtStart.toFixed(2)}${
+      g
+        ? `; before each gateway phase: ${Object.entries(g.load.byPhase)
+            .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+            .join(', ')}`
+        : ''
+    }. Anything well above 0 means other work shared the ${m.nproc} cores.`,
   ];
   if (g?.floor) {
-    lines.push(`Where Tollgate's c=1 time goes: ${g.floor.appendsPerRequest.toFixed(2)} event store appends per call (hold, then charge), ${g.floor.appendMeanMs.toFixed(3)} ms each on average (from its /metrics); a lone one-row commit on this PostgreSQL takes p50 ${g.floor.commitP50Ms.toFixed(3)} ms, p99 ${g.floor.commitP99Ms.toFixed(3)} ms (the WAL flush a durable append waits for).`);
+    lines.push(
+      `Where Tollgate's c=1 time goes: ${g.floor.appendsPerRequest.toFixed(2)} event store appends per call (hold, then charge), ${g.floor.appendMeanMs.toFixed(3)} ms each on average (from its /metrics); a lone one-row commit on this PostgreSQL takes p50 ${g.floor.commitP50Ms.toFixed(3)} ms, p99 ${g.floor.commitP99Ms.toFixed(3)} ms (the WAL flush a durable append waits for).`,
+    );
   }
   if (g) {
-    lines.push(`Peer: @portkey-ai/gateway ${g.peerVersion ?? '(not measured)'}. Samples: ${int(g.settings.latencySamples)} sequential calls per target (c=1, interleaved in blocks of 100), ${int(g.settings.ttftSamples)} streams per target, ${int(g.settings.c64Requests)} requests per target at c=64, ${int(g.settings.c256Requests)} at c=256. Tollgate: metering on, PostgreSQL synchronous_commit=${g.settings.synchronousCommit}, plan rate limit ${int(g.settings.rateLimitPerMinute)}/min.`);
+    lines.push(
+      `Peer: @portkey-ai/gateway ${g.peerVersion ?? '(not measured)'}. Samples: ${int(g.settings.latencySamples)} sequential calls per target (c=1, interleaved in blocks of 100), ${int(g.settings.ttftSamples)} streams per target, ${int(g.settings.c64Requests)} requests per target at c=64, ${int(g.settings.c256Requests)} at c=256. Tollgate: metering on, PostgreSQL synchronous_commit=${g.settings.synchronousCommit}, plan rate limit ${int(g.settings.rateLimitPerMinute)}/min.`,
+    );
   }
   return lines.join('\n');
 }
@@ -121,7 +227,13 @@ export function describeRun(run: BenchRun): string {
 export function resultsBlock(run: BenchRun): string {
   const parts = [MARK_BEGIN, '', '### Latest run', '', describeRun(run), '', mainTable(run), ''];
   const checks = ledgerCheckLines(run);
-  if (checks.length) parts.push('Ledger checks after each phase (each successful Tollgate response must be exactly one charge of the exact price, no hold left open):', '', ...checks, '');
+  if (checks.length)
+    parts.push(
+      'Ledger checks after each phase (each successful Tollgate response must be exactly one charge of the exact price, no hold left open):',
+      '',
+      ...checks,
+      '',
+    );
   const errors = [...(run.gateway?.errors ?? []), ...(run.growth?.errors ?? [])];
   if (errors.length) parts.push('Errors during the run:', '', ...errors.map((e) => `- ${e}`), '');
   if (run.ledger) parts.push('Event store appends and rebuilds (`bench/ledger.ts`, same run):', '', formatLedgerTable(run.ledger), '');

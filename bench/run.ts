@@ -23,8 +23,14 @@ import { formatTable as formatLedgerTable } from './ledger.ts';
 
 const { values } = parseArgs({
   options: {
-    quick: { type: 'boolean' }, only: { type: 'string' }, 'no-peer': { type: 'boolean' }, pglite: { type: 'boolean' },
-    'cpu-profile': { type: 'string' }, 'no-write': { type: 'boolean' }, json: { type: 'boolean' }, projector: { type: 'boolean' },
+    quick: { type: 'boolean' },
+    only: { type: 'string' },
+    'no-peer': { type: 'boolean' },
+    pglite: { type: 'boolean' },
+    'cpu-profile': { type: 'string' },
+    'no-write': { type: 'boolean' },
+    json: { type: 'boolean' },
+    projector: { type: 'boolean' },
   },
 });
 const quick = !!values.quick;
@@ -34,8 +40,14 @@ const started = Date.now();
 const log = (line: string) => console.log(line);
 
 const run: BenchRun = {
-  date: new Date().toISOString(), quick, machine: await machineInfo(url), loadAtStart: os.loadavg()[0], seconds: 0,
-  gateway: null, growth: null, ledger: null,
+  date: new Date().toISOString(),
+  quick,
+  machine: await machineInfo(url),
+  loadAtStart: os.loadavg()[0],
+  seconds: 0,
+  gateway: null,
+  growth: null,
+  ledger: null,
 };
 log(`npm run bench${quick ? ' --quick' : ''}: ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)}, ${run.machine.postgres}`);
 
@@ -53,7 +65,10 @@ if (sections.has('ledger')) {
   log('\n== ledger: appends and rebuilds ==');
   const engines: Engine[] = values.pglite ? ['pglite', 'postgres'] : ['postgres'];
   run.ledger = await runLedgerBench({
-    quick, engines, databaseUrl: url, log,
+    quick,
+    engines,
+    databaseUrl: url,
+    log,
     rebuildSizes: { postgres: quick ? [20_000, 100_000] : [100_000, 1_000_000, 5_000_000] },
   });
 }

@@ -23,16 +23,28 @@ export function chatBody(stream: boolean): string {
   return JSON.stringify({ model: BENCH_MODEL, messages: PROMPT, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
 }
 
-export interface Mock { port: number; baseUrl: string; proc: Child }
+export interface Mock {
+  port: number;
+  baseUrl: string;
+  proc: Child;
+}
 
 export async function startMock(): Promise<Mock> {
-  const { proc, match } = await startChild(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'mock-upstream.ts')], { cwd: ROOT, ready: /listening (\d+)/ });
+  const { proc, match } = await startChild(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'mock-upstream.ts')], {
+    cwd: ROOT,
+    ready: /listening (\d+)/,
+  });
   const port = Number(match[1]);
   return { port, baseUrl: `http://127.0.0.1:${port}/v1`, proc };
 }
 
 export function directRequest(mock: Mock, stream: boolean): TargetRequest {
-  return { name: 'direct', url: `${mock.baseUrl}/chat/completions`, headers: { 'content-type': 'application/json', authorization: 'Bearer mock' }, body: chatBody(stream) };
+  return {
+    name: 'direct',
+    url: `${mock.baseUrl}/chat/completions`,
+    headers: { 'content-type': 'application/json', authorization: 'Bearer mock' },
+    body: chatBody(stream),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -80,32 +92,60 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const schema = o.schema ?? `bench_gw_${randomBytes(4).toString('hex')}`;
   const config = join(dir, 'models.json');
-  writeFileSync(config, JSON.stringify({
-    providers: { mock: { type: 'openai-compatible', baseURL: o.mock.baseUrl } },
-    models: Object.fromEntries(SEED_MODELS.map((m) => [m.id, { provider: 'mock', upstreamModel: m.id }])),
-  }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      providers: { mock: { type: 'openai-compatible', baseURL: o.mock.baseUrl } },
+      models: Object.fromEntries(SEED_MODELS.map((m) => [m.id, { provider: 'mock', upstreamModel: m.id }])),
+    }),
+  );
   const adminToken = randomBytes(24).toString('hex');
   const logFile = join(dir, 'tollgate.log');
   buildOnce();
   // The compiled build, as deployed (Dockerfile): running the sources through tsx costs ~90 MB of
   // resident memory for the loader and its transformed sources. tsx only for a .ts preload.
-  const preload = o.nodeArgs?.some((a) => a.endsWith('.ts')) ? ['--import', 'tsx', ...o.nodeArgs] : o.nodeArgs ?? [];
+  const preload = o.nodeArgs?.some((a) => a.endsWith('.ts')) ? ['--import', 'tsx', ...o.nodeArgs] : (o.nodeArgs ?? []);
   // The Dockerfile's NODE_OPTIONS, so the measured process is configured as deployed.
   const production = ['--max-semi-space-size=8'];
   const env = {
-    ...process.env, NODE_ENV: 'production', DATABASE_URL: o.databaseUrl, TOLLGATE_SCHEMA: schema, PORT: '0', HOST: '127.0.0.1',
-    TOLLGATE_MODELS_CONFIG: config, TOLLGATE_ADMIN_TOKEN: adminToken, TOLLGATE_BOOTSTRAP: 'off', TOLLGATE_DATA_DIR: dir,
-    LOG_LEVEL: 'info', ...(o.projector ? { TOLLGATE_PROJECTIONS: 'off' } : {}), ...o.env,
+    ...process.env,
+    NODE_ENV: 'production',
+    DATABASE_URL: o.databaseUrl,
+    TOLLGATE_SCHEMA: schema,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    TOLLGATE_MODELS_CONFIG: config,
+    TOLLGATE_ADMIN_TOKEN: adminToken,
+    TOLLGATE_BOOTSTRAP: 'off',
+    TOLLGATE_DATA_DIR: dir,
+    LOG_LEVEL: 'info',
+    ...(o.projector ? { TOLLGATE_PROJECTIONS: 'off' } : {}),
+    ...o.env,
   };
   const main = join(ROOT, 'dist', 'src', 'cli', 'main.js');
   const projector = o.projector
-    ? (await startChild(process.execPath, [...production, main, 'projector'], { cwd: ROOT, logFile: join(dir, 'projector.log'), ready: /projector running/, env })).proc
+    ? (
+        await startChild(process.execPath, [...production, main, 'projector'], {
+          cwd: ROOT,
+          logFile: join(dir, 'projector.log'),
+          ready: /projector running/,
+          env,
+        })
+      ).proc
     : null;
   const { proc, match } = await startChild(process.execPath, [...production, ...preload, main, 'serve'], {
-    cwd: ROOT, logFile, ready: /base URL: (http:\/\/\S+)\/v1/, env,
+    cwd: ROOT,
+    logFile,
+    ready: /base URL: (http:\/\/\S+)\/v1/,
+    env,
   });
   return {
-    url: match[1], schema, proc, projector, adminToken, logFile,
+    url: match[1],
+    schema,
+    proc,
+    projector,
+    adminToken,
+    logFile,
     async stop() {
       await proc.stop();
       await projector?.stop();
@@ -118,17 +158,26 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
 export const BENCH_RPM = 1_000_000;
 export const BENCH_QUOTA = 1_000_000_000_000;
 
-export interface BenchAccount { accountId: string; key: string }
+export interface BenchAccount {
+  accountId: string;
+  key: string;
+}
 
 /** A plan (once), an account subscribed to it and a key, through the admin API. */
 export async function openBenchAccount(gw: Tollgate, name: string): Promise<BenchAccount> {
   const admin = async (path: string, body: unknown) => {
-    const res = await fetch(`${gw.url}/admin/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${gw.adminToken}`, 'content-type': 'application/json', 'x-tollgate-actor': 'bench' }, body: JSON.stringify(body) });
-    const json = await res.json() as Record<string, unknown>;
+    const res = await fetch(`${gw.url}/admin/v1${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.adminToken}`, 'content-type': 'application/json', 'x-tollgate-actor': 'bench' },
+      body: JSON.stringify(body),
+    });
+    const json = (await res.json()) as Record<string, unknown>;
     if (!res.ok && !(res.status === 409 && path === '/plans')) throw new Error(`admin ${path}: ${res.status} ${JSON.stringify(json)}`);
     return json;
   };
-  const plans = await fetch(`${gw.url}/admin/v1/plans`, { headers: { authorization: `Bearer ${gw.adminToken}` } }).then((r) => r.json()) as { data: { plan_id: string }[] };
+  const plans = (await fetch(`${gw.url}/admin/v1/plans`, { headers: { authorization: `Bearer ${gw.adminToken}` } }).then((r) => r.json())) as {
+    data: { plan_id: string }[];
+  };
   if (!plans.data.some((p) => p.plan_id === 'bench_gw')) {
     await admin('/plans', { plan_id: 'bench_gw', name: 'Benchmark', quota: BENCH_QUOTA, validity_days: 365, requests_per_minute: BENCH_RPM, models: ['*'] });
   }
@@ -140,7 +189,12 @@ export async function openBenchAccount(gw: Tollgate, name: string): Promise<Benc
 }
 
 export function tollgateRequest(gw: Tollgate, account: BenchAccount, stream: boolean): TargetRequest {
-  return { name: 'tollgate', url: `${gw.url}/v1/chat/completions`, headers: { 'content-type': 'application/json', authorization: `Bearer ${account.key}` }, body: chatBody(stream) };
+  return {
+    name: 'tollgate',
+    url: `${gw.url}/v1/chat/completions`,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${account.key}` },
+    body: chatBody(stream),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -156,25 +210,34 @@ export function ensurePeerInstalled(log: (line: string) => void): void {
 
 export function peerVersion(): string {
   try {
-    return (JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./node_modules/@portkey-ai/gateway/package.json").version)'], { cwd: PEER_DIR, encoding: 'utf8' })) as string);
+    return JSON.parse(
+      execFileSync('node', ['-p', 'JSON.stringify(require("./node_modules/@portkey-ai/gateway/package.json").version)'], { cwd: PEER_DIR, encoding: 'utf8' }),
+    ) as string;
   } catch {
     return 'unknown';
   }
 }
 
-export interface Peer { url: string; proc: Child; stop(): Promise<void> }
+export interface Peer {
+  url: string;
+  proc: Child;
+  stop(): Promise<void>;
+}
 
 export async function startPortkey(port: number): Promise<Peer> {
   // Its own server entry (the package's bin), headless (no log UI), as in production.
   const { proc } = await startChild(process.execPath, [PEER_ENTRY, `--port=${port}`, '--headless'], {
-    cwd: PEER_DIR, ready: /Ready for connections/, env: { ...process.env, NODE_ENV: 'production' },
+    cwd: PEER_DIR,
+    ready: /Ready for connections/,
+    env: { ...process.env, NODE_ENV: 'production' },
   });
   return { url: `http://127.0.0.1:${port}`, proc, stop: () => proc.stop() };
 }
 
 export function portkeyRequest(peer: Peer, mock: Mock, stream: boolean): TargetRequest {
   return {
-    name: 'portkey', url: `${peer.url}/v1/chat/completions`,
+    name: 'portkey',
+    url: `${peer.url}/v1/chat/completions`,
     headers: { 'content-type': 'application/json', authorization: 'Bearer mock', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': mock.baseUrl },
     body: chatBody(stream),
   };

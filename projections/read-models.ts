@@ -1,201 +1,173 @@
-// The read models of the ledger. Each is a pure function of the event log.
-import type { ProjectedEvent } from '../src/eventstore/port.ts';
+// The read models of the ledger, each a pure function of the event log. Each lives in a module
+// of its own with the typed reads of its table (keys.ts, accounts.ts, ...); this one lists them
+// all, and holds the charges log.
 import type { EventDataByType } from '../src/ledger/events.ts';
-import { dayOf, defineProjection, type Row } from './row-projection.ts';
+import type { Queryable } from '../src/eventstore/db.ts';
+import { dayOf, defineProjection, eventData as data, type Row } from './row-projection.ts';
+import { accounts } from './accounts.ts';
+import { holds } from './holds.ts';
+import { keys } from './keys.ts';
+import { models } from './models.ts';
+import { plans } from './plans.ts';
+import { upstreamDaily } from './upstream-report.ts';
+import { usageDaily } from './usage-daily.ts';
+import { usageKeys } from './usage-keys.ts';
 
-const data = <T extends keyof EventDataByType>(e: ProjectedEvent) => e.data as unknown as EventDataByType[T];
-
-export interface KeyRow extends Row {
-  key_id: string; account_id: string; name: string; hash: string; last4: string; status: 'active' | 'revoked';
-  issued_at: string; revoked_at: string | null; revoke_reason: string | null; last_used_at: string | null;
-}
-
-export const keys = defineProjection<KeyRow>({
-  name: 'keys', table: 'keys',
-  columns: `key_id text NOT NULL, account_id text NOT NULL, name text NOT NULL, hash text NOT NULL UNIQUE,
-    last4 text NOT NULL, status text NOT NULL, issued_at timestamptz NOT NULL, revoked_at timestamptz,
-    revoke_reason text, last_used_at timestamptz`,
-  indexes: ['account_id'],
-  handles: new Set(['KeyIssued', 'KeyRevoked', 'ChatCharged', 'ImageCharged']),
-  keysOf: (e) => [String(e.data.keyId)],
-  evolve(row, e) {
-    if (e.type === 'KeyIssued') {
-      const d = data<'KeyIssued'>(e);
-      return { key_id: d.keyId, account_id: d.accountId, name: d.name, hash: d.hash, last4: d.last4, status: 'active', issued_at: e.timestamp, revoked_at: null, revoke_reason: null, last_used_at: null };
-    }
-    if (!row) return null;
-    if (e.type === 'KeyRevoked') return { ...row, status: 'revoked', revoked_at: e.timestamp, revoke_reason: data<'KeyRevoked'>(e).reason };
-    return { ...row, last_used_at: e.timestamp };
-  },
-});
-
-export interface AccountRow extends Row {
-  account_id: string; name: string; plan_id: string | null; plan_name: string | null;
-  quota_total: number; quota_used: number; reserved: number; open_holds: number;
-  extra_granted: number; extra_used: number; requests_per_minute: number | null; models: string[];
-  starts_at: string | null; expires_at: string | null; opened_at: string;
-}
-
-export const accounts = defineProjection<AccountRow>({
-  name: 'accounts', table: 'accounts',
-  columns: `account_id text NOT NULL, name text NOT NULL, plan_id text, plan_name text,
-    quota_total bigint NOT NULL, quota_used bigint NOT NULL, reserved bigint NOT NULL, open_holds integer NOT NULL,
-    extra_granted bigint NOT NULL, extra_used bigint NOT NULL, requests_per_minute integer, models jsonb NOT NULL,
-    starts_at timestamptz, expires_at timestamptz, opened_at timestamptz NOT NULL`,
-  handles: new Set(['AccountOpened', 'SubscriptionStarted', 'SubscriptionRenewed', 'ExtraTokensGranted', 'QuotaReserved', 'ChatCharged', 'ImageCharged', 'ReservationReleased', 'ChargeAdjusted']),
-  keysOf: (e) => [String(e.data.accountId)],
-  evolve(row, e) {
-    if (e.type === 'AccountOpened') {
-      const d = data<'AccountOpened'>(e);
-      return { account_id: d.accountId, name: d.name, plan_id: null, plan_name: null, quota_total: 0, quota_used: 0, reserved: 0, open_holds: 0, extra_granted: 0, extra_used: 0, requests_per_minute: null, models: [], starts_at: null, expires_at: null, opened_at: e.timestamp };
-    }
-    if (!row) return null;
-    switch (e.type) {
-      case 'SubscriptionStarted':
-      case 'SubscriptionRenewed': {
-        const d = data<'SubscriptionStarted'>(e);
-        return { ...row, plan_id: d.planId, plan_name: d.planName, quota_total: d.quota, quota_used: 0, requests_per_minute: d.requestsPerMinute, models: d.models, starts_at: d.startsAt, expires_at: d.expiresAt };
-      }
-      case 'ExtraTokensGranted':
-        return { ...row, extra_granted: row.extra_granted + data<'ExtraTokensGranted'>(e).amount };
-      case 'QuotaReserved':
-        return { ...row, reserved: row.reserved + data<'QuotaReserved'>(e).amount, open_holds: row.open_holds + 1 };
-      case 'ReservationReleased':
-        return { ...row, reserved: row.reserved - data<'ReservationReleased'>(e).amount, open_holds: row.open_holds - 1 };
-      case 'ChatCharged':
-      case 'ImageCharged': {
-        const d = data<'ChatCharged'>(e);
-        return { ...row, reserved: row.reserved - d.reserved, open_holds: row.open_holds - 1, quota_used: row.quota_used + d.fromQuota, extra_used: row.extra_used + d.fromExtra };
-      }
-      case 'ChargeAdjusted': {
-        const d = data<'ChargeAdjusted'>(e);
-        return { ...row, quota_used: row.quota_used + d.quotaDelta, extra_used: row.extra_used + d.extraDelta };
-      }
-      default:
-        return row;
-    }
-  },
-});
-
-export interface HoldRow extends Row {
-  hold_id: string; account_id: string; request_id: string; model: string; kind: string; amount: number;
-  reserved_at: string; expires_at: string;
-}
-
-export const holds = defineProjection<HoldRow>({
-  name: 'holds', table: 'holds',
-  columns: `hold_id text NOT NULL, account_id text NOT NULL, request_id text NOT NULL, model text NOT NULL,
-    kind text NOT NULL, amount bigint NOT NULL, reserved_at timestamptz NOT NULL, expires_at timestamptz NOT NULL`,
-  indexes: ['expires_at'],
-  handles: new Set(['QuotaReserved', 'ChatCharged', 'ImageCharged', 'ReservationReleased']),
-  keysOf: (e) => [String(e.data.holdId)],
-  evolve(_row, e) {
-    if (e.type !== 'QuotaReserved') return null;
-    const d = data<'QuotaReserved'>(e);
-    return { hold_id: d.holdId, account_id: d.accountId, request_id: d.requestId, model: d.model, kind: d.kind, amount: d.amount, reserved_at: e.timestamp, expires_at: d.expiresAt };
-  },
-});
-
-export interface UsageRow extends Row {
-  account_id: string; day: string; model: string; requests: number; prompt_tokens: number;
-  completion_tokens: number; images: number; billed: number; adjustment: number;
-}
-
-export const usageDaily = defineProjection<UsageRow>({
-  name: 'usage_daily', table: 'usage_daily',
-  columns: `account_id text NOT NULL, day text NOT NULL, model text NOT NULL, requests bigint NOT NULL,
-    prompt_tokens bigint NOT NULL, completion_tokens bigint NOT NULL, images bigint NOT NULL,
-    billed bigint NOT NULL, adjustment bigint NOT NULL`,
-  indexes: ['account_id, day'],
-  handles: new Set(['ChatCharged', 'ImageCharged', 'ChargeAdjusted']),
-  keysOf(e) {
-    const d = e.data as { accountId: string; model: string; chargedAt?: string };
-    // An adjustment belongs to the day of the charge it corrects.
-    const day = dayOf(e.type === 'ChargeAdjusted' ? String(d.chargedAt) : e.timestamp);
-    return [`${d.accountId}|${day}|${d.model}`];
-  },
-  evolve(row, e, key) {
-    const r = row ?? newUsageRow(key);
-    if (e.type === 'ChargeAdjusted') return { ...r, adjustment: r.adjustment + data<'ChargeAdjusted'>(e).delta };
-    if (e.type === 'ChatCharged') {
-      const d = data<'ChatCharged'>(e);
-      return { ...r, requests: r.requests + 1, prompt_tokens: r.prompt_tokens + d.promptTokens, completion_tokens: r.completion_tokens + d.completionTokens, billed: r.billed + d.billed };
-    }
-    const d = data<'ImageCharged'>(e);
-    return { ...r, requests: r.requests + 1, images: r.images + d.images, billed: r.billed + d.billed };
-  },
-});
-
-// Account ids and days cannot hold '|'; model ids may, so the model is everything after the second.
-function newUsageRow(key: string): UsageRow {
-  const a = key.indexOf('|');
-  const b = key.indexOf('|', a + 1);
-  return { account_id: key.slice(0, a), day: key.slice(a + 1, b), model: key.slice(b + 1), requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0, billed: 0, adjustment: 0 };
-}
-
-export interface ModelRow extends Row {
-  model_id: string; alias: string | null; multiplier_milli: number; status: string; updated_at: string;
-}
-
-export const models = defineProjection<ModelRow>({
-  name: 'models', table: 'models',
-  columns: `model_id text NOT NULL, alias text, multiplier_milli integer NOT NULL, status text NOT NULL, updated_at timestamptz NOT NULL`,
-  handles: new Set(['ModelPriced']),
-  keysOf: (e) => [String(e.data.modelId)],
-  evolve(_row, e) {
-    const d = data<'ModelPriced'>(e);
-    return { model_id: d.modelId, alias: d.alias, multiplier_milli: d.multiplierMilli, status: d.status, updated_at: e.timestamp };
-  },
-});
-
-export interface PlanRow extends Row {
-  plan_id: string; name: string; quota: number; validity_days: number; requests_per_minute: number; models: string[]; updated_at: string;
-}
-
-export const plans = defineProjection<PlanRow>({
-  name: 'plans', table: 'plans',
-  columns: `plan_id text NOT NULL, name text NOT NULL, quota bigint NOT NULL, validity_days integer NOT NULL,
-    requests_per_minute integer NOT NULL, models jsonb NOT NULL, updated_at timestamptz NOT NULL`,
-  handles: new Set(['PlanDefined', 'PlanUpdated']),
-  keysOf: (e) => [String(e.data.planId)],
-  evolve(_row, e) {
-    const d = data<'PlanDefined'>(e);
-    return { plan_id: d.planId, name: d.name, quota: d.quota, validity_days: d.validityDays, requests_per_minute: d.requestsPerMinute, models: d.models, updated_at: e.timestamp };
-  },
-});
+export { accounts, type AccountRow } from './accounts.ts';
+export { holds, type HoldRow } from './holds.ts';
+export { keys, type KeyRow } from './keys.ts';
+export { models, type ModelRow } from './models.ts';
+export { plans, type PlanRow } from './plans.ts';
+export { upstreamDaily, type UpstreamDailyRow } from './upstream-report.ts';
+export { usageDaily, type UsageRow } from './usage-daily.ts';
+export { usageKeys, type KeyUsageRow } from './usage-keys.ts';
 
 export interface ChargeRow extends Row {
-  event_id: string; position: number; account_id: string; key_id: string | null; request_id: string; model: string;
-  kind: 'chat' | 'image' | 'adjustment'; at: string; day: string; prompt_tokens: number; completion_tokens: number;
-  images: number; tokens_per_image: number; multiplier_milli: number; billed: number; from_quota: number; from_extra: number;
-  correction_id: string | null; charge_event_id: string | null;
+  event_id: string;
+  position: number;
+  account_id: string;
+  key_id: string | null;
+  request_id: string;
+  model: string;
+  kind: 'chat' | 'image' | 'adjustment';
+  at: string;
+  day: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  images: number;
+  tokens_per_image: number;
+  multiplier_milli: number;
+  billed: number;
+  from_quota: number;
+  from_extra: number;
+  correction_id: string | null;
+  charge_event_id: string | null;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  cache_read_milli: number;
+  cache_write_milli: number;
 }
 
 /** The per-request log behind statements: one row per charge and per adjustment. */
 export const charges = defineProjection<ChargeRow>({
-  name: 'charges', table: 'charges',
+  name: 'charges',
+  table: 'charges',
   columns: `event_id text NOT NULL, position bigint NOT NULL, account_id text NOT NULL, key_id text, request_id text NOT NULL,
     model text NOT NULL, kind text NOT NULL, at timestamptz NOT NULL, day text NOT NULL, prompt_tokens bigint NOT NULL,
     completion_tokens bigint NOT NULL, images bigint NOT NULL, tokens_per_image bigint NOT NULL, multiplier_milli integer NOT NULL, billed bigint NOT NULL,
     from_quota bigint NOT NULL, from_extra bigint NOT NULL, correction_id text, charge_event_id text`,
-  indexes: ['account_id, at', 'model, at'],
+  addedColumns: [
+    'cached_tokens bigint NOT NULL DEFAULT 0',
+    'cache_write_tokens bigint NOT NULL DEFAULT 0',
+    'cache_read_milli integer NOT NULL DEFAULT 1000',
+    'cache_write_milli integer NOT NULL DEFAULT 1000',
+  ],
+  // charge_event_id: a charge's adjustments, for what is billed for it now (corrections).
+  indexes: ['account_id, at', 'model, at', 'charge_event_id'],
   handles: new Set(['ChatCharged', 'ImageCharged', 'ChargeAdjusted']),
   keysOf: (e) => [e.id],
   keyedByEvent: true,
   evolve(_row, e) {
     if (e.type === 'ChargeAdjusted') {
       const d = data<'ChargeAdjusted'>(e);
-      return { event_id: e.id, position: e.position, at: e.timestamp, day: dayOf(e.timestamp), account_id: d.accountId, key_id: null, request_id: d.requestId, model: d.model, kind: 'adjustment', prompt_tokens: 0, completion_tokens: 0, images: 0, tokens_per_image: 0, multiplier_milli: d.multiplierMilliCorrected, billed: d.delta, from_quota: d.quotaDelta, from_extra: d.extraDelta, correction_id: d.correctionId, charge_event_id: d.chargeEventId };
+      return {
+        event_id: e.id,
+        position: e.position,
+        at: e.timestamp,
+        day: dayOf(e.timestamp),
+        account_id: d.accountId,
+        key_id: null,
+        request_id: d.requestId,
+        model: d.model,
+        kind: 'adjustment',
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        images: 0,
+        tokens_per_image: 0,
+        multiplier_milli: d.multiplierMilliCorrected,
+        billed: d.delta,
+        from_quota: d.quotaDelta,
+        from_extra: d.extraDelta - (d.extraCredited ?? 0),
+        correction_id: d.correctionId,
+        charge_event_id: d.chargeEventId,
+        cached_tokens: 0,
+        cache_write_tokens: 0,
+        cache_read_milli: 1000,
+        cache_write_milli: 1000,
+      };
     }
     const d = data<'ChatCharged'>(e) as Partial<EventDataByType['ChatCharged'] & EventDataByType['ImageCharged']> & EventDataByType['ChatCharged'];
     // Fields written out, not spread: a spread-built literal takes V8's slow path, and this runs
     // once per charge on every rebuild.
     return {
-      event_id: e.id, position: e.position, at: e.timestamp, day: dayOf(e.timestamp), account_id: d.accountId, key_id: d.keyId, request_id: d.requestId, model: d.model, kind: e.type === 'ChatCharged' ? 'chat' : 'image',
-      prompt_tokens: d.promptTokens ?? 0, completion_tokens: d.completionTokens ?? 0, images: d.images ?? 0, tokens_per_image: d.tokensPerImage ?? 0,
-      multiplier_milli: d.multiplierMilli, billed: d.billed, from_quota: d.fromQuota, from_extra: d.fromExtra, correction_id: null, charge_event_id: null,
+      event_id: e.id,
+      position: e.position,
+      at: e.timestamp,
+      day: dayOf(e.timestamp),
+      account_id: d.accountId,
+      key_id: d.keyId,
+      request_id: d.requestId,
+      model: d.model,
+      kind: e.type === 'ChatCharged' ? 'chat' : 'image',
+      prompt_tokens: d.promptTokens ?? 0,
+      completion_tokens: d.completionTokens ?? 0,
+      images: d.images ?? 0,
+      tokens_per_image: d.tokensPerImage ?? 0,
+      multiplier_milli: d.multiplierMilli,
+      billed: d.billed,
+      from_quota: d.fromQuota,
+      from_extra: d.fromExtra,
+      correction_id: null,
+      charge_event_id: null,
+      cached_tokens: d.cachedTokens ?? 0,
+      cache_write_tokens: d.cacheWriteTokens ?? 0,
+      cache_read_milli: d.cacheReadMilli ?? 1000,
+      cache_write_milli: d.cacheWriteMilli ?? 1000,
     };
   },
 });
 
-export const ALL_PROJECTIONS = [keys, accounts, holds, usageDaily, models, plans, charges];
+/** For a statement: an account's charges and adjustments in [from, to), in log order. */
+export async function ofAccountBetween(db: Queryable, schema: string, accountId: string, from: string, to: string): Promise<ChargeRow[]> {
+  return db.query<ChargeRow>(`SELECT * FROM "${schema}".charges WHERE account_id = $1 AND at >= $2 AND at < $3 ORDER BY position`, [accountId, from, to]);
+}
+
+/** For a correction: the charges of `model` of these kinds charged in [from, to), by account, then in log order. */
+export async function chargesInWindow(
+  db: Queryable,
+  schema: string,
+  model: string,
+  kinds: ReadonlyArray<'chat' | 'image'>,
+  from: string,
+  to: string,
+): Promise<ChargeRow[]> {
+  return db.query<ChargeRow>(
+    `SELECT * FROM "${schema}".charges WHERE model = $1 AND kind IN (${kindList(kinds)}) AND at >= $2 AND at < $3 ORDER BY account_id, position`,
+    [model, from, to],
+  );
+}
+
+/** For a correction: the adjustments already applied to those same charges, in log order. */
+export async function adjustmentsInWindow(
+  db: Queryable,
+  schema: string,
+  model: string,
+  kinds: ReadonlyArray<'chat' | 'image'>,
+  from: string,
+  to: string,
+): Promise<Array<{ charge_event_id: string; correction_id: string; billed: number }>> {
+  return db.query(
+    `SELECT a.charge_event_id, a.correction_id, a.billed FROM "${schema}".charges c
+    JOIN "${schema}".charges a ON a.charge_event_id = c.event_id AND a.kind = 'adjustment'
+    WHERE c.model = $1 AND c.kind IN (${kindList(kinds)}) AND c.at >= $2 AND c.at < $3 ORDER BY a.position`,
+    [model, from, to],
+  );
+}
+
+const kindList = (kinds: ReadonlyArray<'chat' | 'image'>) =>
+  kinds
+    .filter((k) => k === 'chat' || k === 'image')
+    .map((k) => `'${k}'`)
+    .join(', ') || 'NULL';
+
+export const ALL_PROJECTIONS = [keys, accounts, holds, usageDaily, models, plans, charges, upstreamDaily, usageKeys];

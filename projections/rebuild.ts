@@ -1,16 +1,30 @@
 // Rebuild: replay every event from position zero into a fresh schema while the live read models
-// keep answering, then swap the schemas in one transaction. Also dumps read models for comparison.
+// keep answering, then swap the schemas in one transaction. Also dumps read models for comparison
+// and drops a scratch schema.
 import type { Database } from '../src/eventstore/db.ts';
-import type { EventStore } from '../src/eventstore/port.ts';
+import type { EventReader } from '../src/eventstore/port.ts';
+import * as checkpoint from './checkpoint.ts';
+import { finishDdl } from './ddl.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
+import { ReplayMemory } from './replay-memory.ts';
 import { applyEvents, ensureReadModels } from './runner.ts';
-import { finishDdl, normaliseRow, q, ReplayMemory } from './store.ts';
+import { normaliseRow, q } from './sql.ts';
 
-export interface RebuildProgress { position: number; head: number; events: number; elapsedMs: number }
+interface RebuildProgress {
+  position: number;
+  head: number;
+  events: number;
+  elapsedMs: number;
+}
 
 /** Replays all events into `target` (dropped first). Returns the position reached. */
-export async function replayInto(db: Database, store: EventStore, target: string, opts: { batchSize?: number; onProgress?: (p: RebuildProgress) => void; memory?: ConstructorParameters<typeof ReplayMemory>[0] } = {}): Promise<number> {
-  await db.exec(`DROP SCHEMA IF EXISTS "${target}" CASCADE`);
+export async function replayInto(
+  db: Database,
+  store: EventReader,
+  target: string,
+  opts: { batchSize?: number; onProgress?: (p: RebuildProgress) => void; memory?: ConstructorParameters<typeof ReplayMemory>[0] } = {},
+): Promise<number> {
+  await dropReadModels(db, target);
   // Nobody reads the target before the swap and a crash restarts the rebuild from zero, so it is
   // loaded without secondary indexes, mostly as UNLOGGED tables, then made durable and indexed once.
   await ensureReadModels(db, target, ALL_PROJECTIONS, { bulk: true });
@@ -62,17 +76,28 @@ export async function replayInto(db: Database, store: EventStore, target: string
  * up; the swap then happens under the old checkpoint's row lock, so the live runner waits and
  * resumes on the new tables.
  */
-export async function rebuildReadModels(db: Database, store: EventStore, schema: string, opts: { onProgress?: (p: RebuildProgress) => void } = {}): Promise<{ events: number; position: number }> {
+export async function rebuildReadModels(
+  db: Database,
+  store: EventReader,
+  schema: string,
+  opts: { onProgress?: (p: RebuildProgress) => void } = {},
+): Promise<{ events: number; position: number }> {
   const next = `${schema}_next`;
   // Positions are not event counts on every store (KurrentDB's are log offsets): count what is applied.
   let events = 0;
-  let position = await replayInto(db, store, next, { ...opts, onProgress: (p) => { events = p.events; opts.onProgress?.(p); } });
+  let position = await replayInto(db, store, next, {
+    ...opts,
+    onProgress: (p) => {
+      events = p.events;
+      opts.onProgress?.(p);
+    },
+  });
   for (;;) {
     // Nothing is read from the store inside the swap transaction (embedded PGlite has one
     // connection): if the live tables got ahead meanwhile, catch up and try again.
     const swapped = await db.transaction(async (tx) => {
-      const [cp] = await tx.query<{ position: number }>(`SELECT position FROM ${q(schema, 'checkpoint')} WHERE name = 'main' FOR UPDATE`);
-      if (cp && Number(cp.position) > position) return false;
+      const live = await checkpoint.lock(tx, schema);
+      if (live !== null && live > position) return false;
       await tx.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await tx.query(`ALTER SCHEMA "${next}" RENAME TO "${schema}"`);
       return true;
@@ -95,4 +120,9 @@ export async function dumpReadModels(db: Database, schema: string): Promise<Reco
   }
   out.checkpoint = (await db.query<{ position: number }>(`SELECT position FROM ${q(schema, 'checkpoint')}`)).map((r) => ({ position: Number(r.position) }));
   return out;
+}
+
+/** Drops a read-model schema (a replay's scratch target) with everything in it. */
+export async function dropReadModels(db: Database, schema: string): Promise<void> {
+  await db.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
 }

@@ -3,6 +3,7 @@
 // batch in memory and writes every changed row in one statement. That keeps a rebuild at a few
 // statements per thousand events instead of one per event.
 import type { ProjectedEvent } from '../src/eventstore/port.ts';
+import type { EventDataByType } from '../src/ledger/events.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -12,6 +13,11 @@ export interface RowProjection<R extends Row = Row> {
   table: string;
   /** Column definitions after the `key text PRIMARY KEY` column. */
   columns: string;
+  /**
+   * Columns added after the table first shipped (each with a default that is right for every
+   * older event): created with the table, and added in place to a table that lacks them.
+   */
+  addedColumns?: string[];
   indexes?: string[];
   /**
    * Each event writes one row under its own event id (keysOf returns [event.id]) and evolve()
@@ -31,3 +37,6 @@ export function defineProjection<R extends Row>(p: RowProjection<R>): RowProject
 }
 
 export const dayOf = (iso: string): string => iso.slice(0, 10);
+
+/** An event's data as its type's schema gives it. */
+export const eventData = <T extends keyof EventDataByType>(e: ProjectedEvent) => e.data as unknown as EventDataByType[T];

@@ -6,9 +6,12 @@ import type { Database, Queryable } from '../src/eventstore/db.ts';
 import type { EventStore, ProjectedEvent, StoredEvent, Subscription } from '../src/eventstore/port.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import type { RowProjection } from './row-projection.ts';
-import { applyBatch, projectionDdl, q, type DdlOptions, type ReplayMemory } from './store.ts';
+import { applyBatch } from './apply.ts';
+import * as checkpoint from './checkpoint.ts';
+import { projectionDdl, type DdlOptions } from './ddl.ts';
+import type { ReplayMemory } from './replay-memory.ts';
 
-export class CheckpointMovedError extends Error {
+class CheckpointMovedError extends Error {
   constructor(readonly actual: number) {
     super(`checkpoint moved to ${actual} by another runner`);
   }
@@ -21,16 +24,18 @@ export async function ensureReadModels(db: Database, schema: string, projections
   });
 }
 
-export async function readCheckpoint(db: Database, schema: string): Promise<number> {
-  const rows = await db.query<{ position: number }>(`SELECT position FROM ${q(schema, 'checkpoint')} WHERE name = 'main'`);
-  return Number(rows[0]?.position ?? 0);
-}
-
 /**
  * Applies events (which must follow `expectedPosition`) to every projection in one transaction.
  * `memory` is for a replay into a schema of its own (see ReplayMemory); a failed batch leaves it unusable.
  */
-export async function applyEvents(db: Database, schema: string, events: ProjectedEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: ReplayMemory): Promise<number> {
+export async function applyEvents(
+  db: Database,
+  schema: string,
+  events: ProjectedEvent[],
+  expectedPosition: number,
+  projections: RowProjection[] = ALL_PROJECTIONS,
+  memory?: ReplayMemory,
+): Promise<number> {
   try {
     return await db.transaction((tx) => applyEventsIn(tx, schema, events, expectedPosition, projections, memory));
   } catch (err) {
@@ -40,15 +45,21 @@ export async function applyEvents(db: Database, schema: string, events: Projecte
 }
 
 /** The same, inside a transaction the caller owns. */
-export async function applyEventsIn(tx: Queryable, schema: string, events: ProjectedEvent[], expectedPosition: number, projections: RowProjection[] = ALL_PROJECTIONS, memory?: ReplayMemory): Promise<number> {
+async function applyEventsIn(
+  tx: Queryable,
+  schema: string,
+  events: ProjectedEvent[],
+  expectedPosition: number,
+  projections: RowProjection[] = ALL_PROJECTIONS,
+  memory?: ReplayMemory,
+): Promise<number> {
   // Read models need not wait for the disk: rows and checkpoint commit together, so a database
   // crash can only take both back to an earlier checkpoint, from which the events are applied
   // again (the events are never behind the read models in the log). Saves a flush per batch.
-  const [cp] = await tx.query<{ position: number }>(
-    `SELECT position, set_config('synchronous_commit', 'off', true) FROM ${q(schema, 'checkpoint')} WHERE name = 'main' FOR UPDATE`);
+  const position = await checkpoint.lock(tx, schema, { relaxedCommit: true });
   // No row: the schema was swapped by a rebuild while we waited; retry on the new one.
-  if (!cp) throw new CheckpointMovedError(expectedPosition);
-  if (Number(cp.position) !== expectedPosition) throw new CheckpointMovedError(Number(cp.position));
+  if (position === null) throw new CheckpointMovedError(expectedPosition);
+  if (position !== expectedPosition) throw new CheckpointMovedError(position);
   if (events.length === 0) return expectedPosition;
   const last = events[events.length - 1].position;
   const fresh = events.filter((e) => e.position > expectedPosition);
@@ -59,7 +70,9 @@ export async function applyEventsIn(tx: Queryable, schema: string, events: Proje
   const inOrder: Queryable = {
     query(text, params) {
       const result = tail.then(() => tx.query(text, params));
-      tail = result.catch((error) => { firstError ??= { error }; });
+      tail = result.catch((error) => {
+        firstError ??= { error };
+      });
       return result as never;
     },
   };
@@ -75,7 +88,7 @@ export async function applyEventsIn(tx: Queryable, schema: string, events: Proje
     await Promise.allSettled(writes);
     throw firstError ? (firstError as { error: unknown }).error : err;
   }
-  await tx.query(`UPDATE ${q(schema, 'checkpoint')} SET position = $1, updated_at = now() WHERE name = 'main'`, [last]);
+  await checkpoint.advance(tx, schema, last);
   return last;
 }
 
@@ -94,27 +107,43 @@ export interface ProjectionRunner {
  * per call, competing with the calls for the same cores and server. Readers that need the rows now
  * (caughtUp, waitFor) do not wait for it.
  */
-export const PROJECTION_LINGER_MS = 20;
+const PROJECTION_LINGER_MS = 20;
 
-export async function startProjectionRunner(opts: { db: Database; store: EventStore; schema: string; lingerMs?: number; onApplied?: (position: number, events: StoredEvent[]) => void }): Promise<ProjectionRunner> {
+export async function startProjectionRunner(opts: {
+  db: Database;
+  store: EventStore;
+  schema: string;
+  lingerMs?: number;
+  onApplied?: (position: number, events: StoredEvent[]) => void;
+}): Promise<ProjectionRunner> {
   const { db, store, schema } = opts;
   await ensureReadModels(db, schema);
-  let position = await readCheckpoint(db, schema);
+  let position = await checkpoint.read(db, schema);
   const waiters = new Set<{ target: number; resolve: (ok: boolean) => void }>();
+
+  /** The read models include `reached`: tell whoever waits for it (also when another runner got there). */
+  const moveTo = (reached: number) => {
+    position = reached;
+    for (const w of waiters)
+      if (w.target <= position) {
+        waiters.delete(w);
+        w.resolve(true);
+      }
+  };
 
   const handler = async (events: StoredEvent[]) => {
     for (;;) {
       const fresh = events.filter((e) => e.position > position);
       if (fresh.length === 0) return;
       try {
-        position = await applyEvents(db, schema, fresh, position);
-        opts.onApplied?.(position, fresh);
-        for (const w of waiters) if (w.target <= position) { waiters.delete(w); w.resolve(true); }
+        const reached = await applyEvents(db, schema, fresh, position);
+        opts.onApplied?.(reached, fresh);
+        moveTo(reached);
         return;
       } catch (err) {
         // Another runner (or a rebuild swap) got further: continue from where it is.
         if (!(err instanceof CheckpointMovedError)) throw err;
-        position = err.actual;
+        moveTo(err.actual);
       }
     }
   };
@@ -122,7 +151,9 @@ export async function startProjectionRunner(opts: { db: Database; store: EventSt
   const subscription: Subscription = store.subscribe(position, handler, { lingerMs: opts.lingerMs ?? PROJECTION_LINGER_MS });
 
   return {
-    get position() { return position; },
+    get position() {
+      return position;
+    },
     caughtUp: () => subscription.caughtUp(),
     waitFor(target, timeoutMs = 5000) {
       if (target <= position) return Promise.resolve(true);
@@ -131,7 +162,9 @@ export async function startProjectionRunner(opts: { db: Database; store: EventSt
       return new Promise((resolve) => {
         const w = { target, resolve };
         waiters.add(w);
-        setTimeout(() => { if (waiters.delete(w)) resolve(false); }, timeoutMs).unref();
+        setTimeout(() => {
+          if (waiters.delete(w)) resolve(false);
+        }, timeoutMs).unref();
       });
     },
     async stop() {

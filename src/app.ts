@@ -15,6 +15,7 @@ import { requireApiKey } from './http/auth.ts';
 import { idempotency } from './http/idempotency.ts';
 import { chatCompletions } from './routes/chat.ts';
 import { anthropicErrors, countTokens, messages } from './routes/messages.ts';
+import { anthropicErrorBody } from './gateway/anthropic-messages.ts';
 import { responses } from './routes/responses.ts';
 import { images } from './routes/images.ts';
 import { listModels, subscription, usage } from './routes/account.ts';
@@ -28,10 +29,14 @@ const BODY_LIMIT = '25mb';
 /** Paths the /v1 router may match (it is case-insensitive): their bodies are parsed by the routes. */
 const V1_PATH = /^\/v1(\/|$)/i;
 
-const bodyParser = () => koaBody({
-  jsonLimit: BODY_LIMIT, multipart: true, urlencoded: false, text: false,
-  formidable: { maxFileSize: 20 * 1024 * 1024, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024, onFileBegin: trackUpload },
-});
+const bodyParser = () =>
+  koaBody({
+    jsonLimit: BODY_LIMIT,
+    multipart: true,
+    urlencoded: false,
+    text: false,
+    formidable: { maxFileSize: 20 * 1024 * 1024, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024, onFileBegin: trackUpload },
+  });
 
 /** JSON for every POST, multipart too for image edits; anything else is a 415. */
 function requireContentType(ctx: Context, next: Next) {
@@ -40,14 +45,22 @@ function requireContentType(ctx: Context, next: Next) {
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || !!ctx.get('transfer-encoding');
     const ok = ctx.is('application/json') || (multipartOk && ctx.is('multipart/form-data'));
     if (hasBody && !ok) {
-      throw new ApiError(415, `Unsupported Content-Type '${ctx.get('content-type') || '(none)'}': send application/json${multipartOk ? ' or multipart/form-data' : ''}.`, 'invalid_request_error', 'unsupported_media_type');
+      throw new ApiError(
+        415,
+        `Unsupported Content-Type '${ctx.get('content-type') || '(none)'}': send application/json${multipartOk ? ' or multipart/form-data' : ''}.`,
+        'invalid_request_error',
+        'unsupported_media_type',
+      );
     }
   }
   return next();
 }
 
-export function createApp(deps: GatewayDeps, opts: { adminToken?: string; metrics?: Metrics } = {}): Koa {
-  const app = new Koa({ proxy: process.env.TOLLGATE_TRUST_PROXY === '1' });
+export function createApp(
+  deps: GatewayDeps,
+  opts: { adminToken?: string; metrics?: Metrics; trustProxy?: boolean; readyMaxLag?: { events: number; seconds: number } } = {},
+): Koa {
+  const app = new Koa({ proxy: opts.trustProxy === true });
   const v1 = new Router({ prefix: '/v1' });
   const auth = requireApiKey(deps.keys);
   // On /v1 the body is read only once the key is known: a client without a valid key cannot
@@ -67,11 +80,17 @@ export function createApp(deps: GatewayDeps, opts: { adminToken?: string; metric
   v1.get('/usage', auth, usage(deps));
 
   const site = new Router();
-  site.get('/healthz', (ctx) => { ctx.body = { status: 'ok' }; });
-  site.get('/readyz', readiness(deps.ledger));
+  site.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  site.get('/readyz', readiness(deps.ledger, opts.readyMaxLag ?? { events: 10_000, seconds: 30 }));
   if (opts.metrics) site.get('/metrics', metricsEndpoint(deps.ledger, opts.metrics));
-  site.head('/', (ctx) => { ctx.status = 200; });
-  site.get('/', (ctx) => { ctx.body = { name: 'tollgate', base_url: deps.baseUrl(ctx), docs: 'See README.md' }; });
+  site.head('/', (ctx) => {
+    ctx.status = 200;
+  });
+  site.get('/', (ctx) => {
+    ctx.body = { name: 'tollgate', base_url: deps.baseUrl(ctx), docs: 'See README.md' };
+  });
   for (const file of ['setup.sh', 'setup.ps1']) {
     site.get(`/setup/${file}`, async (ctx) => {
       ctx.type = 'text/plain; charset=utf-8';
@@ -86,14 +105,18 @@ export function createApp(deps: GatewayDeps, opts: { adminToken?: string; metric
   app.use(apiCors);
   if (opts.metrics) app.use(opts.metrics.middleware);
   app.use(accessLog(deps.log));
-  app.use(errorHandler);
+  // Anthropic clients call /v1/messages: even failures before the route runs come in their shape.
+  app.use(errorHandler([{ path: /^\/v1\/messages(\/count_tokens)?\/?$/, body: anthropicErrorBody }]));
   app.use(requireContentType);
   // Temporary upload files are removed once the request is answered, whatever the outcome.
   app.use(removeUploads);
   // Every other path (admin, web) has its body parsed here; /v1 routes parse theirs after auth.
   const globalBody = bodyParser();
   app.use((ctx, next) => (V1_PATH.test(ctx.path) ? next() : globalBody(ctx, next)));
-  app.use((ctx, next) => { ctx.state.route = ctx.path.startsWith('/v1/') ? ctx.path.slice(0, 60) : ctx.path.slice(0, 60); return next(); });
+  app.use((ctx, next) => {
+    ctx.state.route = ctx.path.startsWith('/v1/') ? ctx.path.slice(0, 60) : ctx.path.slice(0, 60);
+    return next();
+  });
   if (opts.adminToken) {
     const admin = adminRouter(deps, opts.adminToken);
     app.use(admin.routes());
@@ -107,7 +130,12 @@ export function createApp(deps: GatewayDeps, opts: { adminToken?: string; metric
   // Set, not thrown, so the routers' allowedMethods can still turn a known path into a 405.
   app.use((ctx) => {
     const base = deps.baseUrl(ctx);
-    const e = new ApiError(404, `Unknown path ${ctx.method} ${ctx.path.slice(0, 200)}. The API base is ${base}; the chat endpoint is ${base}/chat/completions.`, 'invalid_request_error', 'unknown_url');
+    const e = new ApiError(
+      404,
+      `Unknown path ${ctx.method} ${ctx.path.slice(0, 200)}. The API base is ${base}; the chat endpoint is ${base}/chat/completions.`,
+      'invalid_request_error',
+      'unknown_url',
+    );
     ctx.status = 404;
     ctx.state.errorCode = e.code;
     ctx.body = errorBody(e);

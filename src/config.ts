@@ -1,4 +1,5 @@
-// Every setting is an environment variable; these are the defaults for the embedded setup.
+// Every setting is an environment variable, and this is the one module that reads them; these
+// are the defaults for the embedded setup.
 export interface Settings {
   port: number;
   host: string;
@@ -18,6 +19,69 @@ export interface Settings {
   eventStore: 'postgres' | 'kurrentdb';
   /** KURRENTDB_URL, e.g. kurrentdb://127.0.0.1:2113?tls=false (used when eventStore is kurrentdb). */
   kurrentDbUrl?: string;
+  /** PG_POOL_SIZE: PostgreSQL connections per process. */
+  pgPoolSize: number;
+  /** TOLLGATE_READY_MAX_LAG_EVENTS / _SECONDS: /readyz answers 503 past these. */
+  readyMaxLag: { events: number; seconds: number };
+  /** TOLLGATE_SHUTDOWN_GRACE_MS: how long SIGTERM waits for in-flight calls. */
+  shutdownGraceMs: number;
+  /** TOLLGATE_TRUST_PROXY=1: X-Forwarded-* headers are believed (behind a load balancer). */
+  trustProxy: boolean;
+  /** TOLLGATE_GC=default leaves V8's garbage collector policy as it is. */
+  gcPolicy: 'tuned' | 'default';
+  /** Reads the upstream key variable a models config names (the keys never live in a file). */
+  upstreamSecret(variable: string): string | undefined;
+  /** Webhook notifications (src/webhooks): TOLLGATE_WEBHOOK_* below. */
+  webhooks: WebhookSettings;
+}
+
+export interface WebhookSettings {
+  /** TOLLGATE_WEBHOOKS=off: no dispatcher in this process and the webhook admin API answers 503. */
+  enabled: boolean;
+  /** TOLLGATE_WEBHOOK_SECRET: the master secret signing secrets are derived from; unset means <data dir>/webhook-secret. */
+  masterSecret?: string;
+  /** TOLLGATE_WEBHOOK_ALLOW_HOSTS: host names or addresses (comma-separated) allowed although private, and over http. */
+  allowHosts: string[];
+  /** TOLLGATE_WEBHOOK_RETRY_BASE_MS / _MAX_MS: the first retry's delay, doubled each time up to the cap. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** TOLLGATE_WEBHOOK_RETRY_FOR_MS: how long after the notification it is retried before it is marked failed (24 h). */
+  retryForMs: number;
+  /** TOLLGATE_WEBHOOK_CHECK_INTERVAL_MS: how often plan expiry is checked. */
+  checkIntervalMs: number;
+  /** TOLLGATE_WEBHOOK_TIMEOUT_MS: how long one delivery may take. */
+  timeoutMs: number;
+}
+
+export function webhookSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): WebhookSettings {
+  return {
+    enabled: env.TOLLGATE_WEBHOOKS !== 'off',
+    masterSecret: env.TOLLGATE_WEBHOOK_SECRET || undefined,
+    allowHosts: (env.TOLLGATE_WEBHOOK_ALLOW_HOSTS ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
+    retryBaseMs: Number(env.TOLLGATE_WEBHOOK_RETRY_BASE_MS ?? 10_000),
+    retryMaxMs: Number(env.TOLLGATE_WEBHOOK_RETRY_MAX_MS ?? 3_600_000),
+    retryForMs: Number(env.TOLLGATE_WEBHOOK_RETRY_FOR_MS ?? 86_400_000),
+    checkIntervalMs: Number(env.TOLLGATE_WEBHOOK_CHECK_INTERVAL_MS ?? 60_000),
+    timeoutMs: Number(env.TOLLGATE_WEBHOOK_TIMEOUT_MS ?? 10_000),
+  };
+}
+
+/** What the `tollgate` operator commands need: where the gateway is and its admin token. */
+export interface CliSettings {
+  url: string;
+  adminToken?: string;
+  dataDir: string;
+}
+
+export function cliSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): CliSettings {
+  return {
+    url: env.TOLLGATE_URL ?? `http://127.0.0.1:${env.PORT ?? 8787}`,
+    adminToken: env.TOLLGATE_ADMIN_TOKEN || undefined,
+    dataDir: env.TOLLGATE_DATA_DIR ?? '.data',
+  };
 }
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
@@ -36,6 +100,13 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     adminToken: env.TOLLGATE_ADMIN_TOKEN || undefined,
     eventStore: eventStoreFrom(env.EVENT_STORE),
     kurrentDbUrl: env.KURRENTDB_URL || undefined,
+    pgPoolSize: Number(env.PG_POOL_SIZE ?? 10),
+    readyMaxLag: { events: Number(env.TOLLGATE_READY_MAX_LAG_EVENTS ?? 10_000), seconds: Number(env.TOLLGATE_READY_MAX_LAG_SECONDS ?? 30) },
+    shutdownGraceMs: Number(env.TOLLGATE_SHUTDOWN_GRACE_MS ?? 30_000),
+    trustProxy: env.TOLLGATE_TRUST_PROXY === '1',
+    gcPolicy: env.TOLLGATE_GC === 'default' ? 'default' : 'tuned',
+    upstreamSecret: (variable) => env[variable] || undefined,
+    webhooks: webhookSettingsFromEnv(env),
   };
 }
 

@@ -1,4 +1,5 @@
-// Wires the gateway together: database, ledger, caches, upstream routes, HTTP server.
+// `tollgate serve`: wires the gateway together (database, ledger, caches, upstream routes, HTTP
+// server). The other process, `tollgate projector`, is projector.ts beside it.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -8,22 +9,28 @@ import type { Context } from 'koa';
 import pino, { type Logger } from 'pino';
 import { openDatabase, type Database } from './eventstore/db.ts';
 import { openLedger, type Ledger } from './ledger/ledger.ts';
+import { readSide } from '../projections/read-side.ts';
 import { openSelectedEventStore } from './eventstore/kurrentdb-select.ts';
+import { validateEvent } from './ledger/catalogue.ts';
 import { createModelCatalog } from './gateway/model-catalog.ts';
 import { buildRoutes, loadModelsConfig } from './gateway/models-config.ts';
 import { createMetering } from './gateway/metering.ts';
 import { pollingEventFeed } from './gateway/event-feed.ts';
 import { createKeyDirectory } from './http/key-directory.ts';
 import { createMetrics } from './gateway/metrics.ts';
-import { ensureIdempotencyTable } from './http/idempotency.ts';
+import { ensureIdempotencyTable } from './eventstore/idempotency-store.ts';
 import { warmValidators } from './http/validate.ts';
 import { warmTokenizer } from './upstream/tokenizer.ts';
 import { startSweeper } from './gateway/sweeper.ts';
+import { revokeRotatedKey } from './admin/key-controls.ts';
 import { createApp } from './app.ts';
 import type { GatewayDeps } from './gateway/deps.ts';
 import type { Settings } from './config.ts';
+import { ReadModelsBehind } from './ledger/read-your-writes.ts';
+import { followChannelStates } from './gateway/channel-states.ts';
 import { bootstrapDemo } from './gateway/bootstrap.ts';
 import { loadOrCreateAdminToken } from './admin/admin-token.ts';
+import { startWebhooks } from './webhooks/service.ts';
 
 export interface RunningGateway {
   url: string;
@@ -64,54 +71,73 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
       // Destroyed once written (or soon, if the client does not read it).
       const timer = setTimeout(() => socket.destroy(), 2000);
       timer.unref();
-      socket.end(head + body, () => { clearTimeout(timer); socket.destroy(); });
+      socket.end(head + body, () => {
+        clearTimeout(timer);
+        socket.destroy();
+      });
       return;
     }
-  } catch { /* the socket went away meanwhile */ }
+  } catch {
+    /* the socket went away meanwhile */
+  }
   socket.destroy();
 }
 
 export async function startGateway(settings: Settings, log: Logger = defaultLogger(settings)): Promise<RunningGateway> {
+  // A models config that cannot work (an unknown provider, an upstream key not set) stops the
+  // start here, naming the model and the variable, before anything is opened.
+  const routes = buildRoutes(loadModelsConfig(settings.modelsConfig), settings.upstreamSecret);
   let dataDir: string | undefined;
   if (!settings.databaseUrl && settings.dataDir) {
     mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
     dataDir = join(settings.dataDir, 'pglite');
   }
-  const store = await openSelectedEventStore(settings);
-  const db = await openDatabase({ url: settings.databaseUrl, dataDir });
+  const store = await openSelectedEventStore(settings, validateEvent);
+  const db = await openDatabase({ url: settings.databaseUrl, dataDir, poolSize: settings.pgPoolSize });
   const metrics = createMetrics();
-  const ledger = await openLedger({ db, store, schema: settings.schema, projections: settings.projections, onAppendTimed: (s) => metrics.appendLatency.observe(s) });
+  const ledger = await openLedger({
+    db,
+    store,
+    schema: settings.schema,
+    readSide: readSide({ db, eventSchema: settings.schema, projectHere: settings.projections }),
+    onAppendTimed: (s) => metrics.appendLatency.observe(s),
+  });
   await ensureIdempotencyTable(db, settings.schema);
   await ledger.seedModels();
   // The price list below is loaded from the read models: they must include the seeding first
   // (with a separate projector, bounded: a projector that is not running yet delays start by 2 s).
-  await ledger.caughtUp();
-  const routes = buildRoutes(loadModelsConfig(settings.modelsConfig));
+  await ledger.readYourWrites().catch((err) => {
+    if (!(err instanceof ReadModelsBehind)) throw err;
+  });
   // Keys and prices hear of this process's events at once (localEvents) and of other
   // processes' events through one shared reader that polls (event-feed.ts).
-  const feed = pollingEventFeed(ledger.store);
-  const catalog = await createModelCatalog({ db, store: feed, rmSchema: ledger.rmSchema, routes, localEvents: ledger.appended });
-  const keys = await createKeyDirectory({ db, store: feed, rmSchema: ledger.rmSchema, localEvents: ledger.appended, waitForProjections: ledger.runner ? () => ledger.runner!.caughtUp() : undefined });
+  const feed = pollingEventFeed(ledger.events);
+  const catalog = await createModelCatalog({ db, store: feed, rmSchema: ledger.rmSchema, routes: routes.byModel, localEvents: ledger.appended });
+  const keys = await createKeyDirectory({
+    db,
+    store: feed,
+    rmSchema: ledger.rmSchema,
+    localEvents: ledger.appended,
+    waitForProjections: ledger.projectsHere ? () => ledger.caughtUp() : undefined,
+    revokeRotated: (keyId) => revokeRotatedKey(ledger, keyId),
+  });
+  const channelStates = await followChannelStates({ registry: routes.registry, ledger, feed, localEvents: ledger.appended });
+  metrics.watchChannels(routes.registry);
   warmTokenizer();
   warmValidators(['chat-completions', 'images']);
 
-  let lastAppended = 0;
   const deps: GatewayDeps = {
-    db, ledger, catalog, keys, log,
-    metering: createMetering(ledger, { onAppended: (p) => deps.noteAppended(p) }),
+    db,
+    ledger,
+    catalog,
+    keys,
+    log,
+    channels: routes.registry,
+    metering: createMetering(ledger),
     baseUrl: (ctx: Context) => settings.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}/v1`,
-    noteAppended: (p) => { if (p > lastAppended) lastAppended = p; },
-    readYourWrites: async () => {
-      if (ledger.runner) {
-        if (lastAppended > ledger.runner.position) await ledger.runner.waitFor(lastAppended, 2000);
-        return;
-      }
-      // The projector is another process, and the writes to see may be another process's (an
-      // account opened through another gateway a moment ago).
-      await ledger.caughtUp();
-    },
   };
   const demo = settings.bootstrap ? await bootstrapDemo(ledger) : null;
+  const webhooks = await startWebhooks({ settings, db, store, deps, log }); // notifications by webhook: the admin routes' service and the dispatcher
 
   let adminToken = settings.adminToken;
   let newAdminToken: RunningGateway['newAdminToken'] = null;
@@ -121,7 +147,7 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     if (t.created) newAdminToken = { token: t.token, path: t.path };
   }
   if (!adminToken) log.warn('no admin token (set TOLLGATE_ADMIN_TOKEN): the admin API is disabled');
-  const app = createApp(deps, { adminToken, metrics });
+  const app = createApp(deps, { adminToken, metrics, trustProxy: settings.trustProxy, readyMaxLag: settings.readyMaxLag });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(settings.port, settings.host, () => resolve(s));
   });
@@ -132,19 +158,31 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${address.port}`;
 
   return {
-    url, baseUrl: settings.publicBaseUrl ?? `${url}/v1`, ledger, db, deps, demo, newAdminToken,
+    url,
+    baseUrl: settings.publicBaseUrl ?? `${url}/v1`,
+    ledger,
+    db,
+    deps,
+    demo,
+    newAdminToken,
     // Graceful: stop accepting, let in-flight calls finish (and settle or release their holds),
     // then close the ledger. Connections still busy after the grace period are cut.
-    async close(graceMs = Number(process.env.TOLLGATE_SHUTDOWN_GRACE_MS ?? 30_000)) {
+    async close(graceMs = settings.shutdownGraceMs) {
       sweeper.stop();
       await new Promise<void>((resolve) => {
         const idle = setInterval(() => server.closeIdleConnections(), 50);
         const force = setTimeout(() => server.closeAllConnections(), graceMs);
-        server.close(() => { clearInterval(idle); clearTimeout(force); resolve(); });
+        server.close(() => {
+          clearInterval(idle);
+          clearTimeout(force);
+          resolve();
+        });
         server.closeIdleConnections();
       });
-      await ledger.committer.drain();
+      await ledger.drain();
+      await webhooks.close();
       await keys.close();
+      await channelStates.close();
       await catalog.close();
       await feed.close();
       await ledger.close();

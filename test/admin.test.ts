@@ -12,21 +12,35 @@ const ADMIN = 'tg_admin_test_token_0123456789';
 let gw: TestGateway;
 
 async function admin(method: string, path: string, body?: unknown, token = ADMIN) {
-  const res = await fetch(`${gw.url}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-tollgate-actor': 'alice' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${gw.url}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-tollgate-actor': 'alice' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   let json: Record<string, any> = {};
-  try { json = JSON.parse(text); } catch { /* csv/ndjson */ }
+  try {
+    json = JSON.parse(text);
+  } catch {
+    /* csv/ndjson */
+  }
   return { status: res.status, json, text };
 }
 
 async function chat(key: string, model = 'cx/gen-6-terra', content = 'Tell me about toll bridges') {
-  const res = await fetch(`${gw.baseUrl}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content }] }) });
-  return { status: res.status, json: await res.json() as Record<string, any> };
+  const res = await fetch(`${gw.baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content }] }),
+  });
+  return { status: res.status, json: (await res.json()) as Record<string, any> };
 }
 
 async function cli(args: string[]) {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['bin/tollgate.js', ...args], { env: { ...process.env, TOLLGATE_URL: gw.url, TOLLGATE_ADMIN_TOKEN: ADMIN } });
+    const { stdout, stderr } = await run(process.execPath, ['bin/tollgate.js', ...args], {
+      env: { ...process.env, TOLLGATE_URL: gw.url, TOLLGATE_ADMIN_TOKEN: ADMIN },
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -34,17 +48,33 @@ async function cli(args: string[]) {
   }
 }
 
-const head = () => gw.ledger.store.headPosition();
+const head = () => gw.ledger.events.headPosition();
 
-test.before(async () => { gw = await startTestGateway({ adminToken: ADMIN, bootstrap: false }); });
-test.after(async () => { await gw.stop(); });
+test.before(async () => {
+  gw = await startTestGateway({ adminToken: ADMIN, bootstrap: false });
+});
+test.after(async () => {
+  await gw.stop();
+});
 
 test('setup through the API; every admin action is an event with the actor', async () => {
-  assert.is((await admin('POST', '/plans', { plan_id: 'pro', name: 'Pro', quota: 100_000, validity_days: 30, requests_per_minute: 600, models: ['cx/gen-6-terra', 'alpha-haiku-4.5'] })).status, 201);
+  assert.is(
+    (
+      await admin('POST', '/plans', {
+        plan_id: 'pro',
+        name: 'Pro',
+        quota: 100_000,
+        validity_days: 30,
+        requests_per_minute: 600,
+        models: ['cx/gen-6-terra', 'alpha-haiku-4.5'],
+      })
+    ).status,
+    201,
+  );
   assert.is((await admin('POST', '/accounts', { account_id: 'acme', name: 'Acme' })).status, 201);
   assert.is((await admin('POST', '/accounts/acme/subscription', { plan_id: 'pro' })).json.event, 'SubscriptionStarted');
   assert.is((await admin('POST', '/accounts/acme/extra-tokens', { amount: 500, reason: 'promo' })).status, 200);
-  const events = await gw.ledger.store.readAll(0, 1000);
+  const events = await gw.ledger.events.readAll(0, 1000);
   const adminEvents = events.filter((e) => ['PlanDefined', 'AccountOpened', 'SubscriptionStarted', 'ExtraTokensGranted'].includes(e.type));
   assert.is(adminEvents.length, 4);
   for (const e of adminEvents) assert.is(e.metadata.actor, 'admin:alice');
@@ -112,7 +142,9 @@ test('the CLI does the same, with --json and readable errors', async () => {
   const unknown = await cli(['grant', 'ghost', '--amount', '3']);
   assert.ok(unknown.code !== 0);
   assert.match(unknown.stderr, /not found/);
-  const wrongToken = await run(process.execPath, ['bin/tollgate.js', 'plan', 'list'], { env: { ...process.env, TOLLGATE_URL: gw.url, TOLLGATE_ADMIN_TOKEN: 'nope' } }).catch((e) => e);
+  const wrongToken = await run(process.execPath, ['bin/tollgate.js', 'plan', 'list'], {
+    env: { ...process.env, TOLLGATE_URL: gw.url, TOLLGATE_ADMIN_TOKEN: 'nope' },
+  }).catch((e) => e);
   assert.ok(wrongToken.code !== 0);
   assert.match(wrongToken.stderr, /401/);
   const models = await cli(['model', 'list', '--json']);
@@ -139,29 +171,65 @@ test('correction: calls billed at a wrong multiplier are adjusted to the token, 
   await gw.ledger.caughtUp();
   const before = (await admin('GET', '/accounts/acme')).json;
 
-  const dry = await admin('POST', '/corrections', { model: 'cx/gen-6-terra', from: from.toISOString(), to: to.toISOString(), multiplier: 1.25, reason: 'typo', dry_run: true });
+  const dry = await admin('POST', '/corrections', {
+    model: 'cx/gen-6-terra',
+    from: from.toISOString(),
+    to: to.toISOString(),
+    multiplier: 1.25,
+    reason: 'typo',
+    dry_run: true,
+  });
   assert.is(dry.status, 200, dry.text);
-  assert.equal(dry.json.totals, { charges: 3, billed, corrected, difference: corrected - billed });
-  assert.equal(dry.json.accounts.map((a: { accountId: string }) => a.accountId), ['acme']);
+  assert.equal(dry.json.totals, { charges: 3, billedOriginally: billed, billedNow: billed, billed, corrected, difference: corrected - billed });
+  assert.equal(
+    dry.json.accounts.map((a: { accountId: string }) => a.accountId),
+    ['acme'],
+  );
   assert.is((await admin('GET', '/accounts/acme')).json.quota_used, before.quota_used, 'dry run writes nothing');
 
-  const applied = await admin('POST', '/corrections', { model: 'cx/gen-6-terra', from: from.toISOString(), to: to.toISOString(), multiplier: 1.25, reason: 'typo' });
+  const applied = await admin('POST', '/corrections', {
+    model: 'cx/gen-6-terra',
+    from: from.toISOString(),
+    to: to.toISOString(),
+    multiplier: 1.25,
+    reason: 'typo',
+  });
   assert.is(applied.json.appended, 3);
   const after = (await admin('GET', '/accounts/acme')).json;
   assert.is(after.quota_used - before.quota_used, corrected - billed);
-  const adjustments = (await gw.ledger.store.readAll(0, 10_000)).filter((e) => e.type === 'ChargeAdjusted');
+  const adjustments = (await gw.ledger.events.readAll(0, 10_000)).filter((e) => e.type === 'ChargeAdjusted');
   assert.is(adjustments.length, 3);
-  assert.is(adjustments.reduce((n, e) => n + (e.data.delta as number), 0), corrected - billed);
+  assert.is(
+    adjustments.reduce((n, e) => n + (e.data.delta as number), 0),
+    corrected - billed,
+  );
 
-  const again = await admin('POST', '/corrections', { model: 'cx/gen-6-terra', from: from.toISOString(), to: to.toISOString(), multiplier: 1.25, reason: 'typo' });
+  const again = await admin('POST', '/corrections', {
+    model: 'cx/gen-6-terra',
+    from: from.toISOString(),
+    to: to.toISOString(),
+    multiplier: 1.25,
+    reason: 'typo',
+  });
   assert.is(again.status, 200);
   assert.is(again.json.appended, 0);
   assert.is(again.json.already_applied, 3);
   assert.is((await admin('GET', '/accounts/acme')).json.quota_used, after.quota_used, 'no change on re-apply');
-  const overlapping = await admin('POST', '/corrections', { model: 'cx/gen-6-terra', from: from.toISOString(), to: to.toISOString(), multiplier: 1.5 });
-  assert.is(overlapping.status, 409);
+  // An overlapping correction is allowed (test/corrections.test.ts); its dry run starts from what is billed now.
+  const overlapping = await admin('POST', '/corrections', {
+    model: 'cx/gen-6-terra',
+    from: from.toISOString(),
+    to: to.toISOString(),
+    multiplier: 1.5,
+    dry_run: true,
+  });
+  assert.is(overlapping.status, 200);
+  assert.is(overlapping.json.totals.billedNow, corrected);
 
-  const usage = async (view: string) => (await (await fetch(`${gw.baseUrl}/usage?view=${view}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { models: Array<{ model: string; billed: number; billed_tokens: number; corrected_billed_tokens: number }> };
+  const usage = async (view: string) =>
+    (await (await fetch(`${gw.baseUrl}/usage?view=${view}`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+      models: Array<{ model: string; billed: number; billed_tokens: number; corrected_billed_tokens: number }>;
+    };
   const billedView = (await usage('billed')).models.find((m) => m.model === 'cx/gen-6-terra')!;
   const correctedView = (await usage('corrected')).models.find((m) => m.model === 'cx/gen-6-terra')!;
   assert.is(billedView.billed - correctedView.billed, billed - corrected);
@@ -171,16 +239,28 @@ test('statements: every charge and adjustment with request ids; totals equal the
   const from = new Date(Date.now() - 3600_000).toISOString();
   const to = new Date(Date.now() + 60_000).toISOString();
   const s = (await admin('GET', `/accounts/acme/statement?from=${from}&to=${to}`)).json;
-  const events = (await gw.ledger.store.readAll(0, 10_000)).filter((e) => e.data.accountId === 'acme');
+  const events = (await gw.ledger.events.readAll(0, 10_000)).filter((e) => e.data.accountId === 'acme');
   const charged = events.filter((e) => e.type === 'ChatCharged' || e.type === 'ImageCharged');
   const adjusted = events.filter((e) => e.type === 'ChargeAdjusted');
   assert.is(s.totals.charges, charged.length);
-  assert.is(s.totals.billed, charged.reduce((n, e) => n + (e.data.billed as number), 0));
-  assert.is(s.totals.adjusted, adjusted.reduce((n, e) => n + (e.data.delta as number), 0));
-  assert.is(s.daily.reduce((n: number, d: { billed: number }) => n + d.billed, 0), s.totals.net);
+  assert.is(
+    s.totals.billed,
+    charged.reduce((n, e) => n + (e.data.billed as number), 0),
+  );
+  assert.is(
+    s.totals.adjusted,
+    adjusted.reduce((n, e) => n + (e.data.delta as number), 0),
+  );
+  assert.is(
+    s.daily.reduce((n: number, d: { billed: number }) => n + d.billed, 0),
+    s.totals.net,
+  );
   for (const line of s.lines) assert.ok(line.request_id, 'each line has a request id');
   const csv = (await admin('GET', `/accounts/acme/statement?from=${from}&to=${to}&format=csv`)).text;
-  assert.is(csv.split('\n')[0], 'at,day,kind,request_id,model,prompt_tokens,completion_tokens,images,multiplier,billed,from_quota,from_extra,event_id,correction_id');
+  assert.is(
+    csv.split('\n')[0],
+    'at,day,kind,request_id,model,prompt_tokens,completion_tokens,images,multiplier,billed,from_quota,from_extra,event_id,correction_id,cached_tokens,cache_write_tokens',
+  );
   assert.is(csv.split('\n').filter((l) => /^\d{4}-.*,(chat|image|adjustment),/.test(l)).length, s.lines.length);
   assert.ok(csv.includes(`total,${s.totals.charges},${s.totals.adjustments},${s.totals.net}`));
   const viaCli = await cli(['statement', 'acme', '--from', from, '--to', to, '--json']);
@@ -192,7 +272,9 @@ test('verify passes on an honest ledger and reports a tampered event row', async
   assert.is(ok.code, 0, ok.stderr);
   assert.is(JSON.parse(ok.stdout).ok, true);
   const table = `"${gw.ledger.schema}".events`;
-  const [victim] = await gw.db.query<{ position: number; stream: string }>(`SELECT position, stream FROM ${table} WHERE type = 'ChatCharged' ORDER BY position LIMIT 1`);
+  const [victim] = await gw.db.query<{ position: number; stream: string }>(
+    `SELECT position, stream FROM ${table} WHERE type = 'ChatCharged' ORDER BY position LIMIT 1`,
+  );
   // An attacker with database rights edits history behind the application's back.
   await gw.db.exec(`ALTER TABLE ${table} DISABLE TRIGGER events_append_only`);
   await gw.db.query(`UPDATE ${table} SET data = jsonb_set(data, '{billed}', '1') WHERE position = $1`, [victim.position]);
@@ -207,7 +289,10 @@ test('verify passes on an honest ledger and reports a tampered event row', async
 
 test('export gives every event as NDJSON', async () => {
   const r = await admin('GET', '/events');
-  const lines = r.text.trim().split('\n').map((l) => JSON.parse(l));
+  const lines = r.text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.is(lines.length, await head());
   assert.ok(lines.every((e, i) => i === 0 || e.position > lines[i - 1].position));
 });
@@ -221,7 +306,7 @@ test('a rebuild runs while the API keeps answering from the old tables', async (
     while (reading) {
       const res = await fetch(`${gw.baseUrl}/subscription`, { headers: { authorization: `Bearer ${key}` } });
       assert.is(res.status, 200);
-      assert.equal((await res.json() as { quota: unknown }).quota, (expected as { quota: unknown }).quota);
+      assert.equal(((await res.json()) as { quota: unknown }).quota, (expected as { quota: unknown }).quota);
       reads++;
     }
   });

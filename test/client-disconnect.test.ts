@@ -18,31 +18,51 @@ let gw: TestGateway;
 let acct: TestAccount;
 
 test.before(async () => {
-  gw = await startGatewayWithRoutes({ slow: { type: 'simulated', tokenDelayMs: 40, imageDelayMs: 1500 } }, {
-    [SLOW]: { provider: 'slow', upstreamModel: 'gen-6-luna', multiplierMilli: 1000 },
-    [SLOW_IMAGE]: { provider: 'slow', upstreamModel: 'gen-image-1', multiplierMilli: 1000 },
-  });
+  gw = await startGatewayWithRoutes(
+    { slow: { type: 'simulated', tokenDelayMs: 40, imageDelayMs: 1500 } },
+    {
+      [SLOW]: { provider: 'slow', upstreamModel: 'gen-6-luna', multiplierMilli: 1000 },
+      [SLOW_IMAGE]: { provider: 'slow', upstreamModel: 'gen-image-1', multiplierMilli: 1000 },
+    },
+  );
   acct = await openAccount(gw, { quota: 100_000_000 });
 });
-test.after(async () => { await gw?.stop(); });
+test.after(async () => {
+  await gw?.stop();
+});
 
 /** Sends a request and destroys the connection after `leaveAfterMs`, or after `chunks` data chunks. */
 function leave(path: string, body: unknown, requestId: string, how: { afterMs?: number; chunks?: number }): Promise<number> {
   return new Promise((resolve) => {
     const u = new URL(gw.url + path);
-    const req = http.request({ hostname: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: {
-      authorization: `Bearer ${acct.key}`, 'content-type': 'application/json', 'x-request-id': requestId,
-    } });
+    const req = http.request({
+      hostname: u.hostname,
+      port: u.port,
+      path: u.pathname,
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${acct.key}`,
+        'content-type': 'application/json',
+        'x-request-id': requestId,
+      },
+    });
     let seen = 0;
     req.on('response', (res) => {
       res.on('data', (chunk: Buffer) => {
         seen += (chunk.toString().match(/^data: \{/gm) ?? []).length;
-        if (how.chunks !== undefined && seen >= how.chunks) { req.destroy(); resolve(seen); }
+        if (how.chunks !== undefined && seen >= how.chunks) {
+          req.destroy();
+          resolve(seen);
+        }
       });
       res.on('end', () => resolve(seen));
     });
     req.on('error', () => resolve(seen));
-    if (how.afterMs !== undefined) setTimeout(() => { req.destroy(); resolve(seen); }, how.afterMs);
+    if (how.afterMs !== undefined)
+      setTimeout(() => {
+        req.destroy();
+        resolve(seen);
+      }, how.afterMs);
     req.end(JSON.stringify(body));
   });
 }
@@ -50,12 +70,26 @@ function leave(path: string, body: unknown, requestId: string, how: { afterMs?: 
 /** The event that closed the call's hold: its charge or its release. */
 async function closing(requestId: string): Promise<StoredEvent> {
   const events = await eventually(
-    async () => (await gw.ledger.store.readStream(streams.account(acct.accountId), 0)).filter((e) => e.data.requestId === requestId),
-    (es) => es.some((e) => e.type !== 'QuotaReserved'), 20_000);
+    async () => (await gw.ledger.events.readStream(streams.account(acct.accountId), 0)).filter((e) => e.data.requestId === requestId),
+    (es) => es.some((e) => e.type !== 'QuotaReserved'),
+    20_000,
+  );
   assert.is(events.filter((e) => e.type === 'QuotaReserved').length, 1, 'one hold');
   const closed = events.filter((e) => e.type !== 'QuotaReserved');
   assert.is(closed.length, 1, 'closed once');
   return closed[0];
+}
+
+/**
+ * For a client gone while the gateway prepares the call: the gateway may see the departure before
+ * it takes a hold (then nothing at all is written for the request: not charged, nothing to close),
+ * or after (then its hold is closed once). Null for the first.
+ */
+async function closingIfHeld(requestId: string): Promise<StoredEvent | null> {
+  const mine = async () => (await gw.ledger.events.readStream(streams.account(acct.accountId), 0)).filter((e) => e.data.requestId === requestId);
+  await new Promise((r) => setTimeout(r, 1500));
+  if ((await mine()).length === 0) return null;
+  return closing(requestId);
 }
 
 // ~40k tokens: counting them keeps the gateway busy before it reaches the upstream call.
@@ -73,7 +107,8 @@ test('chat: the client leaves while the gateway prepares the call: not charged, 
   for (let i = 0; i < 3; i++) {
     const id = `leave-chat-prepare-${i}`;
     await leave('/v1/chat/completions', chatBody(LONG), id, { afterMs: 30 });
-    const e = await closing(id);
+    const e = await closingIfHeld(id);
+    if (!e) continue;
     assert.is(e.type, 'ReservationReleased', `${id}: ${e.type}`);
     assert.is(e.data.reason, 'client_aborted');
   }
@@ -82,7 +117,8 @@ test('chat: the client leaves while the gateway prepares the call: not charged, 
 test('stream: the client leaves while the gateway prepares the call: released, or charged only the prompt, aborted', async () => {
   const id = 'leave-stream-prepare';
   await leave('/v1/chat/completions', chatBody(LONG, true), id, { afterMs: 30 });
-  const e = await closing(id);
+  const e = await closingIfHeld(id);
+  if (!e) return;
   if (e.type === 'ChatCharged') {
     assert.is(e.data.aborted, true);
     // The prompt, and at most the one token the upstream may have produced in the turn the
@@ -100,16 +136,22 @@ test('stream: the client leaves after 3 chunks: charged the prompt and what was 
   const e = await closing(id);
   assert.is(e.type, 'ChatCharged');
   assert.is(e.data.aborted, true);
-  assert.ok((e.data.completionTokens as number) >= seen - 1 && (e.data.completionTokens as number) < 50, `completion ${e.data.completionTokens}, chunks seen ${seen}`);
+  assert.ok(
+    (e.data.completionTokens as number) >= seen - 1 && (e.data.completionTokens as number) < 50,
+    `completion ${e.data.completionTokens}, chunks seen ${seen}`,
+  );
 });
 
 test('image: the client leaves while the gateway prepares or the upstream draws: not charged', async () => {
-  for (const [id, afterMs] of [['leave-image-prepare', 5], ['leave-image-draw', 400]] as const) {
+  for (const [id, afterMs] of [
+    ['leave-image-prepare', 5],
+    ['leave-image-draw', 400],
+  ] as const) {
     await leave('/v1/images/generations', { model: SLOW_IMAGE, prompt: 'A toll booth at dawn. '.repeat(350) }, id, { afterMs });
     if (afterMs < 50) {
       // Gone after 5 ms: on a busy machine the request may not even have reached its hold. Then
       // nothing may be written for it at all; otherwise its hold is released, never charged.
-      const mine = async () => (await gw.ledger.store.readStream(streams.account(acct.accountId), 0)).filter((e) => e.data.requestId === id);
+      const mine = async () => (await gw.ledger.events.readStream(streams.account(acct.accountId), 0)).filter((e) => e.data.requestId === id);
       await new Promise((r) => setTimeout(r, 1500));
       if ((await mine()).length === 0) continue;
     }
@@ -137,9 +179,16 @@ test('a call prepared after the client already left starts aborted (the departur
       const req = http.request({ port, method: 'POST', path: '/' });
       req.on('error', () => undefined);
       req.end('x');
-      setTimeout(() => { req.destroy(); resolve(); }, 20);
+      setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 20);
     });
-    await eventually(async () => signals, (s) => s !== null, 2000);
+    await eventually(
+      async () => signals,
+      (s) => s !== null,
+      2000,
+    );
     assert.is(signals!.before, true);
   } finally {
     server.close();

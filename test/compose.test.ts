@@ -10,7 +10,19 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 
 const compose = parse(readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8')) as {
-  services: Record<string, { image?: string; build?: string; command?: string[]; environment?: Record<string, string>; healthcheck?: { test: string[] }; volumes?: string[]; depends_on?: Record<string, { condition: string }>; ports?: string[] }>;
+  services: Record<
+    string,
+    {
+      image?: string;
+      build?: string;
+      command?: string[];
+      environment?: Record<string, string>;
+      healthcheck?: { test: string[] };
+      volumes?: string[];
+      depends_on?: Record<string, { condition: string }>;
+      ports?: string[];
+    }
+  >;
   volumes: Record<string, unknown>;
 };
 
@@ -27,7 +39,10 @@ test('every service has a health check or restarts, and state lives in volumes',
   for (const name of ['postgres', 'kurrentdb', 'gateway-1', 'gateway-2']) assert.ok(compose.services[name].healthcheck?.test.length, `${name} health check`);
   for (const name of ['postgres', 'kurrentdb']) {
     const vols = compose.services[name].volumes ?? [];
-    assert.ok(vols.some((v) => Object.keys(compose.volumes).includes(v.split(':')[0])), `${name} uses a named volume`);
+    assert.ok(
+      vols.some((v) => Object.keys(compose.volumes).includes(v.split(':')[0])),
+      `${name} uses a named volume`,
+    );
   }
   assert.match(JSON.stringify(compose.services['gateway-1'].healthcheck!.test), /readyz/);
 });
@@ -44,7 +59,9 @@ test('gateways run stateless on the shared PostgreSQL, with projections in the p
 });
 
 test('every environment variable the compose file sets is one the code reads', () => {
-  const code = ['src/config.ts', 'src/eventstore/db.ts', 'src/gateway/health.ts', 'src/server.ts'].map((f) => readFileSync(new URL(`../${f}`, import.meta.url), 'utf8')).join('\n');
+  const code = ['src/config.ts', 'src/eventstore/db.ts', 'src/gateway/health.ts', 'src/server.ts']
+    .map((f) => readFileSync(new URL(`../${f}`, import.meta.url), 'utf8'))
+    .join('\n');
   for (const name of Object.keys(compose.services['gateway-1'].environment!)) assert.ok(code.includes(name), `${name} is read by the code`);
 });
 
@@ -81,7 +98,10 @@ test('npm run build compiles a gateway that runs without tsx and serves its API 
         const seen = (chunk: Buffer) => {
           text += chunk.toString();
           const m = /base URL: (http:\/\/\S+)\/v1/.exec(text);
-          if (m) { clearTimeout(timer); resolve(m[1]); }
+          if (m) {
+            clearTimeout(timer);
+            resolve(m[1]);
+          }
         };
         child.stdout.on('data', seen);
         child.stderr.on('data', seen);

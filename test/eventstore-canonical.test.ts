@@ -18,7 +18,7 @@ function reference(value: unknown): string {
 /** Deterministic pseudo-random values of every JSON kind, nested. */
 function* values(seed: number, count: number): Generator<unknown> {
   let x = seed;
-  const rnd = () => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rnd = () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const keys = ['a', 'B', 'b', 'zeta', 'Ämter', '日本', '', 'k"q', 'line\nbreak', '10', '9', 'z\u0000'];
   const make = (depth: number): unknown => {
     const r = rnd();
@@ -47,10 +47,18 @@ test('keys sorted at every depth, undefined members left out, whatever the inser
 
 test('an event body and its chain hash are stable (a known event, a known hash)', () => {
   const body = eventBody({
-    id: 'e1', stream: 'account-acme', revision: 0, type: 'AccountOpened', timestamp: '2026-11-21T00:00:00.000Z',
-    data: { name: 'Acme', accountId: 'acme' }, metadata: { actor: 'admin:test', correlationId: 'c', causationId: null },
+    id: 'e1',
+    stream: 'account-acme',
+    revision: 0,
+    type: 'AccountOpened',
+    timestamp: '2026-11-21T00:00:00.000Z',
+    data: { name: 'Acme', accountId: 'acme' },
+    metadata: { actor: 'admin:test', correlationId: 'c', causationId: null },
   });
-  assert.is(body, '{"data":{"accountId":"acme","name":"Acme"},"id":"e1","metadata":{"actor":"admin:test","causationId":null,"correlationId":"c"},"revision":0,"stream":"account-acme","timestamp":"2026-11-21T00:00:00.000Z","type":"AccountOpened"}');
+  assert.is(
+    body,
+    '{"data":{"accountId":"acme","name":"Acme"},"id":"e1","metadata":{"actor":"admin:test","causationId":null,"correlationId":"c"},"revision":0,"stream":"account-acme","timestamp":"2026-11-21T00:00:00.000Z","type":"AccountOpened"}',
+  );
   assert.is(chainHash(GENESIS_HASH, body), chainHash(GENESIS_HASH, reference(JSON.parse(body))));
   assert.match(chainHash(GENESIS_HASH, body), /^[0-9a-f]{64}$/);
 });

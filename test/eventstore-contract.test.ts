@@ -12,11 +12,22 @@ for (const target of testDatabases()) {
   defineEventStoreContract(target.label, async () => {
     const t = await target.open();
     const store = await createPostgresEventStore(t.db, { schema: t.schema, validate: validateEvent, pollIntervalMs: 200 });
-    const sqlFor = { update: `UPDATE "${t.schema}".events SET type = 'X'`, delete: `DELETE FROM "${t.schema}".events`, truncate: `TRUNCATE "${t.schema}".events` };
+    const sqlFor = {
+      update: `UPDATE "${t.schema}".events SET type = 'X'`,
+      delete: `DELETE FROM "${t.schema}".events`,
+      truncate: `TRUNCATE "${t.schema}".events`,
+    };
     return {
       store,
-      tamper: async (op) => t.db.query(sqlFor[op]).then(() => true, () => false),
-      close: async () => { await store.close(); await t.cleanup(); },
+      tamper: async (op) =>
+        t.db.query(sqlFor[op]).then(
+          () => true,
+          () => false,
+        ),
+      close: async () => {
+        await store.close();
+        await t.cleanup();
+      },
     };
   }).run();
 }
@@ -31,5 +42,7 @@ if (kurrentDbUrl) {
     return { store, close: () => store.close() };
   }).run();
 } else {
-  console.log('KurrentDB contract: SKIPPED (KURRENTDB_URL is not set; no KurrentDB server on this machine). The adapter ran only against an in-memory client double, in test/kurrentdb-adapter.test.ts.');
+  console.log(
+    'KurrentDB contract: SKIPPED (KURRENTDB_URL is not set; no KurrentDB server on this machine). The adapter ran only against an in-memory client double, in test/kurrentdb-adapter.test.ts.',
+  );
 }

@@ -24,17 +24,20 @@ let slowDouble: UpstreamDouble;
 test.before(async () => {
   double = await startUpstreamDouble({ reply: DOUBLE_REPLY });
   slowDouble = await startUpstreamDouble({ reply: DOUBLE_REPLY, chunkDelayMs: 80 });
-  gw = await startGatewayWithRoutes({
-    double: { type: 'openai-compatible', baseURL: double.url, timeoutMs: 5000 },
-    slowDouble: { type: 'openai-compatible', baseURL: slowDouble.url, timeoutMs: 5000 },
-    slow: { type: 'simulated', tokenDelayMs: TOKEN_DELAY_MS },
-  }, {
-    [DOUBLE_MODEL]: { provider: 'double', upstreamModel: 'double-model', multiplierMilli: 1000 },
-    [SLOW_DOUBLE_MODEL]: { provider: 'slowDouble', upstreamModel: 'double-model', multiplierMilli: 1500 },
-    // Two routes to one simulated upstream model: the same reply, one slow and one at once.
-    [SLOW_MODEL]: { provider: 'slow', upstreamModel: 'gen-6-luna', multiplierMilli: 1250 },
-    [FAST_TWIN]: { provider: 'simulated', upstreamModel: 'gen-6-luna', multiplierMilli: 1250 },
-  });
+  gw = await startGatewayWithRoutes(
+    {
+      double: { type: 'openai-compatible', baseURL: double.url, timeoutMs: 5000 },
+      slowDouble: { type: 'openai-compatible', baseURL: slowDouble.url, timeoutMs: 5000 },
+      slow: { type: 'simulated', tokenDelayMs: TOKEN_DELAY_MS },
+    },
+    {
+      [DOUBLE_MODEL]: { provider: 'double', upstreamModel: 'double-model', multiplierMilli: 1000 },
+      [SLOW_DOUBLE_MODEL]: { provider: 'slowDouble', upstreamModel: 'double-model', multiplierMilli: 1500 },
+      // Two routes to one simulated upstream model: the same reply, one slow and one at once.
+      [SLOW_MODEL]: { provider: 'slow', upstreamModel: 'gen-6-luna', multiplierMilli: 1250 },
+      [FAST_TWIN]: { provider: 'simulated', upstreamModel: 'gen-6-luna', multiplierMilli: 1250 },
+    },
+  );
 });
 
 test.after(async () => {
@@ -64,7 +67,14 @@ test('30 concurrent calls on a small quota never spend the same tokens twice nor
   const replies = await Promise.all(bodies.map((body) => chat(gw, acct.key, body)));
   const ok = replies.filter((r) => r.status === 200);
   const refused = replies.filter((r) => r.status === 402);
-  assert.is(ok.length + refused.length, 30, replies.filter((r) => r.status !== 200 && r.status !== 402).map((r) => r.text).join('\n'));
+  assert.is(
+    ok.length + refused.length,
+    30,
+    replies
+      .filter((r) => r.status !== 200 && r.status !== 402)
+      .map((r) => r.text)
+      .join('\n'),
+  );
   // A call without max_tokens holds all that is left, so how many fit depends on arrival order.
   assert.ok(ok.length >= 1, `${ok.length} succeeded`);
   assert.ok(refused.length >= 1, 'the quota ran out');
@@ -82,7 +92,11 @@ test('30 concurrent calls on a small quota never spend the same tokens twice nor
   const view = await ledgerView(gw, acct.accountId);
   assert.is(view.chatCharges.length, ok.length, 'one charge per successful call');
   assert.ok(view.billed <= quota, `charged ${view.billed} > quota ${quota}`);
-  assert.is(view.billed, ok.reduce((sum, r) => sum + billedHeader(r), 0), 'headers add up to the ledger');
+  assert.is(
+    view.billed,
+    ok.reduce((sum, r) => sum + billedHeader(r), 0),
+    'headers add up to the ledger',
+  );
   assert.is(view.row.quota_used, view.billed);
   assert.is(view.row.reserved, 0);
   assert.is(view.row.open_holds, 0);
@@ -100,9 +114,15 @@ test('30 concurrent calls on a small quota never spend the same tokens twice nor
 
 test('concurrent calls spending the main plan and then extra tokens stay within both', async () => {
   const acct = await openAccount(gw, { quota: 300, extra: 400 });
-  const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => chat(gw, acct.key, {
-    model: 'alpha-haiku-4.5', messages: userMessage(`Extra tokens question ${i}`), max_tokens: 30,
-  })));
+  const replies = await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      chat(gw, acct.key, {
+        model: 'alpha-haiku-4.5',
+        messages: userMessage(`Extra tokens question ${i}`),
+        max_tokens: 30,
+      }),
+    ),
+  );
   assert.ok(replies.every((r) => r.status === 200 || r.status === 402));
   const view = await ledgerView(gw, acct.accountId);
   assert.ok(view.billed <= 700);
@@ -158,14 +178,18 @@ test('a streamed call is charged exactly what was generated', async () => {
   const acct = await openAccount(gw, { quota: 1_000_000 });
   const messages = userMessage('Stream a few words about bridges.');
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'cx/gen-6-terra', messages, stream: true, stream_options: { include_usage: true } }),
   });
   assert.is(res.status, 200);
   assert.ok(res.headers.has('x-tollgate-billed-tokens') && res.headers.has('x-tollgate-remaining-tokens'), 'billing headers on a stream too');
-  const events = await readSse(res) as { choices: { delta: { content?: string } }[]; usage?: { prompt_tokens: number; completion_tokens: number } }[];
+  const events = (await readSse(res)) as { choices: { delta: { content?: string } }[]; usage?: { prompt_tokens: number; completion_tokens: number } }[];
   assert.is(events[events.length - 1], '[DONE]' as never);
-  const text = events.slice(0, -1).map((e) => e.choices[0]?.delta?.content ?? '').join('');
+  const text = events
+    .slice(0, -1)
+    .map((e) => e.choices[0]?.delta?.content ?? '')
+    .join('');
   const usage = events.find((e) => e.usage)!.usage!;
   assert.is(usage.prompt_tokens, countMessageTokens(messages as never));
   assert.is(usage.completion_tokens, countTextTokens(text), 'usage counts the text that was sent');
@@ -185,11 +209,15 @@ test('a streamed call is charged exactly what was generated', async () => {
   // Through an OpenAI-compatible upstream, without include_usage: the upstream's own counts.
   const before = (await ledgerView(gw, acct.accountId)).chatCharges.length;
   const streamed = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: DOUBLE_MODEL, messages, stream: true }),
   });
-  const chunks = await readSse(streamed) as { choices: { delta: { content?: string } }[] }[];
-  const got = chunks.slice(0, -1).map((e) => e.choices[0]?.delta?.content ?? '').join('');
+  const chunks = (await readSse(streamed)) as { choices: { delta: { content?: string } }[] }[];
+  const got = chunks
+    .slice(0, -1)
+    .map((e) => e.choices[0]?.delta?.content ?? '')
+    .join('');
   assert.is(got, DOUBLE_REPLY);
   const after = await ledgerView(gw, acct.accountId);
   assert.is(after.chatCharges.length, before + 1);
@@ -203,8 +231,10 @@ test('a streamed call is charged exactly what was generated', async () => {
 async function streamThenHangUp(key: string, body: Record<string, unknown>, atLeast: number): Promise<{ received: string; abortedAt: number }> {
   const controller = new AbortController();
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ ...body, stream: true }), signal: controller.signal,
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ ...body, stream: true }),
+    signal: controller.signal,
   });
   assert.is(res.status, 200);
   const reader = res.body!.getReader();
@@ -222,7 +252,10 @@ async function streamThenHangUp(key: string, body: Record<string, unknown>, atLe
       buffer = buffer.slice(cut + 2);
       if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
       const content = JSON.parse(line.slice(6)).choices?.[0]?.delta?.content;
-      if (content) { received += content; pieces++; }
+      if (content) {
+        received += content;
+        pieces++;
+      }
     }
   }
   controller.abort();
@@ -240,7 +273,10 @@ test('a client that leaves mid-stream stops the upstream and pays the prompt plu
   const base = await ledgerView(gw, acct.accountId);
 
   const { received, abortedAt } = await streamThenHangUp(acct.key, { model: SLOW_MODEL, messages }, 4);
-  const view = await eventually(() => ledgerView(gw, acct.accountId), (v) => v.chatCharges.length > base.chatCharges.length);
+  const view = await eventually(
+    () => ledgerView(gw, acct.accountId),
+    (v) => v.chatCharges.length > base.chatCharges.length,
+  );
   const settledIn = Date.now() - abortedAt;
   assert.is(view.chatCharges.length, base.chatCharges.length + 1);
   const d = view.chatCharges[view.chatCharges.length - 1].data;
@@ -266,9 +302,15 @@ test('a client that leaves mid-stream closes the upstream connection (OpenAI-com
   const messages = userMessage('Count slowly.');
   const abandoned = slowDouble.abandoned;
   const { received } = await streamThenHangUp(acct.key, { model: SLOW_DOUBLE_MODEL, messages }, 3);
-  const view = await eventually(() => ledgerView(gw, acct.accountId), (v) => v.chatCharges.length === 1);
+  const view = await eventually(
+    () => ledgerView(gw, acct.accountId),
+    (v) => v.chatCharges.length === 1,
+  );
   assert.is(view.chatCharges.length, 1);
-  await eventually(async () => slowDouble.abandoned, (n) => n > abandoned);
+  await eventually(
+    async () => slowDouble.abandoned,
+    (n) => n > abandoned,
+  );
   assert.is(slowDouble.abandoned, abandoned + 1, 'the upstream response was abandoned, not read to the end');
   const d = view.chatCharges[0].data;
   assert.is(d.aborted, true);
@@ -317,7 +359,11 @@ test('Idempotency-Key: 10 concurrent requests with one key yield one charge and 
   const body = { model: DOUBLE_MODEL, messages: userMessage('Ten at once') };
   const calls = double.requests.length;
   const replies = await Promise.all(Array.from({ length: 10 }, () => chat(gw, acct.key, body, { 'idempotency-key': 'burst-7' })));
-  assert.equal(replies.map((r) => r.status), Array(10).fill(200), replies.map((r) => r.text).join('\n'));
+  assert.equal(
+    replies.map((r) => r.status),
+    Array(10).fill(200),
+    replies.map((r) => r.text).join('\n'),
+  );
   assert.is(new Set(replies.map((r) => r.text)).size, 1, 'identical bodies');
   assert.is(replies.filter((r) => r.headers.get('idempotent-replayed') === 'true').length, 9);
   assert.is(double.requests.length, calls + 1, 'one upstream call');
@@ -342,7 +388,10 @@ test('Idempotency-Key: a failed first attempt (5xx) is not recorded, so the retr
   assert.is(replay.text, retried.text);
   const view = await ledgerView(gw, acct.accountId);
   assert.is(view.chatCharges.length, 1);
-  assert.equal(view.releases.map((r) => r.data.reason), ['upstream_error']);
+  assert.equal(
+    view.releases.map((r) => r.data.reason),
+    ['upstream_error'],
+  );
 });
 
 test('Idempotency-Key: a 429 (over the call rate) or a 402 (no quota) is not recorded; after a top-up the same key runs', async () => {
@@ -369,8 +418,10 @@ test('Idempotency-Key: a 429 (over the call rate) or a 402 (no quota) is not rec
 async function retryStream(key: string, body: Record<string, unknown>, idempotencyKey: string): Promise<{ status: number; headers: Headers; text: string }> {
   for (let attempt = 0; ; attempt++) {
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-      body: JSON.stringify(body), signal: AbortSignal.timeout(20_000),
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(20_000),
     });
     const text = await res.text();
     if (res.status === 409 && attempt < 3 && JSON.parse(text).error.code === 'idempotency_retry') continue;
@@ -383,14 +434,19 @@ test('Idempotency-Key on a stream the client abandons: the retry runs again, not
   const body = { model: SLOW_MODEL, messages: userMessage('An idempotent stream about ferries.'), stream: true };
   const controller = new AbortController();
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json', 'idempotency-key': 'stream-1' },
-    body: JSON.stringify(body), signal: controller.signal,
+    method: 'POST',
+    headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json', 'idempotency-key': 'stream-1' },
+    body: JSON.stringify(body),
+    signal: controller.signal,
   });
   const reader = res.body!.getReader();
   let seen = '';
   while ((seen.match(/"content":"[^"]/g) ?? []).length < 3) seen += new TextDecoder().decode((await reader.read()).value);
   controller.abort();
-  await eventually(() => ledgerView(gw, acct.accountId), (v) => v.chatCharges.length === 1);
+  await eventually(
+    () => ledgerView(gw, acct.accountId),
+    (v) => v.chatCharges.length === 1,
+  );
 
   const started = Date.now();
   const retry = await retryStream(acct.key, body, 'stream-1');
@@ -402,7 +458,11 @@ test('Idempotency-Key on a stream the client abandons: the retry runs again, not
   assert.is(replay.headers.get('idempotent-replayed'), 'true');
   assert.is(replay.text, retry.text);
   const view = await ledgerView(gw, acct.accountId);
-  assert.equal(view.chatCharges.map((c) => c.data.aborted), [true, false], 'the abandoned part and the full retry, nothing for the replay');
+  assert.equal(
+    view.chatCharges.map((c) => c.data.aborted),
+    [true, false],
+    'the abandoned part and the full retry, nothing for the replay',
+  );
   assert.is(view.row.reserved, 0);
 });
 
@@ -418,7 +478,10 @@ test('Idempotency-Key on a stream ended by an upstream failure: not recorded, th
   assert.ok(retry.text.includes(DOUBLE_REPLY.split(' ')[0]) && retry.text.trimEnd().endsWith('data: [DONE]'));
   const view = await ledgerView(gw, acct.accountId);
   assert.is(view.chatCharges.length, 1);
-  assert.equal(view.releases.map((r) => r.data.reason), ['upstream_error']);
+  assert.equal(
+    view.releases.map((r) => r.data.reason),
+    ['upstream_error'],
+  );
 });
 
 test('every metered response carries x-tollgate-billed-tokens and x-tollgate-remaining-tokens', async () => {

@@ -11,7 +11,10 @@ import { assertMatches } from './support/openapi.ts';
 let gw: GatewayProcess;
 let client: OpenAI;
 
-interface Sub { quota: { used: number; reserved: number; remaining: number }; remaining_tokens: number }
+interface Sub {
+  quota: { used: number; reserved: number; remaining: number };
+  remaining_tokens: number;
+}
 async function subscription(): Promise<Sub> {
   const r = await fetch(`${gw.baseUrl}/subscription`, { headers: { authorization: `Bearer ${gw.key}` } });
   return r.json() as Promise<Sub>;
@@ -21,7 +24,9 @@ test.before(async () => {
   gw = await spawnGateway();
   client = new OpenAI({ apiKey: gw.key, baseURL: gw.baseUrl, maxRetries: 0 });
 });
-test.after(async () => { await gw.stop(); });
+test.after(async () => {
+  await gw.stop();
+});
 
 test('models.list returns the active models with multipliers and aliases', async () => {
   const page = await client.models.list();
@@ -36,9 +41,13 @@ test('models.list returns the active models with multipliers and aliases', async
 
 test('chat completion (alias, reasoning effort) is billed at the multiplier', async () => {
   const before = await subscription();
-  const { data, response } = await client.chat.completions.create({
-    model: 'gen-6-terra', reasoning_effort: 'high' as never, messages: [{ role: 'user', content: 'Explain toll roads in one paragraph.' }],
-  }).withResponse();
+  const { data, response } = await client.chat.completions
+    .create({
+      model: 'gen-6-terra',
+      reasoning_effort: 'high' as never,
+      messages: [{ role: 'user', content: 'Explain toll roads in one paragraph.' }],
+    })
+    .withResponse();
   assertMatches('CreateChatCompletionResponse', data);
   assert.ok(data.choices[0].message.content!.length > 0);
   assert.is(data.model, 'cx/gen-6-terra');
@@ -53,8 +62,13 @@ test('chat completion (alias, reasoning effort) is billed at the multiplier', as
 test('streamed chat with include_usage: chunks validate and the stream is billed, not free', async () => {
   const before = await subscription();
   const stream = await client.chat.completions.create({
-    model: 'alpha-opus-5', stream: true, stream_options: { include_usage: true },
-    messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Stream me a sentence.' }] }],
+    model: 'alpha-opus-5',
+    stream: true,
+    stream_options: { include_usage: true },
+    messages: [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: [{ type: 'text', text: 'Stream me a sentence.' }] },
+    ],
   });
   let text = '';
   let usage: OpenAI.CompletionUsage | undefined;
@@ -85,9 +99,15 @@ test('images.generate returns a 1024-class JPEG of 500-800 KB, charged 45000 x m
 });
 
 test('images.edit with an uploaded file (multipart) transforms the source', async () => {
-  const source = await sharp({ create: { width: 512, height: 512, channels: 3, background: { r: 30, g: 120, b: 200 } } }).png().toBuffer();
+  const source = await sharp({ create: { width: 512, height: 512, channels: 3, background: { r: 30, g: 120, b: 200 } } })
+    .png()
+    .toBuffer();
   const before = await subscription();
-  const res = await client.images.edit({ model: 'alpha-haiku-4.5', prompt: 'make it warmer', image: await toFile(source, 'source.png', { type: 'image/png' }) });
+  const res = await client.images.edit({
+    model: 'alpha-haiku-4.5',
+    prompt: 'make it warmer',
+    image: await toFile(source, 'source.png', { type: 'image/png' }),
+  });
   assertMatches('ImagesResponse', res);
   const jpeg = Buffer.from(res.data![0].b64_json!, 'base64');
   const meta = await sharp(jpeg).metadata();
@@ -115,7 +135,10 @@ test('errors come back as OpenAI errors the SDK understands', async () => {
 
 test('the log carries ids and numbers, never the key or the prompt', async () => {
   await new Promise((r) => setTimeout(r, 200));
-  const log = gw.output().split('\n').filter((l) => l.startsWith('{'));
+  const log = gw
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'));
   assert.ok(log.length >= 6, 'one line per request');
   const joined = log.join('\n');
   assert.not.ok(joined.includes(gw.key), 'no key in logs');

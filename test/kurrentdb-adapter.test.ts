@@ -15,16 +15,38 @@ import * as assert from 'uvu/assert';
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import {
-  BACKWARDS, END, START, StreamNotFoundError, WrongExpectedVersionError, UnavailableError,
-  type AllStreamResolvedEvent, type AppendResult, type AppendStreamState, type EventData, type Filter, type Position,
-  type ReadAllOptions, type ReadStreamOptions, type RecordedEvent, type ResolvedEvent, type StreamMetadata, type SubscribeToAllOptions,
+  END,
+  START,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+  UnavailableError,
+  type AllStreamResolvedEvent,
+  type AppendResult,
+  type AppendStreamState,
+  type EventData,
+  type Filter,
+  type Position,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type ResolvedEvent,
+  type StreamMetadata,
+  type SubscribeToAllOptions,
 } from '@kurrent/kurrentdb-client';
 import type { KurrentClient, LiveFeed } from '../src/eventstore/kurrentdb-client.ts';
 import { redactConnectionString } from '../src/eventstore/kurrentdb-client.ts';
 import { createKurrentDbEventStore } from '../src/eventstore/kurrentdb.ts';
 import {
-  actualRevision, claimStream, encodeMetadata, isUserEvent, kurrentEventId, mapAppendError, positionNumber, readFrom,
-  snapshotStream, toStoredEvent,
+  actualRevision,
+  claimStream,
+  encodeMetadata,
+  isUserEvent,
+  kurrentEventId,
+  mapAppendError,
+  positionNumber,
+  readFrom,
+  snapshotStream,
+  toStoredEvent,
 } from '../src/eventstore/kurrentdb-mapping.ts';
 import { openSelectedEventStore } from '../src/eventstore/kurrentdb-select.ts';
 import { chainHash, eventBody, GENESIS_HASH } from '../src/eventstore/canonical.ts';
@@ -33,22 +55,37 @@ import type { EventStore, NewEvent, StoredEvent } from '../src/eventstore/port.t
 import { validateEvent } from '../src/ledger/catalogue.ts';
 import { settingsFromEnv } from '../src/config.ts';
 import { openLedger } from '../src/ledger/ledger.ts';
-import { readCheckpoint } from '../projections/runner.ts';
+import { readSide } from '../projections/read-side.ts';
+import * as checkpoint from '../projections/checkpoint.ts';
 import { defineEventStoreContract } from './support/eventstore-contract.ts';
 import { testDatabases } from './support/db.ts';
 
 // ---- the test double --------------------------------------------------------------------------
 
 interface Rec {
-  streamId: string; id: string; revision: bigint; type: string; data: unknown; metadata: unknown;
-  created: Date; position: Position;
+  streamId: string;
+  id: string;
+  revision: bigint;
+  type: string;
+  data: unknown;
+  metadata: unknown;
+  created: Date;
+  position: Position;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 class FakeFeed extends EventEmitter implements LiveFeed {
-  constructor(private readonly db: FakeKurrentDb, readonly filter: Filter | undefined) { super(); }
-  async unsubscribe() { this.db.feeds.delete(this); this.emit('end'); }
+  constructor(
+    private readonly db: FakeKurrentDb,
+    readonly filter: Filter | undefined,
+  ) {
+    super();
+  }
+  async unsubscribe() {
+    this.db.feeds.delete(this);
+    this.emit('end');
+  }
 }
 
 /** An in-memory stand-in for the KurrentDB server behind the client (see the file header). */
@@ -80,11 +117,17 @@ class FakeKurrentDb implements KurrentClient {
     const sameIdsAfter = (rev: bigint) => events.every((e, i) => stream[Number(rev) + 1 + i]?.id === e.id.toLowerCase());
     let idempotentAfter: bigint | null = null;
     if (streamState === 'no_stream') {
-      if (current >= 0n) { if (sameIdsAfter(-1n)) idempotentAfter = -1n; else throw conflict(); }
+      if (current >= 0n) {
+        if (sameIdsAfter(-1n)) idempotentAfter = -1n;
+        else throw conflict();
+      }
     } else if (streamState === 'stream_exists') {
       if (current < 0n) throw conflict();
     } else if (typeof streamState === 'bigint') {
-      if (streamState !== current) { if (streamState < current && sameIdsAfter(streamState)) idempotentAfter = streamState; else throw conflict(); }
+      if (streamState !== current) {
+        if (streamState < current && sameIdsAfter(streamState)) idempotentAfter = streamState;
+        else throw conflict();
+      }
     } else {
       const at = stream.findIndex((r) => r.id === events[0].id.toLowerCase());
       if (at >= 0 && sameIdsAfter(BigInt(at - 1))) idempotentAfter = BigInt(at - 1);
@@ -106,9 +149,14 @@ class FakeKurrentDb implements KurrentClient {
     const stream = this.streams.get(streamName) ?? [];
     const json = JSON.stringify(data);
     const rec: Rec = {
-      streamId: streamName, id, revision: BigInt(stream.length), type,
-      data: JSON.parse(json), metadata: metadata === undefined ? undefined : JSON.parse(JSON.stringify(metadata)),
-      created: new Date(), position: { commit: this.offset, prepare: this.offset },
+      streamId: streamName,
+      id,
+      revision: BigInt(stream.length),
+      type,
+      data: JSON.parse(json),
+      metadata: metadata === undefined ? undefined : JSON.parse(JSON.stringify(metadata)),
+      created: new Date(),
+      position: { commit: this.offset, prepare: this.offset },
     };
     this.offset += BigInt(120 + json.length + (metadata ? JSON.stringify(metadata).length : 0)); // a record's bytes
     stream.push(rec);
@@ -118,8 +166,12 @@ class FakeKurrentDb implements KurrentClient {
     return rec;
   }
 
-  readStream(streamName: string, { fromRevision = START, direction = 'forwards', maxCount = Number.MAX_SAFE_INTEGER }: ReadStreamOptions = {}): AsyncIterableIterator<ResolvedEvent> {
+  readStream(
+    streamName: string,
+    { fromRevision = START, direction = 'forwards', maxCount = Number.MAX_SAFE_INTEGER }: ReadStreamOptions = {},
+  ): AsyncIterableIterator<ResolvedEvent> {
     this.calls.readStream++;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- a generator function has no lexical this
     const self = this;
     return (async function* () {
       await new Promise((r) => setImmediate(r));
@@ -139,8 +191,14 @@ class FakeKurrentDb implements KurrentClient {
     })();
   }
 
-  readAll({ fromPosition = START, direction = 'forwards', maxCount = Number.MAX_SAFE_INTEGER, filter }: ReadAllOptions = {}): AsyncIterableIterator<AllStreamResolvedEvent> {
+  readAll({
+    fromPosition = START,
+    direction = 'forwards',
+    maxCount = Number.MAX_SAFE_INTEGER,
+    filter,
+  }: ReadAllOptions = {}): AsyncIterableIterator<AllStreamResolvedEvent> {
     this.calls.readAll++;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- a generator function has no lexical this
     const self = this;
     return (async function* () {
       await new Promise((r) => setImmediate(r));
@@ -174,7 +232,9 @@ class FakeKurrentDb implements KurrentClient {
     return this.write(`$$${streamName}`, randomUUID(), '$metadata', { $maxCount: metadata.maxCount }, undefined);
   }
 
-  async dispose() { for (const f of [...this.feeds]) await f.unsubscribe(); }
+  async dispose() {
+    for (const f of [...this.feeds]) await f.unsubscribe();
+  }
 }
 
 function matches(filter: Filter | undefined, r: Rec): boolean {
@@ -187,15 +247,24 @@ function matches(filter: Filter | undefined, r: Rec): boolean {
 
 function recorded(r: Rec): RecordedEvent {
   return {
-    streamId: r.streamId, id: r.id, revision: r.revision, type: r.type, created: r.created, isJson: true,
-    data: JSON.parse(JSON.stringify(r.data)), metadata: r.metadata === undefined ? undefined : JSON.parse(JSON.stringify(r.metadata)),
+    streamId: r.streamId,
+    id: r.id,
+    revision: r.revision,
+    type: r.type,
+    created: r.created,
+    isJson: true,
+    data: JSON.parse(JSON.stringify(r.data)),
+    metadata: r.metadata === undefined ? undefined : JSON.parse(JSON.stringify(r.metadata)),
     position: { ...r.position },
   } as RecordedEvent;
 }
 
 const md = { correlationId: 'corr-1', causationId: null, actor: 'test' };
 const opened = (n = 1, id?: string): NewEvent => ({ id, type: 'AccountOpened', data: { accountId: `a${n}`, name: `n${n}` }, metadata: md });
-const newStore = (db = new FakeKurrentDb(), pollIntervalMs = 200) => ({ db, store: createKurrentDbEventStore(db, { validate: validateEvent, pollIntervalMs }) });
+const newStore = (db = new FakeKurrentDb(), pollIntervalMs = 200) => ({
+  db,
+  store: createKurrentDbEventStore(db, { validate: validateEvent, pollIntervalMs }),
+});
 
 // ---- pure mappings ----------------------------------------------------------------------------
 
@@ -240,7 +309,16 @@ pure('system events, adapter streams and foreign events are not ours', () => {
   assert.not.ok(isUserEvent({ type: '$metadata', streamId: '$$account-a' }));
   assert.not.ok(isUserEvent({ type: 'Anything', streamId: snapshotStream('account-a') }));
   assert.not.ok(isUserEvent({ type: 'Anything', streamId: claimStream(randomUUID()) }));
-  const foreign = { streamId: 'orders-1', id: randomUUID(), revision: 0n, type: 'OrderPlaced', created: new Date(), isJson: true, data: { a: 1 }, metadata: { by: 'another app' } } as RecordedEvent;
+  const foreign = {
+    streamId: 'orders-1',
+    id: randomUUID(),
+    revision: 0n,
+    type: 'OrderPlaced',
+    created: new Date(),
+    isJson: true,
+    data: { a: 1 },
+    metadata: { by: 'another app' },
+  } as RecordedEvent;
   assert.is(toStoredEvent(foreign, 10), null);
 });
 
@@ -251,10 +329,27 @@ pure('the metadata envelope gives back our id, metadata, timestamp and hashes', 
   const onWire = JSON.parse(JSON.stringify(encodeMetadata(envelope)));
   assert.is(onWire.$correlationId, 'c');
   assert.is(onWire.$causationId, 'x');
-  const rec = { streamId: 'account-a', id: kurrentEventId(id), revision: 3n, type: 'AccountOpened', created: new Date(), isJson: true, data: { accountId: 'a', name: 'n' }, metadata: onWire } as RecordedEvent;
+  const rec = {
+    streamId: 'account-a',
+    id: kurrentEventId(id),
+    revision: 3n,
+    type: 'AccountOpened',
+    created: new Date(),
+    isJson: true,
+    data: { accountId: 'a', name: 'n' },
+    metadata: onWire,
+  } as RecordedEvent;
   assert.equal(toStoredEvent(rec, 99), {
-    id, type: 'AccountOpened', stream: 'account-a', revision: 3, position: 99, timestamp: envelope.timestamp,
-    data: { accountId: 'a', name: 'n' }, metadata, prevHash: GENESIS_HASH, hash: 'h',
+    id,
+    type: 'AccountOpened',
+    stream: 'account-a',
+    revision: 3,
+    position: 99,
+    timestamp: envelope.timestamp,
+    data: { accountId: 'a', name: 'n' },
+    metadata,
+    prevHash: GENESIS_HASH,
+    hash: 'h',
   });
 });
 
@@ -275,8 +370,12 @@ defineEventStoreContract('kurrentdb adapter over the in-memory client double', a
 // ---- adapter behaviour the contract does not pin down -----------------------------------------
 
 const adapter = suite<{ db: FakeKurrentDb; store: EventStore }>('kurrentdb adapter over the client double', {} as never);
-adapter.before.each((ctx) => { Object.assign(ctx, newStore()); });
-adapter.after.each(async (ctx) => { await ctx.store.close(); });
+adapter.before.each((ctx) => {
+  Object.assign(ctx, newStore());
+});
+adapter.after.each(async (ctx) => {
+  await ctx.store.close();
+});
 
 adapter('hash chain recomputes from what is read back, and positions are commit positions', async ({ db, store }) => {
   const stream = `account-${randomUUID()}`;
@@ -290,7 +389,10 @@ adapter('hash chain recomputes from what is read back, and positions are commit 
     prev = e.hash;
   }
   const onServer = db.streams.get(stream)!;
-  assert.equal(read.map((e) => e.position), onServer.map((x) => Number(x.position.commit)));
+  assert.equal(
+    read.map((e) => e.position),
+    onServer.map((x) => Number(x.position.commit)),
+  );
   assert.ok(read[0].position > 2 ** 32, 'large');
   assert.ok(read[1].position - read[0].position > 1, 'not contiguous');
   assert.is(r.firstPosition, read[0].position);
@@ -315,11 +417,17 @@ adapter('a claim left by a failed append is taken over; the retry with the same 
   await store.append({ stream, expectedRevision: 'no_stream', events: [opened(1)] });
   const id = randomUUID();
   // Stale revision: the claim is written, then the append conflicts.
-  await store.append({ stream, expectedRevision: 'no_stream', events: [opened(2, id)] }).then(() => assert.unreachable(), (err) => assert.instance(err, WrongExpectedRevisionError));
+  await store.append({ stream, expectedRevision: 'no_stream', events: [opened(2, id)] }).then(
+    () => assert.unreachable(),
+    (err) => assert.instance(err, WrongExpectedRevisionError),
+  );
   assert.ok(db.streams.get(claimStream(id)), 'claim left behind');
   // A crash between claim and append looks the same: inject a failure of the append itself.
   db.failAppends.push({ match: (s) => s === stream, error: new UnavailableError() });
-  await store.append({ stream, expectedRevision: 0, events: [opened(2, id)] }).then(() => assert.unreachable(), (err) => assert.instance(err, UnavailableError));
+  await store.append({ stream, expectedRevision: 0, events: [opened(2, id)] }).then(
+    () => assert.unreachable(),
+    (err) => assert.instance(err, UnavailableError),
+  );
   const r = await store.append({ stream, expectedRevision: 0, events: [opened(2, id)] });
   assert.is(r.revision, 1);
   const [dup] = await store.appendMany([{ stream: `account-${randomUUID()}`, expectedRevision: 'no_stream', events: [opened(3, id)] }]);
@@ -349,7 +457,11 @@ adapter('two processes racing one id into one stream: one event is stored and th
   assert.is((await second).revision, 1);
   await b.append({ stream, expectedRevision: 1, events: [opened(2)] });
   const read = await a.readStream(stream);
-  assert.equal(read.map((e) => e.revision), [0, 1, 2], 'the id is stored once');
+  assert.equal(
+    read.map((e) => e.revision),
+    [0, 1, 2],
+    'the id is stored once',
+  );
   for (let i = 1; i < read.length; i++) assert.is(read[i].prevHash, read[i - 1].hash, `chain at ${i}`);
   for (const e of read) assert.is(chainHash(e.prevHash, eventBody(e)), e.hash);
 });
@@ -372,8 +484,15 @@ adapter('snapshots live in a one-event companion stream and never show in $all',
   assert.equal(await store.readSnapshot(stream), { revision: 1, state: { n: 2 } });
   assert.is(db.maxCounts.get(snapshotStream(stream)), 1);
   const all = await store.readAll(0, 1000);
-  assert.equal(all.map((e) => e.stream), [stream, stream], 'only our two events');
-  assert.ok(db.log.some((r) => r.type.startsWith('$')), 'the double did put system events in $all');
+  assert.equal(
+    all.map((e) => e.stream),
+    [stream, stream],
+    'only our two events',
+  );
+  assert.ok(
+    db.log.some((r) => r.type.startsWith('$')),
+    'the double did put system events in $all',
+  );
   assert.is(await store.headPosition(), all[1].position);
   assert.ok(all[1].position > head);
 });
@@ -382,7 +501,12 @@ adapter("another application's events in $all are skipped: pages still fill, the
   const stream = `account-${randomUUID()}`;
   await store.append({ stream, expectedRevision: 'no_stream', events: [opened(1)] });
   const foreign = async () => {
-    for (let i = 0; i < 130; i++) await db.appendToStream(`orders-${i}`, [{ id: randomUUID(), contentType: 'application/json', type: 'OrderPlaced', data: { i }, metadata: { by: 'another app' } }], { streamState: 'any' });
+    for (let i = 0; i < 130; i++)
+      await db.appendToStream(
+        `orders-${i}`,
+        [{ id: randomUUID(), contentType: 'application/json', type: 'OrderPlaced', data: { i }, metadata: { by: 'another app' } }],
+        { streamState: 'any' },
+      );
   };
   await foreign();
   await store.append({ stream, expectedRevision: 0, events: [opened(2)] });
@@ -390,7 +514,10 @@ adapter("another application's events in $all are skipped: pages still fill, the
   assert.is(ours.length, 2);
   await foreign();
   assert.is(await store.headPosition(), ours[1].position, 'found behind more than one backwards page of foreign events');
-  assert.equal((await store.readAll(ours[0].position, 5)).map((e) => e.revision), [1]);
+  assert.equal(
+    (await store.readAll(ours[0].position, 5)).map((e) => e.revision),
+    [1],
+  );
 });
 
 adapter('a snapshot that cannot be written does not fail the append it follows', async ({ db }) => {
@@ -407,18 +534,26 @@ adapter('a snapshot that cannot be written does not fail the append it follows',
 
 adapter('the adapter refuses its own stream prefix and $ event types, before writing anything', async ({ db, store }) => {
   const before = db.calls.append;
-  await store.append({ stream: snapshotStream('account-a'), expectedRevision: 'no_stream', events: [opened()] }).then(() => assert.unreachable(), (err) => assert.instance(err, InvalidStreamNameError));
+  await store.append({ stream: snapshotStream('account-a'), expectedRevision: 'no_stream', events: [opened()] }).then(
+    () => assert.unreachable(),
+    (err) => assert.instance(err, InvalidStreamNameError),
+  );
   const noValidation = createKurrentDbEventStore(db);
-  await noValidation.append({ stream: 'account-x', expectedRevision: 'no_stream', events: [{ type: '$metadata', data: {}, metadata: md }] }).then(() => assert.unreachable(), (err) => assert.match((err as Error).message, /reserved/));
+  await noValidation.append({ stream: 'account-x', expectedRevision: 'no_stream', events: [{ type: '$metadata', data: {}, metadata: md }] }).then(
+    () => assert.unreachable(),
+    (err) => assert.match((err as Error).message, /reserved/),
+  );
   assert.is(db.calls.append, before);
 });
 
-adapter('the live $all subscription wakes a subscriber for another process\'s append, without waiting for the poll', async ({ db }) => {
+adapter("the live $all subscription wakes a subscriber for another process's append, without waiting for the poll", async ({ db }) => {
   // Two stores on one server stand for two processes; the reader polls only once a minute.
   const reader = createKurrentDbEventStore(db, { pollIntervalMs: 60_000 });
   const writer = createKurrentDbEventStore(db, { validate: validateEvent });
   const seen: StoredEvent[] = [];
-  const sub = reader.subscribe(await reader.headPosition(), async (events) => { seen.push(...events); });
+  const sub = reader.subscribe(await reader.headPosition(), async (events) => {
+    seen.push(...events);
+  });
   await sub.caughtUp();
   await writer.append({ stream: `account-${randomUUID()}`, expectedRevision: 'no_stream', events: [opened()] });
   const deadline = Date.now() + 10_000;
@@ -449,19 +584,40 @@ selection('postgres is the default; an unknown store is a startup error', async 
   assert.is(settingsFromEnv({}).eventStore, 'postgres');
   assert.is(settingsFromEnv({ EVENT_STORE: 'kurrentdb', KURRENTDB_URL: 'kurrentdb://h:2113' }).kurrentDbUrl, 'kurrentdb://h:2113');
   assert.throws(() => settingsFromEnv({ EVENT_STORE: 'mongo' }), /EVENT_STORE must be postgres or kurrentdb/);
-  assert.is(await openSelectedEventStore(settingsFromEnv({})), undefined);
+  assert.is(await openSelectedEventStore(settingsFromEnv({}), validateEvent), undefined);
 });
 
 selection('kurrentdb needs KURRENTDB_URL and DATABASE_URL, and a reachable server', async () => {
   const fake = () => new FakeKurrentDb();
-  await openSelectedEventStore({ eventStore: 'kurrentdb', databaseUrl: 'postgres://x' }, fake).then(() => assert.unreachable(), (e) => assert.match(e.message, /needs KURRENTDB_URL/));
-  await openSelectedEventStore({ eventStore: 'kurrentdb', kurrentDbUrl: 'kurrentdb://h:2113' }, fake).then(() => assert.unreachable(), (e) => assert.match(e.message, /needs DATABASE_URL/));
-  const store = await openSelectedEventStore({ eventStore: 'kurrentdb', kurrentDbUrl: 'kurrentdb://h:2113', databaseUrl: 'postgres://x' }, fake);
+  await openSelectedEventStore({ eventStore: 'kurrentdb', databaseUrl: 'postgres://x' }, validateEvent, fake).then(
+    () => assert.unreachable(),
+    (e) => assert.match(e.message, /needs KURRENTDB_URL/),
+  );
+  await openSelectedEventStore({ eventStore: 'kurrentdb', kurrentDbUrl: 'kurrentdb://h:2113' }, validateEvent, fake).then(
+    () => assert.unreachable(),
+    (e) => assert.match(e.message, /needs DATABASE_URL/),
+  );
+  const store = await openSelectedEventStore({ eventStore: 'kurrentdb', kurrentDbUrl: 'kurrentdb://h:2113', databaseUrl: 'postgres://x' }, validateEvent, fake);
   assert.is(store?.kind, 'kurrentdb');
   await store?.close();
-  const unreachable = () => { const db = new FakeKurrentDb(); db.readAll = () => { throw new UnavailableError(); }; return db; };
-  await openSelectedEventStore({ eventStore: 'kurrentdb', kurrentDbUrl: 'kurrentdb://admin:secret@h:2113', databaseUrl: 'postgres://x' }, unreachable)
-    .then(() => assert.unreachable(), (e) => { assert.match(e.message, /cannot read \$all from KurrentDB/); assert.not.match(e.message, /secret/); });
+  const unreachable = () => {
+    const db = new FakeKurrentDb();
+    db.readAll = () => {
+      throw new UnavailableError();
+    };
+    return db;
+  };
+  await openSelectedEventStore(
+    { eventStore: 'kurrentdb', kurrentDbUrl: 'kurrentdb://admin:secret@h:2113', databaseUrl: 'postgres://x' },
+    validateEvent,
+    unreachable,
+  ).then(
+    () => assert.unreachable(),
+    (e) => {
+      assert.match(e.message, /cannot read \$all from KurrentDB/);
+      assert.not.match(e.message, /secret/);
+    },
+  );
 });
 
 selection.run();
@@ -474,24 +630,46 @@ for (const target of testDatabases()) {
     const t = await target.open();
     const db = new FakeKurrentDb();
     try {
-      const first = await openLedger({ db: t.db, schema: t.schema, store: createKurrentDbEventStore(db, { validate: validateEvent, pollIntervalMs: 200 }) });
+      const first = await openLedger({
+        db: t.db,
+        schema: t.schema,
+        readSide: readSide({ db: t.db, eventSchema: t.schema, projectHere: true }),
+        store: createKurrentDbEventStore(db, { validate: validateEvent, pollIntervalMs: 200 }),
+      });
       await first.definePlan({ planId: 'pro', name: 'Pro', quota: 10_000, validityDays: 30, requestsPerMinute: 60, models: ['*'] }, 'admin:test');
       await first.openAccount({ accountId: 'acme', name: 'Acme' }, 'admin:test');
       await first.subscribe('acme', 'pro', 'admin:test');
       await first.caughtUp();
-      const head = await first.store.headPosition();
+      const head = await first.events.headPosition();
       assert.ok(head > 2 ** 32);
-      assert.is(await readCheckpoint(t.db, first.rmSchema), head);
+      assert.is(await checkpoint.read(t.db, first.rmSchema), head);
       await first.close();
 
       // Events appended while no runner is up (as by another process) are applied once on restart.
       const offline = createKurrentDbEventStore(db, { validate: validateEvent });
-      await offline.append({ stream: 'account-zeta', expectedRevision: 'no_stream', events: [{ type: 'AccountOpened', data: { accountId: 'zeta', name: 'Zeta' }, metadata: md }] });
-      const second = await openLedger({ db: t.db, schema: t.schema, store: createKurrentDbEventStore(db, { validate: validateEvent, pollIntervalMs: 200 }) });
+      await offline.append({
+        stream: 'account-zeta',
+        expectedRevision: 'no_stream',
+        events: [{ type: 'AccountOpened', data: { accountId: 'zeta', name: 'Zeta' }, metadata: md }],
+      });
+      const second = await openLedger({
+        db: t.db,
+        schema: t.schema,
+        readSide: readSide({ db: t.db, eventSchema: t.schema, projectHere: true }),
+        store: createKurrentDbEventStore(db, { validate: validateEvent, pollIntervalMs: 200 }),
+      });
       await second.caughtUp();
-      assert.is(await readCheckpoint(t.db, second.rmSchema), await second.store.headPosition());
-      const rows = await t.db.query<{ account_id: string; quota_total: number }>(`SELECT account_id, quota_total FROM "${second.rmSchema}".accounts ORDER BY account_id`);
-      assert.equal(rows.map((r) => ({ ...r, quota_total: Number(r.quota_total) })), [{ account_id: 'acme', quota_total: 10_000 }, { account_id: 'zeta', quota_total: 0 }]);
+      assert.is(await checkpoint.read(t.db, second.rmSchema), await second.events.headPosition());
+      const rows = await t.db.query<{ account_id: string; quota_total: number }>(
+        `SELECT account_id, quota_total FROM "${second.rmSchema}".accounts ORDER BY account_id`,
+      );
+      assert.equal(
+        rows.map((r) => ({ ...r, quota_total: Number(r.quota_total) })),
+        [
+          { account_id: 'acme', quota_total: 10_000 },
+          { account_id: 'zeta', quota_total: 0 },
+        ],
+      );
       await second.close();
     } finally {
       await t.cleanup();

@@ -12,8 +12,16 @@ import type { Decider } from '../src/ledger/decider.ts';
 import { DomainError } from '../src/ledger/errors.ts';
 import { testDatabases, type TestDatabase } from './support/db.ts';
 
-interface Counter { total: number; n: number }
-interface Add { type: 'Add'; by: number; max?: number; bad?: boolean }
+interface Counter {
+  total: number;
+  n: number;
+}
+interface Add {
+  type: 'Add';
+  by: number;
+  max?: number;
+  bad?: boolean;
+}
 
 /** A small decider: adds to a total, refusing to pass `max`. */
 const counter: Decider<Counter, Add> = {
@@ -28,15 +36,27 @@ const counter: Decider<Counter, Add> = {
 const md = { correlationId: 'c', causationId: null, actor: 'test' };
 
 /** Refuses events marked bad, as the catalogue validator refuses an invalid event. */
-const validate = (e: NewEvent) => { if ((e.data as { bad?: boolean }).bad) throw new InvalidEventError(e.type, 'marked bad'); };
+const validate = (e: NewEvent) => {
+  if ((e.data as { bad?: boolean }).bad) throw new InvalidEventError(e.type, 'marked bad');
+};
 
 function counting(store: EventStore) {
   const appends: AppendRequest[] = [];
   const committer = createGroupCommitter(store);
-  return { appends, append: (r: AppendRequest) => { appends.push(r); return committer.append(r); } };
+  return {
+    appends,
+    append: (r: AppendRequest) => {
+      appends.push(r);
+      return committer.append(r);
+    },
+  };
 }
 
-const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (e: Error) => e.name);
+const outcome = (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e: Error) => e.name,
+  );
 
 for (const engine of testDatabases()) {
   const t = suite(`command batching on ${engine.label}`);
@@ -46,7 +66,10 @@ for (const engine of testDatabases()) {
     tdb = await engine.open();
     store = await createPostgresEventStore(tdb.db, { schema: tdb.schema, validate });
   });
-  t.after(async () => { await store.close(); await tdb.cleanup(); });
+  t.after(async () => {
+    await store.close();
+    await tdb.cleanup();
+  });
 
   t('concurrent commands on one stream: two appends, each command its own events, in order', async () => {
     const c = counting(store);
@@ -54,15 +77,33 @@ for (const engine of testDatabases()) {
     const results = await Promise.all(Array.from({ length: 50 }, (_, i) => handler.handle(counter, 'counter-a', { type: 'Add', by: i + 1 }, md)));
     // The first goes out alone; the 49 that queue behind it share the second append.
     assert.is(c.appends.length, 2);
-    assert.equal(c.appends.map((a) => a.events.length), [1, 49]);
-    assert.equal(results.map((r) => r.revision), Array.from({ length: 50 }, (_, i) => i));
-    assert.equal(results.map((r) => r.events.length), Array(50).fill(1));
+    assert.equal(
+      c.appends.map((a) => a.events.length),
+      [1, 49],
+    );
+    assert.equal(
+      results.map((r) => r.revision),
+      Array.from({ length: 50 }, (_, i) => i),
+    );
+    assert.equal(
+      results.map((r) => r.events.length),
+      Array(50).fill(1),
+    );
     for (let i = 1; i < 50; i++) assert.is(results[i].lastPosition, results[i - 1].lastPosition + 1);
     // Each result's state is the state after its own command.
-    assert.equal(results.map((r) => (r.state as Counter).total), Array.from({ length: 50 }, (_, i) => ((i + 1) * (i + 2)) / 2));
+    assert.equal(
+      results.map((r) => (r.state as Counter).total),
+      Array.from({ length: 50 }, (_, i) => ((i + 1) * (i + 2)) / 2),
+    );
     const stored = await store.readStream('counter-a');
-    assert.equal(stored.map((e) => (e.data as { by: number }).by), Array.from({ length: 50 }, (_, i) => i + 1));
-    assert.equal(stored.map((e) => e.position), results.map((r) => r.lastPosition));
+    assert.equal(
+      stored.map((e) => (e.data as { by: number }).by),
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
+    assert.equal(
+      stored.map((e) => e.position),
+      results.map((r) => r.lastPosition),
+    );
   });
 
   t('a command its predecessors in the batch leave no room for is refused; the rest commit', async () => {
@@ -80,7 +121,10 @@ for (const engine of testDatabases()) {
     const rest = [2, 3, 4, 5, 6].map((by) => handler.handle(counter, 'counter-c', { type: 'Add', by, bad: by === 4 }, md));
     const outcomes = await Promise.all([first, ...rest].map(outcome));
     assert.equal(outcomes, ['ok', 'ok', 'ok', 'InvalidEventError', 'ok', 'ok']);
-    assert.equal((await store.readStream('counter-c')).map((e) => (e.data as { by: number }).by), [1, 2, 3, 5, 6]);
+    assert.equal(
+      (await store.readStream('counter-c')).map((e) => (e.data as { by: number }).by),
+      [1, 2, 3, 5, 6],
+    );
     assert.is((await handler.state(counter, 'counter-c')).state.total, 17);
   });
 
@@ -88,14 +132,24 @@ for (const engine of testDatabases()) {
     const handler = createCommandHandler({ store, append: counting(store).append });
     const ids = (n: number) => () => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
     await handler.handle(counter, 'counter-d', { type: 'Add', by: 1 }, md, ids(1));
-    const outcomes = await Promise.all([
-      handler.handle(counter, 'counter-d', { type: 'Add', by: 2 }, md, ids(2)),
-      handler.handle(counter, 'counter-d', { type: 'Add', by: 3 }, md, ids(3)),
-      handler.handle(counter, 'counter-d', { type: 'Add', by: 4 }, md, ids(1)),
-      handler.handle(counter, 'counter-d', { type: 'Add', by: 5 }, md, ids(5)),
-    ].map((p) => p.then(() => 'ok', (e: Error) => (e instanceof DuplicateEventError ? 'duplicate' : e.name))));
+    const outcomes = await Promise.all(
+      [
+        handler.handle(counter, 'counter-d', { type: 'Add', by: 2 }, md, ids(2)),
+        handler.handle(counter, 'counter-d', { type: 'Add', by: 3 }, md, ids(3)),
+        handler.handle(counter, 'counter-d', { type: 'Add', by: 4 }, md, ids(1)),
+        handler.handle(counter, 'counter-d', { type: 'Add', by: 5 }, md, ids(5)),
+      ].map((p) =>
+        p.then(
+          () => 'ok',
+          (e: Error) => (e instanceof DuplicateEventError ? 'duplicate' : e.name),
+        ),
+      ),
+    );
     assert.equal(outcomes, ['ok', 'ok', 'duplicate', 'ok']);
-    assert.equal((await store.readStream('counter-d')).map((e) => (e.data as { by: number }).by), [1, 2, 3, 5]);
+    assert.equal(
+      (await store.readStream('counter-d')).map((e) => (e.data as { by: number }).by),
+      [1, 2, 3, 5],
+    );
   });
 
   t('another writer on the stream (another process): the batch is decided again and commits', async () => {
@@ -108,7 +162,10 @@ for (const engine of testDatabases()) {
     // Decided against the fresh state (total 6): four fit under the max of 10, the fifth does not.
     assert.equal(outcomes, ['ok', 'ok', 'ok', 'ok', 'DomainError']);
     const stored = await store.readStream('counter-e');
-    assert.equal(stored.map((e) => e.revision), [0, 1, 2, 3, 4, 5]);
+    assert.equal(
+      stored.map((e) => e.revision),
+      [0, 1, 2, 3, 4, 5],
+    );
     assert.is((await mine.state(counter, 'counter-e')).state.total, 10);
   });
 
@@ -133,15 +190,26 @@ for (const engine of testDatabases()) {
     assert.is(await outcome(overturned.committed), 'DomainError');
     assert.is(await outcome(refusedEarly.committed), 'DomainError');
     const events = await store.readStream('counter-f');
-    assert.equal(events.map((e) => (e.data as { by: number }).by), [4, 5]);
+    assert.equal(
+      events.map((e) => (e.data as { by: number }).by),
+      [4, 5],
+    );
   });
 
   t('decideEarly: a refusal stays final when a conflict makes its batch be decided again on a state that would allow it', async () => {
     // Appends wait at a gate the test opens, so another process can write in between.
     const gate: Array<() => void> = [];
-    const append = async (r: AppendRequest) => { await new Promise<void>((go) => gate.push(go)); return store.append(r); };
-    const waiting = async () => { while (gate.length === 0) await new Promise((r) => setTimeout(r, 2)); };
-    const open = async () => { await waiting(); gate.shift()!(); };
+    const append = async (r: AppendRequest) => {
+      await new Promise<void>((go) => gate.push(go));
+      return store.append(r);
+    };
+    const waiting = async () => {
+      while (gate.length === 0) await new Promise((r) => setTimeout(r, 2));
+    };
+    const open = async () => {
+      await waiting();
+      gate.shift()!();
+    };
     const handler = createCommandHandler({ store, append });
     const primed = handler.handle(counter, 'counter-g', { type: 'Add', by: 8 }, md);
     await open();
@@ -162,7 +230,10 @@ for (const engine of testDatabases()) {
     // Decided again on 1: +1 commits; +5 would fit now, but its caller was told no: it never lands.
     assert.is((await growing.committed).state.total, 2);
     assert.is(await outcome(refused.committed), 'DomainError');
-    assert.equal((await store.readStream('counter-g')).map((e) => (e.data as { by: number }).by), [8, 1, -8, 1]);
+    assert.equal(
+      (await store.readStream('counter-g')).map((e) => (e.data as { by: number }).by),
+      [8, 1, -8, 1],
+    );
   });
 
   t.run();

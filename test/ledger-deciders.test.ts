@@ -9,6 +9,8 @@ import { DomainError } from '../src/ledger/errors.ts';
 import { applyMultiplier, chatCharge, imageCharge, rawTokensCoveredBy, toMilli } from '../src/ledger/pricing.ts';
 import type { DomainEvent } from '../src/ledger/events.ts';
 import { gcra } from '../src/ledger/call-rate.ts';
+import { InvariantViolation, splitCharge, availableTokens as balanceAvailable } from '../src/ledger/balance.ts';
+import { balanceOf } from '../src/ledger/account.ts';
 
 const now = new Date('2026-11-20T12:00:00Z');
 const plan = { planId: 'pro', name: 'Pro', quota: 1000, validityDays: 30, requestsPerMinute: 60, models: ['cx/gen-6-terra', 'alpha-haiku-4.5'] };
@@ -24,11 +26,23 @@ function subscribed(): AccountState {
   return s;
 }
 
-const reserve = (holdId: string, amount: number, model = 'cx/gen-6-terra'): AccountCommand =>
-  ({ type: 'Reserve', holdId, requestId: `r-${holdId}`, keyId: 'k1', model, kind: 'chat', amount, now, ttlMs: 60_000 });
+const reserve = (holdId: string, amount: number, model = 'cx/gen-6-terra'): AccountCommand => ({
+  type: 'Reserve',
+  holdId,
+  requestId: `r-${holdId}`,
+  keyId: 'k1',
+  model,
+  kind: 'chat',
+  amount,
+  now,
+  ttlMs: 60_000,
+});
 
 function throwsCode(fn: () => unknown, code: string) {
-  try { fn(); assert.unreachable(`expected ${code}`); } catch (err) {
+  try {
+    fn();
+    assert.unreachable(`expected ${code}`);
+  } catch (err) {
     assert.instance(err, DomainError);
     assert.is((err as DomainError).code, code);
   }
@@ -54,10 +68,23 @@ test('reserve within quota, settle charges actual usage, the hold is gone', () =
   let s = subscribed();
   ({ state: s } = run(s, reserve('h1', 500)));
   assert.is(availableTokens(s, now), 500);
-  const settled = run(s, { type: 'SettleChat', holdId: 'h1', multiplierMilli: 1250, promptTokens: 100, completionTokens: 60, reasoningEffort: 'high', api: 'chat.completions', streamed: false, aborted: false });
+  const settled = run(s, {
+    type: 'SettleChat',
+    holdId: 'h1',
+    multiplierMilli: 1250,
+    promptTokens: 100,
+    completionTokens: 60,
+    reasoningEffort: 'high',
+    api: 'chat.completions',
+    streamed: false,
+    aborted: false,
+  });
   const charge = settled.events[0];
   assert.is(charge.type, 'ChatCharged');
-  assert.equal({ billed: (charge.data as { billed: number }).billed, reserved: (charge.data as { reserved: number }).reserved }, { billed: 200, reserved: 500 });
+  assert.equal(
+    { billed: (charge.data as { billed: number }).billed, reserved: (charge.data as { reserved: number }).reserved },
+    { billed: 200, reserved: 500 },
+  );
   assert.is(settled.state.quotaUsed, 200);
   assert.is(settled.state.holds.size, 0);
   assert.is(settled.state.reserved, 0);
@@ -79,7 +106,15 @@ test('main plan is spent first, then extra tokens; an expired plan leaves only e
   let s = subscribed();
   ({ state: s } = run(s, { type: 'GrantExtra', accountId: 'acme', amount: 300, reason: 'top-up' }));
   ({ state: s } = run(s, reserve('h', 1200, 'alpha-haiku-4.5')));
-  const { events, state } = run(s, { type: 'SettleImage', holdId: 'h', multiplierMilli: 1000, images: 1, tokensPerImage: 1100, size: '1024x1024', edit: false });
+  const { events, state } = run(s, {
+    type: 'SettleImage',
+    holdId: 'h',
+    multiplierMilli: 1000,
+    images: 1,
+    tokensPerImage: 1100,
+    size: '1024x1024',
+    edit: false,
+  });
   assert.equal([(events[0].data as { fromQuota: number }).fromQuota, (events[0].data as { fromExtra: number }).fromExtra], [1000, 100]);
   assert.is(state.extraUsed, 100);
   const later = new Date(now.getTime() + 31 * 86_400_000);
@@ -101,7 +136,10 @@ test('expired holds are released by the sweeper command, others stay', () => {
   ({ state: s } = run(s, reserve('old', 100)));
   ({ state: s } = run(s, { ...reserve('new', 100), now: new Date(now.getTime() + 50_000) } as AccountCommand));
   const { events, state } = run(s, { type: 'ExpireHolds', now: new Date(now.getTime() + 61_000) });
-  assert.equal(events.map((e) => (e.data as { holdId: string }).holdId), ['old']);
+  assert.equal(
+    events.map((e) => (e.data as { holdId: string }).holdId),
+    ['old'],
+  );
   assert.equal([...state.holds.keys()], ['new']);
   assert.is(state.reserved, state.holds.get('new')!.amount);
 });
@@ -109,9 +147,29 @@ test('expired holds are released by the sweeper command, others stay', () => {
 test('adjustments: refund returns to the main plan, surcharge spends it first', () => {
   let s = subscribed();
   ({ state: s } = run(s, reserve('h', 500)));
-  ({ state: s } = run(s, { type: 'SettleChat', holdId: 'h', multiplierMilli: 2000, promptTokens: 100, completionTokens: 100, reasoningEffort: null, api: 'chat.completions', streamed: false, aborted: false }));
+  ({ state: s } = run(s, {
+    type: 'SettleChat',
+    holdId: 'h',
+    multiplierMilli: 2000,
+    promptTokens: 100,
+    completionTokens: 100,
+    reasoningEffort: null,
+    api: 'chat.completions',
+    streamed: false,
+    aborted: false,
+  }));
   assert.is(s.quotaUsed, 400);
-  const base = { type: 'Adjust', correctionId: 'c1', chargeEventId: 'e1', requestId: 'r', model: 'cx/gen-6-terra', chargedAt: now.toISOString(), billedBefore: 400, multiplierMilliBefore: 2000, fromQuotaBefore: 400 } as const;
+  const base = {
+    type: 'Adjust',
+    correctionId: 'c1',
+    chargeEventId: 'e1',
+    requestId: 'r',
+    model: 'cx/gen-6-terra',
+    chargedAt: now.toISOString(),
+    billedBefore: 400,
+    multiplierMilliBefore: 2000,
+    fromQuotaBefore: 400,
+  } as const;
   const refund = run(s, { ...base, billedCorrected: 250, multiplierMilliCorrected: 1250 });
   assert.is((refund.events[0].data as { delta: number }).delta, -150);
   assert.is(refund.state.quotaUsed, 250);
@@ -123,8 +181,17 @@ test("the plan's call rate is decided with the hold: a burst of the per-minute l
     const s = run(accountDecider.initialState(), { type: 'Open', accountId: 'acme', name: 'Acme' }).state;
     return run(s, { type: 'Subscribe', accountId: 'acme', plan: { ...plan, quota: 1_000_000, requestsPerMinute: perMinute }, now }).state;
   };
-  const at = (ms: number, id: string): AccountCommand =>
-    ({ type: 'Reserve', holdId: id, requestId: `r-${id}`, keyId: 'k1', model: 'cx/gen-6-terra', kind: 'chat', amount: 10, now: new Date(now.getTime() + ms), ttlMs: 60_000 });
+  const at = (ms: number, id: string): AccountCommand => ({
+    type: 'Reserve',
+    holdId: id,
+    requestId: `r-${id}`,
+    keyId: 'k1',
+    model: 'cx/gen-6-terra',
+    kind: 'chat',
+    amount: 10,
+    now: new Date(now.getTime() + ms),
+    ttlMs: 60_000,
+  });
   let s = rated(3);
   const history: DomainEvent[] = [];
   for (const id of ['a', 'b', 'c']) {
@@ -135,7 +202,10 @@ test("the plan's call rate is decided with the hold: a burst of the per-minute l
     s = r.state;
   }
   // The fourth call in the same instant is over the rate: refused with its retry time, no event.
-  try { accountDecider.decide(at(0, 'd'), s); assert.unreachable('expected rate_limited'); } catch (err) {
+  try {
+    accountDecider.decide(at(0, 'd'), s);
+    assert.unreachable('expected rate_limited');
+  } catch (err) {
     assert.is((err as DomainError).code, 'rate_limited');
     assert.equal((err as DomainError).facts, { allowed: false, limit: 3, remaining: 0, resetMs: 60_000, retryAfterMs: 20_000 });
   }
@@ -158,7 +228,10 @@ test("the plan's call rate is decided with the hold: a burst of the per-minute l
 });
 
 test('keys: issue once, revoke once', () => {
-  const issued = fold(keyDecider, keyDecider.decide({ type: 'Issue', keyId: 'k', accountId: 'a', name: 'app', hash: 'f'.repeat(64), last4: 'abcd' }, keyDecider.initialState()));
+  const issued = fold(
+    keyDecider,
+    keyDecider.decide({ type: 'Issue', keyId: 'k', accountId: 'a', name: 'app', hash: 'f'.repeat(64), last4: 'abcd' }, keyDecider.initialState()),
+  );
   assert.is(issued.status, 'active');
   const revoked = fold(keyDecider, keyDecider.decide({ type: 'Revoke', reason: 'leaked' }, issued), issued);
   assert.is(revoked.status, 'revoked');
@@ -166,17 +239,130 @@ test('keys: issue once, revoke once', () => {
   throwsCode(() => keyDecider.decide({ type: 'Revoke', reason: 'x' }, keyDecider.initialState()), 'not_found');
 });
 
-test('models: price, then corrections over non-overlapping past windows', () => {
+test('models: price, then corrections over past windows (overlapping ones too, ordered by revision)', () => {
   let m = fold(modelDecider, modelDecider.decide({ type: 'Price', modelId: 'x', multiplierMilli: 1500, alias: null }, modelDecider.initialState()));
   assert.equal([m.multiplierMilli, m.status], [1500, 'ACTIVE']);
   throwsCode(() => modelDecider.decide({ type: 'Price', modelId: 'x', multiplierMilli: 0 }, m), 'invalid');
-  const correct = (id: string, from: string, to: string) => ({ type: 'Correct' as const, correctionId: id, from: new Date(from), to: new Date(to), multiplierMilli: 1250, reason: 'typo', now });
+  const correct = (id: string, from: string, to: string) => ({
+    type: 'Correct' as const,
+    correctionId: id,
+    from: new Date(from),
+    to: new Date(to),
+    multiplierMilli: 1250,
+    reason: 'typo',
+    now,
+  });
   m = fold(modelDecider, modelDecider.decide(correct('c1', '2026-11-01', '2026-11-10'), m), m);
   assert.is(m.corrections.length, 1);
-  throwsCode(() => modelDecider.decide(correct('c2', '2026-11-05', '2026-11-12'), m), 'conflict');
+  // An overlapping window is another correction: it comes later in the stream, so it wins where they overlap.
+  m = fold(modelDecider, modelDecider.decide(correct('c2', '2026-11-05', '2026-11-12'), m), m);
+  assert.equal(
+    m.corrections.map((w) => [w.correctionId, w.revision]),
+    [
+      ['c1', 1],
+      ['c2', 2],
+    ],
+  );
+  throwsCode(() => modelDecider.decide({ ...correct('c1', '2026-11-01', '2026-11-10'), multiplierMilli: 1500 }, m), 'conflict');
   throwsCode(() => modelDecider.decide(correct('c3', '2026-11-12', '2026-11-11'), m), 'invalid');
   throwsCode(() => modelDecider.decide(correct('c4', '2026-11-12', '2026-12-30'), m), 'invalid');
   assert.equal(modelDecider.decide(correct('c1', '2026-11-01', '2026-11-10'), m), [], 'same correction again changes nothing');
+});
+
+test('a refund of a charge made before the plan was renewed is credited as extra tokens (never a negative use)', () => {
+  let s = run(subscribed(), reserve('h', 500)).state;
+  const charged = run(s, {
+    type: 'SettleChat',
+    holdId: 'h',
+    multiplierMilli: 2000,
+    promptTokens: 100,
+    completionTokens: 100,
+    reasoningEffort: null,
+    api: 'chat.completions',
+    streamed: false,
+    aborted: false,
+  });
+  const charge = charged.events[0] as Extract<DomainEvent, { type: 'ChatCharged' }>;
+  assert.is(charge.data.fromQuota, 400);
+  s = run(charged.state, { type: 'Subscribe', accountId: 'acme', plan, now: new Date(now.getTime() + 1000) }).state;
+  assert.is(s.quotaUsed, 0, 'the renewal starts the plan afresh');
+  const before = availableTokens(s, new Date(now.getTime() + 2000));
+  const refund = run(s, {
+    type: 'Adjust',
+    correctionId: 'c1',
+    chargeEventId: 'e1',
+    requestId: 'r-h',
+    model: 'cx/gen-6-terra',
+    chargedAt: now.toISOString(),
+    billedBefore: 400,
+    billedCorrected: 250,
+    multiplierMilliBefore: 2000,
+    multiplierMilliCorrected: 1250,
+    fromQuotaBefore: 400,
+  });
+  const d = (refund.events[0] as Extract<DomainEvent, { type: 'ChargeAdjusted' }>).data;
+  assert.equal([d.delta, d.quotaDelta, d.extraDelta, d.extraCredited], [-150, 0, 0, 150]);
+  assert.equal([refund.state.extraGranted, refund.state.extraUsed], [150, 0]);
+  assert.is(availableTokens(refund.state, new Date(now.getTime() + 2000)), before + 150);
+});
+
+test('the money invariants fail loudly when an event would break them', () => {
+  const s = run(subscribed(), reserve('h1', 300)).state;
+  const charge = (fromQuota: number): DomainEvent => ({
+    type: 'ChatCharged',
+    data: {
+      accountId: 'acme',
+      holdId: 'h1',
+      requestId: 'r-h1',
+      keyId: 'k1',
+      model: 'cx/gen-6-terra',
+      multiplierMilli: 1000,
+      reserved: 300,
+      billed: fromQuota,
+      fromQuota,
+      fromExtra: 0,
+      promptTokens: 1,
+      completionTokens: 1,
+      reasoningEffort: null,
+      api: 'chat.completions',
+      streamed: false,
+      aborted: false,
+    },
+  });
+  // A charge the rule would never split this way: the main plan used past its quota.
+  assert.throws(
+    () => accountDecider.evolve(s, charge(1001)),
+    (e: Error) => e instanceof InvariantViolation && /quota/.test(e.message),
+  );
+  // A hold of a negative amount: reserved below zero.
+  const negative: DomainEvent = {
+    type: 'QuotaReserved',
+    data: { accountId: 'acme', holdId: 'h2', requestId: 'r', keyId: 'k1', model: 'm', kind: 'chat', amount: -500, expiresAt: now.toISOString() },
+  };
+  assert.throws(
+    () => accountDecider.evolve(s, negative),
+    (e: Error) => e instanceof InvariantViolation && /reserved/.test(e.message),
+  );
+  // Lawful events pass, and the decider's view of the balance is the rule's.
+  const settled = accountDecider.evolve(s, charge(250));
+  assert.is(availableTokens(settled, now), balanceAvailable(balanceOf(settled), now));
+  assert.is(availableTokens(settled, now), 750);
+});
+
+test('a charge is split main plan first, then extra tokens, capped at what the account holds', () => {
+  const b = {
+    quota: 100,
+    quotaUsed: 60,
+    extraGranted: 50,
+    extraUsed: 0,
+    reserved: 70,
+    startsAt: now.toISOString(),
+    expiresAt: new Date(now.getTime() + 1e9).toISOString(),
+  };
+  assert.equal(splitCharge(b, 70, 30), { billed: 30, fromQuota: 30, fromExtra: 0 });
+  assert.equal(splitCharge(b, 70, 60), { billed: 60, fromQuota: 40, fromExtra: 20 });
+  // More than the hold: only as far as the balance covers it (40 + 50 left, nobody else holding).
+  assert.equal(splitCharge(b, 70, 200), { billed: 90, fromQuota: 40, fromExtra: 50 });
 });
 
 test.run();

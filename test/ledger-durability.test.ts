@@ -22,25 +22,67 @@ for (const engine of testDatabases()) {
     tdb = await engine.open();
     store = await createPostgresEventStore(tdb.db, { schema: tdb.schema });
   });
-  t.after(async () => { await store.close(); await tdb.cleanup(); });
+  t.after(async () => {
+    await store.close();
+    await tdb.cleanup();
+  });
 
   t('holds are appended without waiting for the disk; charges, releases and grants wait', async () => {
     const sent: AppendRequest[] = [];
-    const handler = createCommandHandler({ store, append: (r) => { sent.push(r); return store.append(r); } });
+    const handler = createCommandHandler({
+      store,
+      append: (r) => {
+        sent.push(r);
+        return store.append(r);
+      },
+    });
     const stream = streams.account('acct_dur');
     const run = (c: unknown) => handler.handle(accountDecider, stream, c as never, md);
     await run({ type: 'Open', accountId: 'acct_dur', name: 'Durability' });
-    await run({ type: 'Subscribe', accountId: 'acct_dur', plan: { planId: 'p', name: 'P', quota: 10_000, validityDays: 30, requestsPerMinute: 60, models: ['*'] }, now: new Date() });
+    await run({
+      type: 'Subscribe',
+      accountId: 'acct_dur',
+      plan: { planId: 'p', name: 'P', quota: 10_000, validityDays: 30, requestsPerMinute: 60, models: ['*'] },
+      now: new Date(),
+    });
     await run({ type: 'GrantExtra', accountId: 'acct_dur', amount: 500, reason: 'test' });
-    const hold = (id: string) => ({ type: 'Reserve', holdId: id, requestId: `req_${id}`, keyId: 'key_1', model: 'm', kind: 'chat', amount: 100, now: new Date(), ttlMs: 60_000 });
+    const hold = (id: string) => ({
+      type: 'Reserve',
+      holdId: id,
+      requestId: `req_${id}`,
+      keyId: 'key_1',
+      model: 'm',
+      kind: 'chat',
+      amount: 100,
+      now: new Date(),
+      ttlMs: 60_000,
+    });
     await run(hold('h1'));
-    await run({ type: 'SettleChat', holdId: 'h1', multiplierMilli: 1000, promptTokens: 10, completionTokens: 20, reasoningEffort: null, api: 'chat.completions', streamed: false, aborted: false });
+    await run({
+      type: 'SettleChat',
+      holdId: 'h1',
+      multiplierMilli: 1000,
+      promptTokens: 10,
+      completionTokens: 20,
+      reasoningEffort: null,
+      api: 'chat.completions',
+      streamed: false,
+      aborted: false,
+    });
     await run(hold('h2'));
     await run({ type: 'Release', holdId: 'h2', reason: 'upstream_error' });
-    assert.equal(sent.map((r) => [r.events.map((e) => e.type).join(','), r.durable]), [
-      ['AccountOpened', true], ['SubscriptionStarted', true], ['ExtraTokensGranted', true],
-      ['QuotaReserved', false], ['ChatCharged', true], ['QuotaReserved', false], ['ReservationReleased', true],
-    ]);
+    assert.equal(
+      sent.map((r) => [r.events.map((e) => e.type).join(','), r.durable]),
+      [
+        ['AccountOpened', true],
+        ['SubscriptionStarted', true],
+        ['ExtraTokensGranted', true],
+        ['QuotaReserved', false],
+        ['ChatCharged', true],
+        ['QuotaReserved', false],
+        ['ReservationReleased', true],
+      ],
+    );
   });
 
   t('a relaxed append is committed and visible at once; a mixed batch is durable; both keep their order', async () => {
@@ -56,7 +98,10 @@ for (const engine of testDatabases()) {
     ]);
     assert.ok(results.every((r) => !(r instanceof Error)));
     const all = await store.readAll(relaxed.firstPosition - 1, 10);
-    assert.equal(all.map((e) => e.stream), ['dur-a', 'dur-a', 'dur-b']);
+    assert.equal(
+      all.map((e) => e.stream),
+      ['dur-a', 'dur-a', 'dur-b'],
+    );
   });
 
   t('snapshots are stored every SNAPSHOT_EVERY revisions and load back (holds included) to the state a full fold gives', async () => {
@@ -64,9 +109,15 @@ for (const engine of testDatabases()) {
     const first = createCommandHandler({ store });
     const run = (c: unknown) => first.handle(accountDecider, stream, c as never, md);
     await run({ type: 'Open', accountId: 'acct_snap', name: 'Snap' });
-    await run({ type: 'Subscribe', accountId: 'acct_snap', plan: { planId: 'p', name: 'P', quota: 1_000_000, validityDays: 30, requestsPerMinute: 60, models: ['*'] }, now: new Date() });
+    await run({
+      type: 'Subscribe',
+      accountId: 'acct_snap',
+      plan: { planId: 'p', name: 'P', quota: 1_000_000, validityDays: 30, requestsPerMinute: 60, models: ['*'] },
+      now: new Date(),
+    });
     // 2 + 45 events: one snapshot mark crossed (revision 32), 14 events after it.
-    for (let i = 0; i < 45; i++) await run({ type: 'Reserve', holdId: `h${i}`, requestId: `r${i}`, keyId: 'k', model: 'm', kind: 'chat', amount: 10 + i, now: new Date(), ttlMs: 60_000 });
+    for (let i = 0; i < 45; i++)
+      await run({ type: 'Reserve', holdId: `h${i}`, requestId: `r${i}`, keyId: 'k', model: 'm', kind: 'chat', amount: 10 + i, now: new Date(), ttlMs: 60_000 });
     const snap = await store.readSnapshot(stream);
     assert.ok(snap, 'a snapshot was stored');
     assert.is(Math.floor(snap!.revision / SNAPSHOT_EVERY), 1);
@@ -81,9 +132,23 @@ for (const engine of testDatabases()) {
     assert.equal(loaded.state.holds.toJSON(), folded.holds.toJSON());
     assert.equal({ ...loaded.state, holds: null }, { ...folded, holds: null });
     // And it decides from there: the next hold is refused as a duplicate, a new one fits.
-    await second.handle(accountDecider, stream, { type: 'Reserve', holdId: 'h45', requestId: 'r45', keyId: 'k', model: 'm', kind: 'chat', amount: 1, now: new Date(), ttlMs: 60_000 } as never, md);
-    const duplicate = await second.handle(accountDecider, stream, { type: 'Reserve', holdId: 'h0', requestId: 'r0', keyId: 'k', model: 'm', kind: 'chat', amount: 1, now: new Date(), ttlMs: 60_000 } as never, md)
-      .then(() => 'accepted', (e: Error) => e.message);
+    await second.handle(
+      accountDecider,
+      stream,
+      { type: 'Reserve', holdId: 'h45', requestId: 'r45', keyId: 'k', model: 'm', kind: 'chat', amount: 1, now: new Date(), ttlMs: 60_000 } as never,
+      md,
+    );
+    const duplicate = await second
+      .handle(
+        accountDecider,
+        stream,
+        { type: 'Reserve', holdId: 'h0', requestId: 'r0', keyId: 'k', model: 'm', kind: 'chat', amount: 1, now: new Date(), ttlMs: 60_000 } as never,
+        md,
+      )
+      .then(
+        () => 'accepted',
+        (e: Error) => e.message,
+      );
     assert.match(duplicate, /hold h0 exists/);
   });
 

@@ -16,21 +16,36 @@ const projectors: ChildProcess[] = [];
 
 function startProjector(): { child: ChildProcess; running: Promise<void> } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'projector'], {
-    cwd: new URL('..', import.meta.url).pathname, env: { ...process.env, TOLLGATE_SCHEMA: schema, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: new URL('..', import.meta.url).pathname,
+    env: { ...process.env, TOLLGATE_SCHEMA: schema, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   projectors.push(child);
   let out = '';
-  const running = new Promise<void>((resolve) => child.stdout!.on('data', (d) => { out += d; if (out.includes('projector running')) resolve(); }));
+  const running = new Promise<void>((resolve) =>
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (out.includes('projector running')) resolve();
+    }),
+  );
   return { child, running };
 }
 
 async function admin(g: GatewayProcess, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${g.baseUrl.replace(/\/v1$/, '')}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${g.baseUrl.replace(/\/v1$/, '')}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return res.json() as Promise<Record<string, any>>;
 }
 
 const post = (g: GatewayProcess, key: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${g.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  fetch(`${g.baseUrl}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 
 async function setupAccount(id: string, quota: number, rpm: number): Promise<string> {
   await admin(a, 'POST', '/plans', { plan_id: `p-${id}`, name: id, quota, validity_days: 30, requests_per_minute: rpm, models: ['*'] });
@@ -57,7 +72,14 @@ if (!url) {
 
   test('no overspend: 30 image calls over two gateways on a quota of exactly 10 images', async () => {
     const key = await setupAccount('spend', 450_000, 10_000);
-    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => post(i % 2 ? b : a, key, '/images/generations', { model: 'alpha-haiku-4.5', prompt: `tile ${i}` }).then(async (r) => { await r.arrayBuffer(); return r.status; })));
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        post(i % 2 ? b : a, key, '/images/generations', { model: 'alpha-haiku-4.5', prompt: `tile ${i}` }).then(async (r) => {
+          await r.arrayBuffer();
+          return r.status;
+        }),
+      ),
+    );
     assert.is(results.filter((s) => s === 200).length, 10, JSON.stringify(results));
     assert.is(results.filter((s) => s === 402).length, 20);
     await new Promise((r) => setTimeout(r, 1500));
@@ -71,19 +93,29 @@ if (!url) {
     // meet a moved stream and are decided again on the fresh one.
     const key = await setupAccount('chat-spend', 2_000, 10_000);
     const body = { model: 'alpha-haiku-4.5', messages: [{ role: 'user', content: 'Tell me about toll roads.' }], max_tokens: 120 };
-    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => post(i % 2 ? b : a, key, '/chat/completions', body).then(async (r) => {
-      const json = await r.json() as { usage?: { completion_tokens: number } };
-      return { status: r.status, billed: Number(r.headers.get('x-tollgate-billed-tokens') ?? 0), completion: json.usage?.completion_tokens ?? 0 };
-    })));
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        post(i % 2 ? b : a, key, '/chat/completions', body).then(async (r) => {
+          const json = (await r.json()) as { usage?: { completion_tokens: number } };
+          return { status: r.status, billed: Number(r.headers.get('x-tollgate-billed-tokens') ?? 0), completion: json.usage?.completion_tokens ?? 0 };
+        }),
+      ),
+    );
     const ok = results.filter((r) => r.status === 200);
     assert.ok(ok.length > 0 && ok.length < 40, JSON.stringify(results.map((r) => r.status)));
-    assert.ok(results.every((r) => r.status === 200 || r.status === 402), JSON.stringify(results.map((r) => r.status)));
+    assert.ok(
+      results.every((r) => r.status === 200 || r.status === 402),
+      JSON.stringify(results.map((r) => r.status)),
+    );
     // No reply longer than its call's cap, and every reply exactly paid for.
     assert.ok(ok.every((r) => r.completion <= 120 && r.billed > 0));
     await new Promise((r) => setTimeout(r, 1500));
     const acct = await admin(a, 'GET', '/accounts/chat-spend');
     assert.equal([acct.reserved, acct.open_holds], [0, 0]);
-    assert.is(acct.quota_used, ok.reduce((n, r) => n + r.billed, 0));
+    assert.is(
+      acct.quota_used,
+      ok.reduce((n, r) => n + r.billed, 0),
+    );
     assert.ok(acct.quota_used <= 2_000, `used ${acct.quota_used}`);
   });
 
@@ -101,7 +133,11 @@ if (!url) {
 
   test('a revoked key is refused by every process within 1 second', async () => {
     const key = await setupAccount('revoke', 1_000_000, 10_000);
-    const chat = (g: GatewayProcess) => post(g, key, '/chat/completions', { model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'hi' }] }).then(async (r) => { await r.arrayBuffer(); return r.status; });
+    const chat = (g: GatewayProcess) =>
+      post(g, key, '/chat/completions', { model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'hi' }] }).then(async (r) => {
+        await r.arrayBuffer();
+        return r.status;
+      });
     assert.equal([await chat(a), await chat(b)], [200, 200]);
     const keys = await admin(a, 'GET', '/accounts/revoke/keys');
     const started = Date.now();
@@ -117,7 +153,14 @@ if (!url) {
   test('an idempotency key is honoured across processes', async () => {
     const key = await setupAccount('idem', 1_000_000, 10_000);
     const body = { model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'once only' }] };
-    const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => post(i % 2 ? b : a, key, '/chat/completions', body, { 'idempotency-key': 'same-key-1' }).then(async (r) => ({ status: r.status, text: await r.text() }))));
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        post(i % 2 ? b : a, key, '/chat/completions', body, { 'idempotency-key': 'same-key-1' }).then(async (r) => ({
+          status: r.status,
+          text: await r.text(),
+        })),
+      ),
+    );
     assert.ok(replies.every((r) => r.status === 200));
     assert.is(new Set(replies.map((r) => r.text)).size, 1, 'identical bodies');
     await new Promise((r) => setTimeout(r, 1000));
@@ -128,7 +171,9 @@ if (!url) {
   test('a second projector waits, then takes over when the first dies', async () => {
     const second = startProjector();
     let tookOver = false;
-    void second.running.then(() => { tookOver = true; });
+    void second.running.then(() => {
+      tookOver = true;
+    });
     await new Promise((r) => setTimeout(r, 1500));
     assert.is(tookOver, false, 'only one projector is active');
     projectors[0].kill('SIGKILL');

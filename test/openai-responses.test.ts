@@ -12,9 +12,19 @@ import { assertMatches } from './support/openapi.ts';
 let gw: GatewayProcess;
 let client: OpenAI;
 
-interface Sub { quota: { used: number; reserved: number } }
-interface UsageModel { model: string; requests: number; prompt_tokens: number; completion_tokens: number; billed_tokens: number }
-interface UsageBody { models: UsageModel[] }
+interface Sub {
+  quota: { used: number; reserved: number };
+}
+interface UsageModel {
+  model: string;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  billed_tokens: number;
+}
+interface UsageBody {
+  models: UsageModel[];
+}
 
 async function getJson<T>(path: string): Promise<T> {
   const r = await fetch(`${gw.baseUrl}${path}`, { headers: { authorization: `Bearer ${gw.key}` } });
@@ -35,7 +45,10 @@ async function thrown(fn: () => Promise<unknown>): Promise<unknown> {
 }
 
 const WEATHER: OpenAI.Responses.FunctionTool = {
-  type: 'function', name: 'get_weather', description: 'Current weather for a city.', strict: true,
+  type: 'function',
+  name: 'get_weather',
+  description: 'Current weather for a city.',
+  strict: true,
   parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
 };
 
@@ -53,16 +66,26 @@ async function streamed(params: OpenAI.Responses.ResponseCreateParamsNonStreamin
 
 test.before(async () => {
   // uvu reports a failing hook badly: say what went wrong before rethrowing.
-  gw = await spawnGateway().catch((err: Error) => { console.error(`could not start the gateway: ${err.message}`); throw err; });
+  gw = await spawnGateway().catch((err: Error) => {
+    console.error(`could not start the gateway: ${err.message}`);
+    throw err;
+  });
   client = new OpenAI({ apiKey: gw.key, baseURL: gw.baseUrl, maxRetries: 0 });
 });
-test.after(async () => { await gw?.stop(); });
+test.after(async () => {
+  await gw?.stop();
+});
 
 test('responses.create: a Response object with instructions and usage, billed at the multiplier', async () => {
   const before = await subscription();
-  const { data, response } = await client.responses.create({
-    model: 'gen-6-terra', instructions: 'You are terse.', input: 'Explain toll roads in one paragraph.', reasoning: { effort: 'high' },
-  }).withResponse();
+  const { data, response } = await client.responses
+    .create({
+      model: 'gen-6-terra',
+      instructions: 'You are terse.',
+      input: 'Explain toll roads in one paragraph.',
+      reasoning: { effort: 'high' },
+    })
+    .withResponse();
   assertMatches('Response', data);
   assert.is(data.object, 'response');
   assert.match(data.id, /^resp_/);
@@ -94,20 +117,33 @@ test('responses.create: a Response object with instructions and usage, billed at
 
 test('streamed: the Responses event sequence, each event and the final Response valid', async () => {
   const before = await subscription();
-  const events = await streamed({ model: 'cx/gen-6-sol', instructions: 'Be brief.', input: [{ role: 'user', content: 'Stream me a sentence about harbours.' }] });
+  const events = await streamed({
+    model: 'cx/gen-6-sol',
+    instructions: 'Be brief.',
+    input: [{ role: 'user', content: 'Stream me a sentence about harbours.' }],
+  });
   const types = events.map((e) => e.type);
   const deltas = types.filter((t) => t === 'response.output_text.delta').length;
   assert.ok(deltas > 3, 'text arrives in pieces');
   assert.equal(types, [
-    'response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added',
+    'response.created',
+    'response.in_progress',
+    'response.output_item.added',
+    'response.content_part.added',
     ...Array(deltas).fill('response.output_text.delta'),
-    'response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed',
+    'response.output_text.done',
+    'response.content_part.done',
+    'response.output_item.done',
+    'response.completed',
   ]);
   const created = events[0] as OpenAI.Responses.ResponseCreatedEvent;
   assert.is(created.response.status, 'in_progress');
   assert.not.ok('usage' in created.response, 'no usage until the response is finished');
   assert.not.ok('usage' in (events[1] as OpenAI.Responses.ResponseInProgressEvent).response);
-  const text = events.filter((e): e is OpenAI.Responses.ResponseTextDeltaEvent => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
+  const text = events
+    .filter((e): e is OpenAI.Responses.ResponseTextDeltaEvent => e.type === 'response.output_text.delta')
+    .map((e) => e.delta)
+    .join('');
   const done = events.find((e): e is OpenAI.Responses.ResponseTextDoneEvent => e.type === 'response.output_text.done')!;
   assert.is(done.text, text);
   const completed = (events.at(-1) as OpenAI.Responses.ResponseCompletedEvent).response;
@@ -135,14 +171,18 @@ test('function tools: a function_call, then a function_call_output round trip', 
   const question = { role: 'user' as const, content: 'Please use get_weather for Paris.' };
   const first = await client.responses.create({ model: 'cx/gen-6-sol', tools: [WEATHER], tool_choice: 'auto', input: [question] });
   assertMatches('Response', first);
-  assert.equal(first.tools.map((t) => t.type), ['function']);
+  assert.equal(
+    first.tools.map((t) => t.type),
+    ['function'],
+  );
   const call = first.output.find((o): o is OpenAI.Responses.ResponseFunctionToolCall => o.type === 'function_call');
   assert.ok(call, 'a function_call item');
   assert.is(call!.name, 'get_weather');
   assert.type((JSON.parse(call!.arguments) as { city: unknown }).city, 'string');
 
   const second = await client.responses.create({
-    model: 'cx/gen-6-sol', tools: [WEATHER],
+    model: 'cx/gen-6-sol',
+    tools: [WEATHER],
     input: [question, call!, { type: 'function_call_output', call_id: call!.call_id, output: '18 degrees and sunny' }],
   });
   assertMatches('Response', second);
@@ -155,9 +195,13 @@ test('function tools: a function_call, then a function_call_output round trip', 
   const deltas = types.filter((t) => t === 'response.function_call_arguments.delta').length;
   assert.ok(deltas > 0);
   assert.equal(types, [
-    'response.created', 'response.in_progress', 'response.output_item.added',
+    'response.created',
+    'response.in_progress',
+    'response.output_item.added',
     ...Array(deltas).fill('response.function_call_arguments.delta'),
-    'response.function_call_arguments.done', 'response.output_item.done', 'response.completed',
+    'response.function_call_arguments.done',
+    'response.output_item.done',
+    'response.completed',
   ]);
   const added = events[2] as OpenAI.Responses.ResponseOutputItemAddedEvent;
   assert.is(added.item.type, 'function_call');
@@ -172,17 +216,37 @@ test('function tools: a function_call, then a function_call_output round trip', 
 
 test('what Codex CLI sends is accepted: hosted and custom tools ignored, reasoning items, developer role, images, store false', async () => {
   const body = {
-    model: 'cx/gen-6-sol', instructions: 'You are a coding agent.', store: false, stream: false, parallel_tool_calls: false,
-    include: ['reasoning.encrypted_content'], prompt_cache_key: 'abc', reasoning: { effort: 'minimal', summary: 'auto' },
+    model: 'cx/gen-6-sol',
+    instructions: 'You are a coding agent.',
+    store: false,
+    stream: false,
+    parallel_tool_calls: false,
+    include: ['reasoning.encrypted_content'],
+    prompt_cache_key: 'abc',
+    reasoning: { effort: 'minimal', summary: 'auto' },
     tools: [
-      { type: 'function', name: 'shell', description: 'Runs a command', strict: false, parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] } },
-      { type: 'local_shell' }, { type: 'web_search' }, { type: 'custom', name: 'apply_patch', description: 'Patch files', format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' } },
+      {
+        type: 'function',
+        name: 'shell',
+        description: 'Runs a command',
+        strict: false,
+        parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] },
+      },
+      { type: 'local_shell' },
+      { type: 'web_search' },
+      { type: 'custom', name: 'apply_patch', description: 'Patch files', format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' } },
     ],
     tool_choice: 'auto',
     input: [
       { type: 'message', role: 'developer', content: [{ type: 'input_text', text: '<permissions>read-only</permissions>' }] },
       { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context>cwd=/tmp</environment_context>' }] },
-      { role: 'user', content: [{ type: 'input_text', text: 'What does this screenshot show?' }, { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'auto' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'What does this screenshot show?' },
+          { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'auto' },
+        ],
+      },
       { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'opaque' },
       { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Let me look.', annotations: [] }] },
       { type: 'function_call', call_id: 'call_1', name: 'shell', arguments: '{"command":["ls"]}' },
@@ -192,9 +256,13 @@ test('what Codex CLI sends is accepted: hosted and custom tools ignored, reasoni
       { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Thanks, now summarise.' }] },
     ],
   };
-  const res = await client.responses.create(body as never) as OpenAI.Responses.Response;
+  const res = (await client.responses.create(body as never)) as OpenAI.Responses.Response;
   assertMatches('Response', res);
-  assert.equal(res.tools.map((t) => (t as { name: string }).name), ['shell'], 'only function tools are used and echoed');
+  assert.equal(
+    res.tools.map((t) => (t as { name: string }).name),
+    ['shell'],
+    'only function tools are used and echoed',
+  );
   assert.is(res.parallel_tool_calls, false);
   assert.is((res as unknown as { store: boolean }).store, false);
   assert.ok(res.output_text.length > 0);
@@ -239,15 +307,23 @@ test('through an OpenAI-compatible upstream: the canonical request it receives, 
   const double = await startUpstreamDouble();
   const local = await startGatewayWithRoutes(
     { double: { type: 'openai-compatible', baseURL: double.url, timeoutMs: 5000 } },
-    { 'test/double-chat': { provider: 'double', upstreamModel: 'double-model', multiplierMilli: 1000 } });
+    { 'test/double-chat': { provider: 'double', upstreamModel: 'double-model', multiplierMilli: 1000 } },
+  );
   try {
     const account = await openAccount(local, { quota: 1_000_000 });
     const c = new OpenAI({ apiKey: account.key, baseURL: `${local.url}/v1`, maxRetries: 0 });
-    const quota = async () => ((await (await fetch(`${local.url}/v1/subscription`, { headers: { authorization: `Bearer ${account.key}` } })).json()) as Sub).quota;
+    const quota = async () =>
+      ((await (await fetch(`${local.url}/v1/subscription`, { headers: { authorization: `Bearer ${account.key}` } })).json()) as Sub).quota;
 
     const res = await c.responses.create({
-      model: 'test/double-chat', instructions: 'Be brief.', max_output_tokens: 64, temperature: 0.5, parallel_tool_calls: false,
-      reasoning: { effort: 'low' }, tools: [WEATHER, { type: 'web_search' }], tool_choice: { type: 'function', name: 'get_weather' },
+      model: 'test/double-chat',
+      instructions: 'Be brief.',
+      max_output_tokens: 64,
+      temperature: 0.5,
+      parallel_tool_calls: false,
+      reasoning: { effort: 'low' },
+      tools: [WEATHER, { type: 'web_search' }],
+      tool_choice: { type: 'function', name: 'get_weather' },
       text: { format: { type: 'json_schema', name: 'answer', schema: { type: 'object', properties: {} }, strict: true } },
       input: [
         { role: 'developer', content: 'Answer in English.' },
@@ -267,7 +343,11 @@ test('through an OpenAI-compatible upstream: the canonical request it receives, 
       { role: 'system', content: 'Be brief.' },
       { role: 'system', content: 'Answer in English.' },
       { role: 'user', content: 'Weather in Bergen?' },
-      { role: 'assistant', content: 'Checking.', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Bergen"}' } }] },
+      {
+        role: 'assistant',
+        content: 'Checking.',
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Bergen"}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_1', content: 'rain' },
       { role: 'user', content: 'And in Oslo?' },
     ]);
@@ -285,15 +365,15 @@ test('through an OpenAI-compatible upstream: the canonical request it receives, 
     assert.is((e as InstanceType<typeof OpenAI.APIError>).status, 502);
     assert.is((e as InstanceType<typeof OpenAI.APIError>).code, 'upstream_error');
 
+    // A stream whose upstream fails before its first byte: an error status, not a 200 stream.
     double.failNext(500);
-    const stream = await c.responses.create({ model: 'test/double-chat', input: 'hi', stream: true });
-    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
-    for await (const event of stream) { assertMatches('ResponseStreamEvent', event); events.push(event); }
-    assert.equal(events.map((ev) => ev.type), ['response.created', 'response.in_progress', 'response.failed']);
-    const failed = (events[2] as OpenAI.Responses.ResponseFailedEvent).response;
-    assertMatches('Response', failed);
-    assert.is(failed.status, 'failed');
-    assert.is(failed.error?.code, 'server_error');
+    const es = await thrown(async () => {
+      for await (const _ of await c.responses.create({ model: 'test/double-chat', input: 'hi', stream: true })) {
+        /* nothing arrives */
+      }
+    });
+    assert.instance(es, OpenAI.APIError);
+    assert.is((es as InstanceType<typeof OpenAI.APIError>).status, 502);
     // A release is not a charge, so the read model may show it a moment later.
     const after = await eventually(quota, (q) => q.reserved === 0);
     assert.equal([after.used, after.reserved], [before.used, 0], 'failed calls are not charged');

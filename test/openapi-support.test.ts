@@ -70,7 +70,11 @@ test('chat completion: invalid objects fail', () => {
   fails('CreateChatCompletionResponse', without(chatCompletion, 'id'), /must have required property 'id'/);
   fails('CreateChatCompletionResponse', { ...chatCompletion, created: '1700000000' }, /\/created must be integer/);
   fails('CreateChatCompletionResponse', { ...chatCompletion, created: 1.5 }, /\/created must be integer/);
-  fails('CreateChatCompletionResponse', { ...chatCompletion, object: 'chat.completion.chunk' }, /\/object must be equal to one of the allowed values \["chat.completion"\]/);
+  fails(
+    'CreateChatCompletionResponse',
+    { ...chatCompletion, object: 'chat.completion.chunk' },
+    /\/object must be equal to one of the allowed values \["chat.completion"\]/,
+  );
   const badFinish = clone(chatCompletion);
   badFinish.choices[0]!.finish_reason = 'done';
   fails('CreateChatCompletionResponse', badFinish, /finish_reason/);
@@ -208,8 +212,20 @@ const response = {
 };
 
 const RESPONSE_REQUIRED = [
-  'created_at', 'error', 'id', 'incomplete_details', 'instructions', 'metadata', 'model',
-  'object', 'output', 'parallel_tool_calls', 'temperature', 'tool_choice', 'tools', 'top_p',
+  'created_at',
+  'error',
+  'id',
+  'incomplete_details',
+  'instructions',
+  'metadata',
+  'model',
+  'object',
+  'output',
+  'parallel_tool_calls',
+  'temperature',
+  'tool_choice',
+  'tools',
+  'top_p',
 ];
 
 test('Response: minimal object passes and exact required fields', () => {
@@ -219,38 +235,64 @@ test('Response: minimal object passes and exact required fields', () => {
   assert.equal(requiredKeys('OutputMessage', messageItem), ['content', 'id', 'role', 'status', 'type']);
   assert.equal(requiredKeys('OutputTextContent', outputText), ['annotations', 'logprobs', 'text', 'type']);
   assert.equal(requiredKeys('ResponseUsage', response.usage), [
-    'input_tokens', 'input_tokens_details', 'output_tokens', 'output_tokens_details', 'total_tokens',
+    'input_tokens',
+    'input_tokens_details',
+    'output_tokens',
+    'output_tokens_details',
+    'total_tokens',
   ]);
 });
 
 const streamEvents: Array<[string, string, Obj, string[]]> = [
-  ['ResponseCreatedEvent', 'response.created',
+  [
+    'ResponseCreatedEvent',
+    'response.created',
     { type: 'response.created', sequence_number: 0, response: { ...without(response, 'usage'), status: 'in_progress', output: [] } },
-    ['response', 'sequence_number', 'type']],
-  ['ResponseInProgressEvent', 'response.in_progress',
+    ['response', 'sequence_number', 'type'],
+  ],
+  [
+    'ResponseInProgressEvent',
+    'response.in_progress',
     { type: 'response.in_progress', sequence_number: 1, response: { ...response, status: 'in_progress', output: [] } },
-    ['response', 'sequence_number', 'type']],
-  ['ResponseOutputItemAddedEvent', 'response.output_item.added',
+    ['response', 'sequence_number', 'type'],
+  ],
+  [
+    'ResponseOutputItemAddedEvent',
+    'response.output_item.added',
     { type: 'response.output_item.added', sequence_number: 2, output_index: 0, item: { ...messageItem, status: 'in_progress', content: [] } },
-    ['item', 'output_index', 'sequence_number', 'type']],
-  ['ResponseContentPartAddedEvent', 'response.content_part.added',
+    ['item', 'output_index', 'sequence_number', 'type'],
+  ],
+  [
+    'ResponseContentPartAddedEvent',
+    'response.content_part.added',
     { type: 'response.content_part.added', sequence_number: 3, item_id: 'msg_1', output_index: 0, content_index: 0, part: { ...outputText, text: '' } },
-    ['content_index', 'item_id', 'output_index', 'part', 'sequence_number', 'type']],
-  ['ResponseTextDeltaEvent', 'response.output_text.delta',
+    ['content_index', 'item_id', 'output_index', 'part', 'sequence_number', 'type'],
+  ],
+  [
+    'ResponseTextDeltaEvent',
+    'response.output_text.delta',
     { type: 'response.output_text.delta', sequence_number: 4, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hello!', logprobs: [] },
-    ['content_index', 'delta', 'item_id', 'logprobs', 'output_index', 'sequence_number', 'type']],
-  ['ResponseTextDoneEvent', 'response.output_text.done',
+    ['content_index', 'delta', 'item_id', 'logprobs', 'output_index', 'sequence_number', 'type'],
+  ],
+  [
+    'ResponseTextDoneEvent',
+    'response.output_text.done',
     { type: 'response.output_text.done', sequence_number: 5, item_id: 'msg_1', output_index: 0, content_index: 0, text: 'Hello!', logprobs: [] },
-    ['content_index', 'item_id', 'logprobs', 'output_index', 'sequence_number', 'text', 'type']],
-  ['ResponseContentPartDoneEvent', 'response.content_part.done',
+    ['content_index', 'item_id', 'logprobs', 'output_index', 'sequence_number', 'text', 'type'],
+  ],
+  [
+    'ResponseContentPartDoneEvent',
+    'response.content_part.done',
     { type: 'response.content_part.done', sequence_number: 6, item_id: 'msg_1', output_index: 0, content_index: 0, part: outputText },
-    ['content_index', 'item_id', 'output_index', 'part', 'sequence_number', 'type']],
-  ['ResponseOutputItemDoneEvent', 'response.output_item.done',
+    ['content_index', 'item_id', 'output_index', 'part', 'sequence_number', 'type'],
+  ],
+  [
+    'ResponseOutputItemDoneEvent',
+    'response.output_item.done',
     { type: 'response.output_item.done', sequence_number: 7, output_index: 0, item: messageItem },
-    ['item', 'output_index', 'sequence_number', 'type']],
-  ['ResponseCompletedEvent', 'response.completed',
-    { type: 'response.completed', sequence_number: 8, response },
-    ['response', 'sequence_number', 'type']],
+    ['item', 'output_index', 'sequence_number', 'type'],
+  ],
+  ['ResponseCompletedEvent', 'response.completed', { type: 'response.completed', sequence_number: 8, response }, ['response', 'sequence_number', 'type']],
 ];
 
 for (const [schema, type, event, required] of streamEvents) {
@@ -272,7 +314,11 @@ test('Responses: invalid objects fail', () => {
   fails('Response', { ...response, created_at: '2024' }, /created_at/);
   fails('Response', { ...response, usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } }, /input_tokens_details/);
   fails('Response', { ...response, output: [{ ...messageItem, content: [{ type: 'output_text', text: 'x' }] }] });
-  fails('ResponseTextDeltaEvent', { type: 'response.output_text.delta', sequence_number: 1, item_id: 'm', output_index: 0, content_index: 0, delta: 'x' }, /logprobs/);
+  fails(
+    'ResponseTextDeltaEvent',
+    { type: 'response.output_text.delta', sequence_number: 1, item_id: 'm', output_index: 0, content_index: 0, delta: 'x' },
+    /logprobs/,
+  );
   fails('ResponseStreamEvent', { type: 'response.output_text.delta', sequence_number: 1 });
   fails('ResponseStreamEvent', { type: 'nonsense' });
 });

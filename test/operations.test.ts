@@ -27,7 +27,11 @@ function slowModelsConfig(): string {
 }
 
 const post = (g: GatewayProcess, path: string, body: unknown) =>
-  fetch(`${g.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${g.baseUrl}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 /** Prometheus text: every sample as name{labels} → value (HELP/TYPE lines checked for form). */
 function parseProm(text: string): Map<string, number> {
@@ -47,8 +51,12 @@ function parseProm(text: string): Map<string, number> {
 
 const ops = suite(`operations endpoints on ${engine}`);
 let gw: GatewayProcess;
-ops.before(async () => { gw = await spawnGateway(); });
-ops.after(async () => { await gw?.stop(); });
+ops.before(async () => {
+  gw = await spawnGateway();
+});
+ops.after(async () => {
+  await gw?.stop();
+});
 
 ops('/healthz answers while the process lives; /readyz reports the store and the projection lag', async () => {
   const origin = gw.baseUrl.replace(/\/v1$/, '');
@@ -56,7 +64,7 @@ ops('/healthz answers while the process lives; /readyz reports the store and the
   assert.is(health.status, 200);
   const ready = await fetch(`${origin}/readyz`);
   assert.is(ready.status, 200);
-  const body = await ready.json() as { status: string; store: string; projection_lag: { head: number; checkpoint: number; events: number } };
+  const body = (await ready.json()) as { status: string; store: string; projection_lag: { head: number; checkpoint: number; events: number } };
   assert.is(body.status, 'ready');
   assert.is(body.store, 'ok');
   assert.ok(body.projection_lag.head > 0, 'bootstrap wrote events');
@@ -84,7 +92,11 @@ ops('/metrics counts requests by route and status, billed tokens by model, appen
   assert.is(delta('tollgate_billed_tokens_total{model="cx/gen-6-terra"}'), billedHeader);
   assert.ok(delta('tollgate_eventstore_append_duration_seconds_count') >= 2, 'hold and charge appended');
   // The gauge reads the holds read model, which the projection updates just after the response.
-  const settled = await eventually(async () => parseProm(await (await fetch(`${origin}/metrics`)).text()).get('tollgate_open_holds'), (n) => n === 0, 15_000);
+  const settled = await eventually(
+    async () => parseProm(await (await fetch(`${origin}/metrics`)).text()).get('tollgate_open_holds'),
+    (n) => n === 0,
+    15_000,
+  );
   assert.is(settled, 0);
   assert.ok(after.has('tollgate_projection_lag_events') && after.has('tollgate_projection_lag_seconds'));
   assert.ok(after.has('process_resident_memory_bytes'), 'default process metrics');
@@ -96,15 +108,15 @@ ops('/metrics counts requests by route and status, billed tokens by model, appen
 
 ops('/readyz answers 503 when the store is unreachable or the read models lag past the bound', async () => {
   const ctx = () => ({ status: 0, body: undefined as unknown }) as never as { status: number; body: { status: string } };
-  const down = { store: { headPosition: () => Promise.reject(new Error('connection refused')) } } as unknown as Ledger;
+  const down = { events: { headPosition: () => Promise.reject(new Error('connection refused')) } } as unknown as Ledger;
   const c1 = ctx();
-  await readiness(down)(c1 as never);
+  await readiness(down, { events: 10_000, seconds: 30 })(c1 as never);
   assert.is(c1.status, 503);
   assert.is(c1.body.status, 'unavailable');
   const lagging = {
     rmSchema: 'x',
-    store: { headPosition: async () => 500, readAll: async () => [{ timestamp: new Date(Date.now() - 60_000).toISOString() }] },
-    db: { query: async () => [{ position: 100 }] },
+    events: { headPosition: async () => 500, readAll: async () => [{ timestamp: new Date(Date.now() - 60_000).toISOString() }] },
+    readModels: { db: { query: async () => [{ position: 100 }] }, schema: 'x' },
   } as unknown as Ledger;
   const c2 = ctx();
   await readiness(lagging, { events: 1000, seconds: 30 })(c2 as never);
@@ -116,8 +128,12 @@ ops('/readyz answers 503 when the store is unreachable or the read models lag pa
   // KurrentDB positions are log offsets: the lag is the events actually behind, not the distance.
   const offsets = {
     rmSchema: 'x',
-    store: { kind: 'kurrentdb', headPosition: async () => 5_000_000, readAll: async (_: number, limit: number) => Array.from({ length: Math.min(3, limit) }, () => ({ timestamp: new Date().toISOString() })) },
-    db: { query: async () => [{ position: 4_000_000 }] },
+    events: {
+      kind: 'kurrentdb',
+      headPosition: async () => 5_000_000,
+      readAll: async (_: number, limit: number) => Array.from({ length: Math.min(3, limit) }, () => ({ timestamp: new Date().toISOString() })),
+    },
+    readModels: { db: { query: async () => [{ position: 4_000_000 }] }, schema: 'x' },
   } as unknown as Ledger;
   const c4 = ctx();
   await readiness(offsets, { events: 10, seconds: 30 })(c4 as never);
@@ -136,13 +152,24 @@ shutdown('calls in flight finish and are charged exactly once; no hold stays ope
   const g = await spawnGateway({ TOLLGATE_DATA_DIR: dataDir, TOLLGATE_SCHEMA: schema, TOLLGATE_MODELS_CONFIG: models });
   let db: Database | null = null;
   try {
-    const models_ = (await (await fetch(`${g.baseUrl}/models`, { headers: { authorization: `Bearer ${g.key}` } })).json() as { data: Array<{ id: string; multiplier: number }> }).data;
+    const models_ = (
+      (await (await fetch(`${g.baseUrl}/models`, { headers: { authorization: `Bearer ${g.key}` } })).json()) as {
+        data: Array<{ id: string; multiplier: number }>;
+      }
+    ).data;
     // A mix of non-streamed chat, streamed chat and images, all slow enough to be in flight.
     const calls = Array.from({ length: 24 }, async (_, i) => {
       const kind = ['chat', 'stream', 'image'][i % 3];
-      const res = kind === 'image'
-        ? await post(g, '/images/generations', { model: 'alpha-haiku-4.5', prompt: `tile ${i}` })
-        : await post(g, '/chat/completions', { model: 'gen-6-terra', messages: [{ role: 'user', content: `call ${i}` }], max_tokens: 20, stream: kind === 'stream', ...(kind === 'stream' ? { stream_options: { include_usage: true } } : {}) });
+      const res =
+        kind === 'image'
+          ? await post(g, '/images/generations', { model: 'alpha-haiku-4.5', prompt: `tile ${i}` })
+          : await post(g, '/chat/completions', {
+              model: 'gen-6-terra',
+              messages: [{ role: 'user', content: `call ${i}` }],
+              max_tokens: 20,
+              stream: kind === 'stream',
+              ...(kind === 'stream' ? { stream_options: { include_usage: true } } : {}),
+            });
       const text = await res.text();
       return { kind, status: res.status, text };
     });
@@ -157,7 +184,10 @@ shutdown('calls in flight finish and are charged exactly once; no hold stays ope
     g.child.kill('SIGTERM');
     // New connections are refused once the server stops listening.
     await sleep(100);
-    const late = await fetch(`${g.baseUrl}/models`, { headers: { authorization: `Bearer ${g.key}` } }).then((r) => r.status, () => 'refused');
+    const late = await fetch(`${g.baseUrl}/models`, { headers: { authorization: `Bearer ${g.key}` } }).then(
+      (r) => r.status,
+      () => 'refused',
+    );
     assert.is(late, 'refused');
     const results = await Promise.all(calls);
     assert.is(await exited, 0, g.output());
@@ -170,16 +200,25 @@ shutdown('calls in flight finish and are charged exactly once; no hold stays ope
     const multiplier = new Map(models_.map((m) => [m.id, m.multiplier]));
     const billedSeen = results.reduce((sum, r) => {
       if (r.kind === 'image') return sum + Math.ceil(45_000 * multiplier.get('alpha-haiku-4.5')!);
-      const usage = r.kind === 'stream'
-        ? JSON.parse(r.text.split('\n').filter((l) => l.startsWith('data: {')).map((l) => l.slice(6)).reverse().find((l) => l.includes('"usage":{'))!).usage
-        : JSON.parse(r.text).usage;
+      const usage =
+        r.kind === 'stream'
+          ? JSON.parse(
+              r.text
+                .split('\n')
+                .filter((l) => l.startsWith('data: {'))
+                .map((l) => l.slice(6))
+                .reverse()
+                .find((l) => l.includes('"usage":{'))!,
+            ).usage
+          : JSON.parse(r.text).usage;
       return sum + Math.ceil((usage.prompt_tokens + usage.completion_tokens) * multiplier.get('cx/gen-6-terra')!);
     }, 0);
 
     // The ledger after the exit: one charge per call, every hold closed.
     db = url ? openPostgres(url, 2) : await openPglite(join(dataDir, 'pglite'));
     const events = await db.query<{ type: string; hold: string; billed: number | null }>(
-      `SELECT type, data->>'holdId' AS hold, (data->>'billed')::bigint AS billed FROM "${schema}".events WHERE type IN ('QuotaReserved', 'ChatCharged', 'ImageCharged', 'ReservationReleased')`);
+      `SELECT type, data->>'holdId' AS hold, (data->>'billed')::bigint AS billed FROM "${schema}".events WHERE type IN ('QuotaReserved', 'ChatCharged', 'ImageCharged', 'ReservationReleased')`,
+    );
     const reserved = events.filter((e) => e.type === 'QuotaReserved').map((e) => e.hold);
     const charged = events.filter((e) => e.type === 'ChatCharged' || e.type === 'ImageCharged');
     const released = events.filter((e) => e.type === 'ReservationReleased');
@@ -187,8 +226,14 @@ shutdown('calls in flight finish and are charged exactly once; no hold stays ope
     assert.is(charged.length, 24, 'one charge per call');
     assert.is(released.length, 0);
     assert.equal(new Set(charged.map((e) => e.hold)), new Set(reserved), 'every hold settled by its own charge');
-    assert.is(charged.reduce((s, e) => s + Number(e.billed), 0), billedSeen, 'billed = what the clients were told');
-    const [acct] = await db.query<{ open_holds: number; reserved: number }>(`SELECT open_holds, reserved FROM "${schema}_rm".accounts WHERE account_id = 'demo'`);
+    assert.is(
+      charged.reduce((s, e) => s + Number(e.billed), 0),
+      billedSeen,
+      'billed = what the clients were told',
+    );
+    const [acct] = await db.query<{ open_holds: number; reserved: number }>(
+      `SELECT open_holds, reserved FROM "${schema}_rm".accounts WHERE account_id = 'demo'`,
+    );
     assert.equal({ ...acct }, { open_holds: 0, reserved: 0 }, 'read models caught up before exit');
   } finally {
     if (g.child.exitCode === null) g.child.kill('SIGKILL');

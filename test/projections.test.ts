@@ -5,6 +5,7 @@ import * as assert from 'uvu/assert';
 import { randomUUID } from 'node:crypto';
 import { testDatabases, type TestDatabase } from './support/db.ts';
 import { openLedger, metadataFor, type Ledger } from '../src/ledger/ledger.ts';
+import { readSide } from '../projections/read-side.ts';
 import { dumpReadModels, rebuildReadModels, replayInto } from '../projections/rebuild.ts';
 import { hashKey } from '../src/ledger/keys.ts';
 
@@ -12,9 +13,12 @@ for (const target of testDatabases()) {
   const s = suite<{ t: TestDatabase; ledger: Ledger }>(`projections on ${target.label}`, {} as never);
   s.before(async (ctx) => {
     ctx.t = await target.open();
-    ctx.ledger = await openLedger({ db: ctx.t.db, schema: ctx.t.schema });
+    ctx.ledger = await openLedger({ db: ctx.t.db, schema: ctx.t.schema, readSide: readSide({ db: ctx.t.db, eventSchema: ctx.t.schema, projectHere: true }) });
   });
-  s.after(async (ctx) => { await ctx.ledger.close(); await ctx.t.cleanup(); });
+  s.after(async (ctx) => {
+    await ctx.ledger.close();
+    await ctx.t.cleanup();
+  });
 
   s('a metered scenario lands in every read model to the token', async ({ ledger, t }) => {
     await ledger.seedModels();
@@ -24,29 +28,69 @@ for (const target of testDatabases()) {
     await ledger.grantExtra(acct, 500, 'welcome', 'admin:test');
     const key = await ledger.issueKey(acct, 'ci', 'admin:test');
     const md = metadataFor(`key:${key.keyId}`);
-    const reserve = (holdId: string, amount: number) => ledger.account(acct, { type: 'Reserve', holdId, requestId: `req-${holdId}`, keyId: key.keyId, model: 'cx/gen-6-terra', kind: 'chat', amount, now: new Date(), ttlMs: 60_000 }, md);
+    const reserve = (holdId: string, amount: number) =>
+      ledger.account(
+        acct,
+        {
+          type: 'Reserve',
+          holdId,
+          requestId: `req-${holdId}`,
+          keyId: key.keyId,
+          model: 'cx/gen-6-terra',
+          kind: 'chat',
+          amount,
+          now: new Date(),
+          ttlMs: 60_000,
+        },
+        md,
+      );
     await reserve('h1', 1000);
-    await ledger.account(acct, { type: 'SettleChat', holdId: 'h1', multiplierMilli: 1250, promptTokens: 40, completionTokens: 13, reasoningEffort: 'max', api: 'chat.completions', streamed: true, aborted: false }, md);
+    await ledger.account(
+      acct,
+      {
+        type: 'SettleChat',
+        holdId: 'h1',
+        multiplierMilli: 1250,
+        promptTokens: 40,
+        completionTokens: 13,
+        reasoningEffort: 'max',
+        api: 'chat.completions',
+        streamed: true,
+        aborted: false,
+      },
+      md,
+    );
     await reserve('h2', 2000);
     await ledger.account(acct, { type: 'Release', holdId: 'h2', reason: 'upstream_error' }, md);
     await reserve('h3', 3000);
     await ledger.caughtUp();
     const rm = ledger.rmSchema;
-    const [a] = await t.db.query<Record<string, number>>(`SELECT quota_total, quota_used, reserved, open_holds, extra_granted, extra_used FROM "${rm}".accounts WHERE account_id = 'acme'`);
+    const [a] = await t.db.query<Record<string, number>>(
+      `SELECT quota_total, quota_used, reserved, open_holds, extra_granted, extra_used FROM "${rm}".accounts WHERE account_id = 'acme'`,
+    );
     assert.equal({ ...a }, { quota_total: 10_000, quota_used: 67, reserved: 3000, open_holds: 1, extra_granted: 500, extra_used: 0 });
     const usage = await t.db.query<Record<string, unknown>>(`SELECT model, requests, prompt_tokens, completion_tokens, billed FROM "${rm}".usage_daily`);
-    assert.equal(usage.map((r) => ({ ...r })), [{ model: 'cx/gen-6-terra', requests: 1, prompt_tokens: 40, completion_tokens: 13, billed: 67 }]);
+    assert.equal(
+      usage.map((r) => ({ ...r })),
+      [{ model: 'cx/gen-6-terra', requests: 1, prompt_tokens: 40, completion_tokens: 13, billed: 67 }],
+    );
     const [k] = await t.db.query<Record<string, unknown>>(`SELECT status, hash, last4, last_used_at FROM "${rm}".keys WHERE key_id = $1`, [key.keyId]);
     assert.is(k.status, 'active');
     assert.is(k.hash, hashKey(key.secret));
     assert.ok(k.last_used_at, 'last use recorded');
     const holds = await t.db.query<{ hold_id: string }>(`SELECT hold_id FROM "${rm}".holds`);
-    assert.equal(holds.map((h) => h.hold_id), ['h3']);
+    assert.equal(
+      holds.map((h) => h.hold_id),
+      ['h3'],
+    );
     const models = await t.db.query<{ model_id: string; multiplier_milli: number }>(`SELECT model_id, multiplier_milli FROM "${rm}".models ORDER BY model_id`);
     assert.is(models.length, 11);
     assert.equal(models.find((m) => m.model_id === 'cx/gen-6-terra')?.multiplier_milli, 1250);
     const charges = await t.db.query<{ billed: number; request_id: string }>(`SELECT billed, request_id FROM "${rm}".charges`);
-    assert.equal(charges.map((c) => ({ ...c })), [{ billed: 67, request_id: 'req-h1' }]);
+    assert.equal(
+      charges.map((c) => ({ ...c })),
+      [{ billed: 67, request_id: 'req-h1' }],
+    );
     await ledger.revokeKey(key.keyId, 'leaked', 'admin:test');
     await ledger.caughtUp();
     const [k2] = await t.db.query<{ status: string; revoke_reason: string }>(`SELECT status, revoke_reason FROM "${rm}".keys WHERE key_id = $1`, [key.keyId]);
@@ -61,14 +105,43 @@ for (const target of testDatabases()) {
       const md = metadataFor('key:bulk');
       for (let j = 0; j < 5; j++) {
         const holdId = randomUUID();
-        await ledger.account(id, { type: 'Reserve', holdId, requestId: holdId, keyId: 'bulk', model: j % 2 ? 'alpha-opus-5' : 'cx/gen-6-luna', kind: j === 4 ? 'image' : 'chat', amount: j === 4 ? 5_000 : 500, now: new Date(), ttlMs: 60_000 }, md);
+        await ledger.account(
+          id,
+          {
+            type: 'Reserve',
+            holdId,
+            requestId: holdId,
+            keyId: 'bulk',
+            model: j % 2 ? 'alpha-opus-5' : 'cx/gen-6-luna',
+            kind: j === 4 ? 'image' : 'chat',
+            amount: j === 4 ? 5_000 : 500,
+            now: new Date(),
+            ttlMs: 60_000,
+          },
+          md,
+        );
         if (j === 4) await ledger.account(id, { type: 'Release', holdId, reason: 'client_aborted' }, md);
-        else await ledger.account(id, { type: 'SettleChat', holdId, multiplierMilli: j % 2 ? 1750 : 1000, promptTokens: 10 + j, completionTokens: 7 * j, reasoningEffort: null, api: 'chat.completions', streamed: false, aborted: false }, md);
+        else
+          await ledger.account(
+            id,
+            {
+              type: 'SettleChat',
+              holdId,
+              multiplierMilli: j % 2 ? 1750 : 1000,
+              promptTokens: 10 + j,
+              completionTokens: 7 * j,
+              reasoningEffort: null,
+              api: 'chat.completions',
+              streamed: false,
+              aborted: false,
+            },
+            md,
+          );
       }
     }
     await ledger.caughtUp();
     const before = await dumpReadModels(t.db, ledger.rmSchema);
-    const result = await rebuildReadModels(t.db, ledger.store, ledger.rmSchema);
+    const result = await rebuildReadModels(t.db, ledger.events, ledger.rmSchema);
     const after = await dumpReadModels(t.db, ledger.rmSchema);
     assert.ok(result.events > 200);
     assert.equal(after, before);
@@ -84,12 +157,16 @@ for (const target of testDatabases()) {
     // Pages of a few events make rows stay staged over many pages, holds open in one page and
     // close in another, and a tiny bound forces everything staged out now and then.
     const live = await dumpReadModels(t.db, ledger.rmSchema);
-    const cases = [{ batchSize: 7, memory: {} }, { batchSize: 13, memory: { maxStaged: 5 } }, { batchSize: 50, memory: { maxKeys: 3 } }];
+    const cases = [
+      { batchSize: 7, memory: {} },
+      { batchSize: 13, memory: { maxStaged: 5 } },
+      { batchSize: 50, memory: { maxKeys: 3 } },
+    ];
     for (const [i, c] of cases.entries()) {
       const target = `${t.schema}_replay${i}`;
       try {
-        const position = await replayInto(t.db, ledger.store, target, c);
-        assert.is(position, await ledger.store.headPosition());
+        const position = await replayInto(t.db, ledger.events, target, c);
+        assert.is(position, await ledger.events.headPosition());
         assert.equal(await dumpReadModels(t.db, target), live, `pages of ${c.batchSize}, ${JSON.stringify(c.memory)}`);
       } finally {
         await t.db.exec(`DROP SCHEMA IF EXISTS "${target}" CASCADE`);

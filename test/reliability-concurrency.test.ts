@@ -43,7 +43,11 @@ function summarise(replies: Reply[]) {
   const ok = replies.filter((r) => r.status === 200);
   const refused = replies.filter((r) => r.status === 402);
   const other = replies.filter((r) => r.status !== 200 && r.status !== 402);
-  assert.equal(other.map((r) => `${r.status} ${r.text.slice(0, 200)}`), [], 'only 200 and 402');
+  assert.equal(
+    other.map((r) => `${r.status} ${r.text.slice(0, 200)}`),
+    [],
+    'only 200 and 402',
+  );
   for (const r of refused) assertQuotaError(r);
   for (const r of ok) assert.is(Number(r.headers.get('x-tollgate-billed-tokens')), COST, 'every success billed exactly its hold');
   return { ok, refused };
@@ -75,7 +79,9 @@ test(`${CALLS} simultaneous calls on a quota of exactly ${FIT}: at most ${FIT} s
   const started = Date.now();
   const replies = await Promise.all(Array.from({ length: CALLS }, () => chat(gw, acct.key, BODY)));
   const { ok, refused } = summarise(replies);
-  console.log(`  in-process (${process.env.DATABASE_URL ? 'postgres' : 'pglite'}): ${CALLS} calls in ${Date.now() - started} ms, ${ok.length} succeeded, ${refused.length} got 402; cost ${COST} tokens each, quota ${QUOTA}`);
+  console.log(
+    `  in-process (${process.env.DATABASE_URL ? 'postgres' : 'pglite'}): ${CALLS} calls in ${Date.now() - started} ms, ${ok.length} succeeded, ${refused.length} got 402; cost ${COST} tokens each, quota ${QUOTA}`,
+  );
   assert.ok(ok.length <= FIT, `${ok.length} succeeded`);
   // Nothing is lost either: a refused call is refused only when the quota is really spent.
   assert.is(ok.length, FIT, 'every token of the quota was sold');
@@ -96,8 +102,10 @@ test(`${CALLS} simultaneous calls on a quota of exactly ${FIT}: at most ${FIT} s
 
   // A fresh rebuild from position zero says the same.
   const scratch = `${gw.ledger.rmSchema}_reliability`;
-  await replayInto(gw.db, gw.ledger.store, scratch);
-  const [rebuilt] = await gw.db.query<Record<string, unknown>>(`SELECT quota_used, reserved, open_holds FROM "${scratch}".accounts WHERE account_id = $1`, [acct.accountId]);
+  await replayInto(gw.db, gw.ledger.events, scratch);
+  const [rebuilt] = await gw.db.query<Record<string, unknown>>(`SELECT quota_used, reserved, open_holds FROM "${scratch}".accounts WHERE account_id = $1`, [
+    acct.accountId,
+  ]);
   await gw.db.exec(`DROP SCHEMA IF EXISTS "${scratch}" CASCADE`);
   assert.equal([Number(rebuilt.quota_used), Number(rebuilt.reserved), Number(rebuilt.open_holds)], [charged, 0, 0], 'rebuild = events');
 });
@@ -118,7 +126,11 @@ if (!url) {
   const SLOW_MODEL = 'test/slow-haiku';
 
   const admin = async (g: GatewayProcess, method: string, path: string, body?: unknown): Promise<any> => {
-    const r = await fetch(`${g.baseUrl.replace(/\/v1$/, '')}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const r = await fetch(`${g.baseUrl.replace(/\/v1$/, '')}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await r.text();
     assert.ok(r.status < 300, `${method} ${path}: ${r.status} ${text}`);
     return r.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text;
@@ -127,12 +139,20 @@ if (!url) {
   test(`two gateway processes: ${CALLS} calls spread over both on a quota of exactly ${FIT}`, async () => {
     try {
       projector = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'projector'], {
-        cwd: new URL('..', import.meta.url).pathname, env: { ...process.env, TOLLGATE_SCHEMA: schema, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'],
+        cwd: new URL('..', import.meta.url).pathname,
+        env: { ...process.env, TOLLGATE_SCHEMA: schema, LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`projector did not start: ${out}`)), 60_000);
-        projector!.stdout!.on('data', (d) => { out += d; if (out.includes('projector running')) { clearTimeout(timer); resolve(); } });
+        projector!.stdout!.on('data', (d) => {
+          out += d;
+          if (out.includes('projector running')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
       });
       // The same simulated model, answering at 40 ms a token: every call holds its tokens for a
       // while, so the holds of both processes are open at the same time and really compete.
@@ -141,7 +161,14 @@ if (!url) {
       config.providers.slow = { type: 'simulated', tokenDelayMs: 40 };
       config.models[SLOW_MODEL] = { provider: 'slow', upstreamModel: MODEL };
       modelsConfig = writeModelsConfig(config);
-      const env = { TOLLGATE_SCHEMA: schema, TOLLGATE_PROJECTIONS: 'off', TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_BOOTSTRAP: 'off', LOG_LEVEL: 'warn', TOLLGATE_MODELS_CONFIG: modelsConfig };
+      const env = {
+        TOLLGATE_SCHEMA: schema,
+        TOLLGATE_PROJECTIONS: 'off',
+        TOLLGATE_ADMIN_TOKEN: ADMIN,
+        TOLLGATE_BOOTSTRAP: 'off',
+        LOG_LEVEL: 'warn',
+        TOLLGATE_MODELS_CONFIG: modelsConfig,
+      };
       procs.push(await spawnGateway(env), await spawnGateway(env));
       const [a, b] = procs;
       await admin(a, 'PATCH', `/models/${SLOW_MODEL}`, { multiplier: 1, status: 'ACTIVE' });
@@ -154,15 +181,23 @@ if (!url) {
       for (const g of [a, b]) assert.is((await fetch(`${g.baseUrl}/subscription`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
 
       const started = Date.now();
-      const replies = await Promise.all(Array.from({ length: CALLS }, (_, i) => chat({ url: (i % 2 ? b : a).baseUrl.replace(/\/v1$/, '') }, key, { ...BODY, model: SLOW_MODEL })));
+      const replies = await Promise.all(
+        Array.from({ length: CALLS }, (_, i) => chat({ url: (i % 2 ? b : a).baseUrl.replace(/\/v1$/, '') }, key, { ...BODY, model: SLOW_MODEL })),
+      );
       const { ok, refused } = summarise(replies);
       const perProcess = [0, 1].map((p) => replies.filter((r, i) => i % 2 === p && r.status === 200).length);
-      console.log(`  two processes (postgres): ${CALLS} calls in ${Date.now() - started} ms, ${ok.length} succeeded (${perProcess.join(' + ')}), ${refused.length} got 402`);
+      console.log(
+        `  two processes (postgres): ${CALLS} calls in ${Date.now() - started} ms, ${ok.length} succeeded (${perProcess.join(' + ')}), ${refused.length} got 402`,
+      );
       assert.ok(ok.length <= FIT, `${ok.length} succeeded`);
       assert.is(ok.length, FIT, 'every token of the quota was sold');
 
       // The events, as exported for an auditor.
-      const events = (await admin(a, 'GET', '/events') as string).trim().split('\n').map((l) => JSON.parse(l) as StoredEvent).filter((e) => e.data.accountId === 'race');
+      const events = ((await admin(a, 'GET', '/events')) as string)
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as StoredEvent)
+        .filter((e) => e.data.accountId === 'race');
       const charges = events.filter((e) => e.type === 'ChatCharged');
       const charged = charges.reduce((sum, e) => sum + Number(e.data.billed), 0);
       assert.is(charges.length, ok.length);

@@ -8,8 +8,6 @@ import { connect } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, chat, ledgerView, openAccount, userMessage, type Reply, type TestAccount } from './support/http.ts';
-import { keyDecider } from '../src/ledger/key.ts';
-import { streams } from '../src/ledger/events.ts';
 import { hashKey, lastFour } from '../src/ledger/keys.ts';
 
 let gw: TestGateway;
@@ -19,14 +17,25 @@ test.before(async () => {
   gw = await startTestGateway();
   acct = await openAccount(gw, { quota: 10_000_000 });
 });
-test.after(async () => { await gw?.stop(); });
+test.after(async () => {
+  await gw?.stop();
+});
 
 const MODEL = 'cx/gen-6-luna';
 const hi = { model: MODEL, messages: userMessage('Say hi') };
-const alnum = (n: number) => randomBytes(n * 2).toString('base64').replace(/[^A-Za-z0-9]/g, '').slice(0, n);
+const alnum = (n: number) =>
+  randomBytes(n * 2)
+    .toString('base64')
+    .replace(/[^A-Za-z0-9]/g, '')
+    .slice(0, n);
 const unknownKey = () => `sk_svc_${alnum(43)}`;
 
-interface RawReply { status: number; headers: Record<string, string>; body: string; closed: boolean }
+interface RawReply {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  closed: boolean;
+}
 
 /**
  * Writes `payload` on a plain TCP connection and reads until the server closes it (or `waitMs`
@@ -44,7 +53,9 @@ function raw(payload: string | Buffer, waitMs = 5000): Promise<RawReply> {
       const split = text.indexOf('\r\n\r\n');
       const head = split < 0 ? text : text.slice(0, split);
       const [statusLine, ...lines] = head.split('\r\n');
-      const headers = Object.fromEntries(lines.filter(Boolean).map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        lines.filter(Boolean).map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
       let body = split < 0 ? '' : text.slice(split + 4);
       if (headers['content-length']) body = Buffer.from(body).subarray(0, Number(headers['content-length'])).toString('utf8');
       resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body, closed });
@@ -60,14 +71,25 @@ function raw(payload: string | Buffer, waitMs = 5000): Promise<RawReply> {
       const closing = /\r\nconnection:\s*close/i.test(text.slice(0, split));
       if (split >= 0 && !closing && length !== undefined && Buffer.byteLength(text.slice(split + 4)) >= Number(length)) finish();
     });
-    socket.on('end', () => { closed = true; finish(); });
-    socket.on('close', () => { closed = true; finish(); });
+    socket.on('end', () => {
+      closed = true;
+      finish();
+    });
+    socket.on('close', () => {
+      closed = true;
+      finish();
+    });
     socket.on('error', (e) => (chunks.length ? finish() : reject(e)));
     socket.write(payload);
   });
 }
 
-function assertOpenAiError(status: number, body: string, expected: number, code?: string): { message: string; type: string; param: string | null; code: string | null } {
+function assertOpenAiError(
+  status: number,
+  body: string,
+  expected: number,
+  code?: string,
+): { message: string; type: string; param: string | null; code: string | null } {
   assert.is(status, expected, body.slice(0, 300));
   const json = JSON.parse(body);
   assert.equal(Object.keys(json), ['error']);
@@ -85,14 +107,16 @@ const assertReplyError = (r: Reply, status: number, code?: string) => {
 
 async function eventHead(): Promise<number> {
   await gw.ledger.caughtUp();
-  return gw.ledger.store.headPosition();
+  return gw.ledger.events.headPosition();
 }
 
 // ---------------------------------------------------------------- 1. Node's parser errors
 
 test('headers over 16 KB: 431 in the OpenAI error shape with Content-Type and Connection: close, the server stays up', async () => {
   const big = 'a'.repeat(20 * 1024);
-  const r = await raw(`POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${acct.key}\r\nX-Big: ${big}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`);
+  const r = await raw(
+    `POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${acct.key}\r\nX-Big: ${big}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`,
+  );
   assert.match(r.headers['content-type'] ?? '', /^application\/json/);
   assert.is(r.headers.connection, 'close');
   assertOpenAiError(r.status, r.body, 431, 'request_headers_too_large');
@@ -119,14 +143,21 @@ test('a malformed request is a 400 in the error shape; clients that vanish mid-r
   // Oversized headers from clients that close (or reset) at once: the socket is gone when the
   // error handler runs.
   const { hostname, port } = new URL(gw.url);
-  await Promise.all(Array.from({ length: 20 }, (_, i) => new Promise<void>((resolve) => {
-    const s = connect(Number(port), hostname, () => {
-      s.write(`GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(40 * 1024)}\r\n\r\n`);
-      if (i % 2) s.resetAndDestroy(); else s.destroy();
-      resolve();
-    });
-    s.on('error', () => resolve());
-  })));
+  await Promise.all(
+    Array.from(
+      { length: 20 },
+      (_, i) =>
+        new Promise<void>((resolve) => {
+          const s = connect(Number(port), hostname, () => {
+            s.write(`GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(40 * 1024)}\r\n\r\n`);
+            if (i % 2) s.resetAndDestroy();
+            else s.destroy();
+            resolve();
+          });
+          s.on('error', () => resolve());
+        }),
+    ),
+  );
   await new Promise((r) => setTimeout(r, 200));
   assert.is((await call(gw, '/healthz')).status, 200);
   assert.is((await call(gw, '/v1/models', { key: acct.key })).status, 200);
@@ -160,9 +191,11 @@ test('the same unknown key many times costs no key query after the first; a key 
     // The remembered-unknown key is now issued (exactly as the ledger's issueKey does, with a
     // secret chosen here): it must work on the very next call, not after the cache expires.
     const keyId = `key_${randomBytes(8).toString('hex')}`;
-    await gw.ledger.handler.handle(keyDecider, streams.key(keyId),
+    await gw.ledger.key(
+      keyId,
       { type: 'Issue', keyId, accountId: acct.accountId, name: 'late key', hash: hashKey(secret), last4: lastFour(secret) },
-      { correlationId: `test-${keyId}`, causationId: null, actor: 'admin:test' });
+      { correlationId: `test-${keyId}`, causationId: null, actor: 'admin:test' },
+    );
     const ok = await call(gw, '/v1/models', { key: secret });
     assert.is(ok.status, 200, ok.text);
     assert.is((await chat(gw, secret, hi)).status, 200);
@@ -209,11 +242,17 @@ test('without a valid key the body is never parsed: 401 first, even for broken o
 
   // The proof that nothing waits for the body: announce 10 MB, send 1 KB, and the 401 comes anyway.
   const started = Date.now();
-  const partial = await raw(`POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${unknownKey()}\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n{"model":"cx/gen-6-luna","messages":[${' '.repeat(1024)}`, 3000);
+  const partial = await raw(
+    `POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${unknownKey()}\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n{"model":"cx/gen-6-luna","messages":[${' '.repeat(1024)}`,
+    3000,
+  );
   assertOpenAiError(partial.status, partial.body, 401, 'invalid_api_key');
   assert.ok(Date.now() - started < 2500, 'answered without waiting for the rest of the body');
   // The same with a valid key waits for the body (it is needed): no answer yet.
-  const waiting = await raw(`POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${acct.key}\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n{"model":`, 500);
+  const waiting = await raw(
+    `POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${acct.key}\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n{"model":`,
+    500,
+  );
   assert.is(waiting.status, 0, 'a valid key waits for its body');
 
   // Still working afterwards, keep-alive included.

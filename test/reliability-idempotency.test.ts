@@ -10,7 +10,8 @@ import { startUpstreamDouble, type UpstreamDouble } from './support/upstream-dou
 import { call, ledgerView, openAccount, startGatewayWithRoutes, userMessage, type Reply, type TestAccount } from './support/http.ts';
 import type { TestGateway } from './support/gateway.ts';
 import Koa from 'koa';
-import { ensureIdempotencyTable, idempotency } from '../src/http/idempotency.ts';
+import { ensureIdempotencyTable } from '../src/eventstore/idempotency-store.ts';
+import { idempotency } from '../src/http/idempotency.ts';
 import { openTestPglite } from './support/db.ts';
 
 const BURST = 50;
@@ -23,10 +24,13 @@ let double: UpstreamDouble;
 test.before(async () => {
   // Slow enough that every duplicate arrives while the first is still running.
   double = await startUpstreamDouble({ reply: 'alpha beta gamma delta epsilon zeta eta theta', responseDelayMs: 400, chunkDelayMs: 20 });
-  gw = await startGatewayWithRoutes({ double: { type: 'openai-compatible', baseURL: double.url, timeoutMs: 30_000 } }, {
-    [CHAT_MODEL]: { provider: 'double', upstreamModel: 'double-model', multiplierMilli: 1250 },
-    [IMAGE_MODEL]: { provider: 'double', upstreamModel: 'double-image', multiplierMilli: 1000 },
-  });
+  gw = await startGatewayWithRoutes(
+    { double: { type: 'openai-compatible', baseURL: double.url, timeoutMs: 30_000 } },
+    {
+      [CHAT_MODEL]: { provider: 'double', upstreamModel: 'double-model', multiplierMilli: 1250 },
+      [IMAGE_MODEL]: { provider: 'double', upstreamModel: 'double-image', multiplierMilli: 1000 },
+    },
+  );
 });
 
 test.after(async () => {
@@ -45,11 +49,14 @@ function assertIdentical(replies: Reply[], label: string): void {
   for (const r of replies) {
     assert.is(r.status, first.status, `${label}: status`);
     assert.is(r.text, first.text, `${label}: body`);
-    for (const h of ['content-type', 'x-tollgate-billed-tokens', 'x-tollgate-remaining-tokens']) assert.is(r.headers.get(h), first.headers.get(h), `${label}: ${h}`);
+    for (const h of ['content-type', 'x-tollgate-billed-tokens', 'x-tollgate-remaining-tokens'])
+      assert.is(r.headers.get(h), first.headers.get(h), `${label}: ${h}`);
   }
   const replayed = replies.filter((r) => r.headers.get('idempotent-replayed') === 'true').length;
   assert.is(replayed, BURST - 1, `${label}: one original, ${BURST - 1} replays`);
-  console.log(`  ${label}: ${BURST} concurrent requests, 1 original + ${replayed} replays, all ${first.status}, ${new Set(replies.map((r) => r.text)).size} distinct body`);
+  console.log(
+    `  ${label}: ${BURST} concurrent requests, 1 original + ${replayed} replays, all ${first.status}, ${new Set(replies.map((r) => r.text)).size} distinct body`,
+  );
 }
 
 async function assertChargedOnce(acct: TestAccount, kind: 'chat' | 'image'): Promise<number> {
@@ -82,7 +89,11 @@ test(`streamed chat: ${BURST} at once -> one upstream stream, one charge, identi
   assert.match(replies[0].text, /data: \[DONE\]/);
   assert.is(upstreamCalls('/chat/completions') - before, 1, 'one upstream call');
   const billed = await assertChargedOnce(acct, 'chat');
-  const usage = replies[0].text.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6))).find((c) => c.usage)?.usage;
+  const usage = replies[0].text
+    .split('\n')
+    .filter((l) => l.startsWith('data: {'))
+    .map((l) => JSON.parse(l.slice(6)))
+    .find((c) => c.usage)?.usage;
   assert.ok(usage && billed === Math.ceil(((usage.prompt_tokens + usage.completion_tokens) * 1250) / 1000), 'the stream states what was charged');
 });
 
@@ -99,7 +110,12 @@ test(`images: ${BURST} at once -> one upstream image, one charge of 45000 tokens
 test(`Anthropic Messages: ${BURST} at once -> one upstream call, one charge, identical messages`, async () => {
   const acct = await openAccount(gw, { quota: 1_000_000 });
   const before = upstreamCalls('/chat/completions');
-  const replies = await burst(acct, '/v1/messages', { model: CHAT_MODEL, max_tokens: 64, messages: [{ role: 'user', content: 'Once, in Anthropic.' }] }, 'burst-messages-1');
+  const replies = await burst(
+    acct,
+    '/v1/messages',
+    { model: CHAT_MODEL, max_tokens: 64, messages: [{ role: 'user', content: 'Once, in Anthropic.' }] },
+    'burst-messages-1',
+  );
   assertIdentical(replies, 'messages');
   assert.is(replies[0].json.type, 'message');
   assert.is(upstreamCalls('/chat/completions') - before, 1);
@@ -121,9 +137,17 @@ test('a refused first request is replayed as the same refusal, and a different b
   for (const r of badMessages) assert.equal([r.json.type, r.json.error.type], ['error', 'invalid_request_error']);
 
   // While the first with a key is still running, the same key with another body is refused at once.
-  const slow = call(gw, '/v1/chat/completions', { key: acct.key, body: { model: CHAT_MODEL, messages: userMessage('first body') }, headers: { 'idempotency-key': 'burst-mixed-1' } });
+  const slow = call(gw, '/v1/chat/completions', {
+    key: acct.key,
+    body: { model: CHAT_MODEL, messages: userMessage('first body') },
+    headers: { 'idempotency-key': 'burst-mixed-1' },
+  });
   await new Promise((r) => setTimeout(r, 100));
-  const other = await call(gw, '/v1/chat/completions', { key: acct.key, body: { model: CHAT_MODEL, messages: userMessage('another body') }, headers: { 'idempotency-key': 'burst-mixed-1' } });
+  const other = await call(gw, '/v1/chat/completions', {
+    key: acct.key,
+    body: { model: CHAT_MODEL, messages: userMessage('another body') },
+    headers: { 'idempotency-key': 'burst-mixed-1' },
+  });
   assert.is(other.status, 409);
   assert.is(other.json.error.code, 'idempotency_key_reused');
   assert.is((await slow).status, 200);
@@ -137,12 +161,17 @@ test('a claim whose gateway died (no heartbeat) is answered at once as interrupt
   const body = { model: CHAT_MODEL, messages: userMessage('cut by a crash') };
   // What a gateway killed mid-request leaves behind: a claim with no response and a stale heartbeat.
   const table = `"${gw.ledger.schema}".idempotency`;
-  await gw.db.query(`INSERT INTO ${table} (account_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, 'orphan-1', 'x', now() - interval '2 minutes', now() - interval '2 minutes')`, [acct.accountId]);
+  await gw.db.query(
+    `INSERT INTO ${table} (account_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, 'orphan-1', 'x', now() - interval '2 minutes', now() - interval '2 minutes')`,
+    [acct.accountId],
+  );
   // The body hash must match for the claim to be this request's: take it from a live claim.
   const before = upstreamCalls('/chat/completions');
   const first = await call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'orphan-probe' } });
   assert.is(first.status, 200);
-  const [{ body_hash: hash }] = await gw.db.query<{ body_hash: string }>(`SELECT body_hash FROM ${table} WHERE account_id = $1 AND key = 'orphan-probe'`, [acct.accountId]);
+  const [{ body_hash: hash }] = await gw.db.query<{ body_hash: string }>(`SELECT body_hash FROM ${table} WHERE account_id = $1 AND key = 'orphan-probe'`, [
+    acct.accountId,
+  ]);
   await gw.db.query(`UPDATE ${table} SET body_hash = $2 WHERE account_id = $1 AND key = 'orphan-1'`, [acct.accountId, hash]);
   const started = Date.now();
   const retry = await call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'orphan-1' } });
@@ -158,12 +187,20 @@ test('a claim whose heartbeat is fresh is still running: a repeat waits for its 
   const body = { model: CHAT_MODEL, messages: userMessage('long-running') };
   const probe = await call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'alive-probe' } });
   assert.is(probe.status, 200);
-  const [{ body_hash: hash }] = await gw.db.query<{ body_hash: string }>(`SELECT body_hash FROM ${table} WHERE account_id = $1 AND key = 'alive-probe'`, [acct.accountId]);
+  const [{ body_hash: hash }] = await gw.db.query<{ body_hash: string }>(`SELECT body_hash FROM ${table} WHERE account_id = $1 AND key = 'alive-probe'`, [
+    acct.accountId,
+  ]);
   // Claimed a minute ago by a gateway that is still working on it (its heartbeat is fresh).
-  await gw.db.query(`INSERT INTO ${table} (account_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, 'alive-1', $2, now() - interval '1 minute', now())`, [acct.accountId, hash]);
+  await gw.db.query(
+    `INSERT INTO ${table} (account_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, 'alive-1', $2, now() - interval '1 minute', now())`,
+    [acct.accountId, hash],
+  );
   const waiting = call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'alive-1' } });
   await new Promise((r) => setTimeout(r, 500));
-  await gw.db.query(`UPDATE ${table} SET status = 200, headers = '{"content-type":"application/json"}', body = '{"recorded":true}' WHERE account_id = $1 AND key = 'alive-1'`, [acct.accountId]);
+  await gw.db.query(
+    `UPDATE ${table} SET status = 200, headers = '{"content-type":"application/json"}', body = '{"recorded":true}' WHERE account_id = $1 AND key = 'alive-1'`,
+    [acct.accountId],
+  );
   const r = await waiting;
   assert.is(r.status, 200);
   assert.equal(r.json, { recorded: true });
@@ -176,13 +213,21 @@ test('while a request runs its claim is renewed; once it is answered the renewal
     await tdb.db.exec(`CREATE SCHEMA IF NOT EXISTS "${tdb.schema}"`);
     await ensureIdempotencyTable(tdb.db, tdb.schema);
     const app = new Koa();
-    app.use(async (ctx, next) => { ctx.state.auth = { accountId: 'acct_hb' }; ctx.request.body = { n: 1 }; await next(); });
+    app.use(async (ctx, next) => {
+      ctx.state.auth = { accountId: 'acct_hb' };
+      ctx.request.body = { n: 1 };
+      await next();
+    });
     app.use(idempotency(tdb.db, tdb.schema, { heartbeatMs: 100 }));
-    app.use(async (ctx) => { await new Promise((r) => setTimeout(r, 1200)); ctx.body = { done: true }; });
+    app.use(async (ctx) => {
+      await new Promise((r) => setTimeout(r, 1200));
+      ctx.body = { done: true };
+    });
     const server = app.listen(0);
     try {
       const port = (server.address() as { port: number }).port;
-      const beat = () => tdb.db.query<{ b: string; c: string }>(`SELECT heartbeat_at::text AS b, created_at::text AS c FROM "${tdb.schema}".idempotency WHERE key = 'hb-1'`);
+      const beat = () =>
+        tdb.db.query<{ b: string; c: string }>(`SELECT heartbeat_at::text AS b, created_at::text AS c FROM "${tdb.schema}".idempotency WHERE key = 'hb-1'`);
       const reply = fetch(`http://127.0.0.1:${port}/`, { method: 'POST', headers: { 'idempotency-key': 'hb-1' } });
       await new Promise((r) => setTimeout(r, 700));
       const [during] = await beat();

@@ -44,17 +44,42 @@ const fakeLookup: LookupFunction = (hostname, _options, callback) => {
   const list = DNS[hostname];
   const cb = callback as unknown as (err: NodeJS.ErrnoException | null, addresses?: { address: string; family: number }[]) => void;
   if (!list) return cb(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }));
-  cb(null, list.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
+  cb(
+    null,
+    list.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+  );
 };
 /** The test host on loopback counts as public; every other address follows the production rule. */
 const testAllowed = (ip: string) => ip === '127.0.0.1' || !isNonPublicAddress(ip);
 
 test.before(async () => {
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-keyout', join(certDir, 'key.pem'), '-out', join(certDir, 'cert.pem'), '-subj', '/CN=img.test',
-    '-addext', 'subjectAltName=DNS:img.test,DNS:mixed.test,IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-keyout',
+      join(certDir, 'key.pem'),
+      '-out',
+      join(certDir, 'cert.pem'),
+      '-subj',
+      '/CN=img.test',
+      '-addext',
+      'subjectAltName=DNS:img.test,DNS:mixed.test,IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   ca = readFileSync(join(certDir, 'cert.pem'));
-  png = await sharp({ create: { width: 48, height: 48, channels: 3, background: { r: 10, g: 160, b: 90 } } }).png().toBuffer();
+  png = await sharp({ create: { width: 48, height: 48, channels: 3, background: { r: 10, g: 160, b: 90 } } })
+    .png()
+    .toBuffer();
   host = createHttpsServer({ key: readFileSync(join(certDir, 'key.pem')), cert: ca }, (req, res) => {
     const url = new URL(req.url ?? '/', 'https://img.test');
     hostRequests.push(url.pathname);
@@ -80,14 +105,21 @@ test.before(async () => {
       };
       return pump();
     }
-    if (url.pathname === '/stall-body') { res.writeHead(200, { 'content-type': 'image/png' }); res.write(png.subarray(0, 10)); return; }
+    if (url.pathname === '/stall-body') {
+      res.writeHead(200, { 'content-type': 'image/png' });
+      res.write(png.subarray(0, 10));
+      return;
+    }
     if (url.pathname === '/stall-headers') return; // never answers
     res.writeHead(404).end('nope');
   });
   await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
   hostPort = (host.address() as AddressInfo).port;
   // A plain TCP listener on loopback: any connection to it means a refused URL was fetched anyway.
-  tcpTrap = createTcpServer((s) => { trapConnections++; s.destroy(); });
+  tcpTrap = createTcpServer((s) => {
+    trapConnections++;
+    s.destroy();
+  });
   await new Promise<void>((r) => tcpTrap.listen(0, '127.0.0.1', r));
   gw = await startTestGateway();
 });
@@ -122,17 +154,65 @@ async function assertNothingHeld(acct: TestAccount): Promise<void> {
 
 test('the address rule: every non-public range is refused, public addresses pass', () => {
   const refused = [
-    '127.0.0.1', '127.255.255.254', '10.0.0.1', '10.255.255.255', '172.16.0.1', '172.31.255.255', '192.168.0.1', '192.168.255.255',
-    '100.64.0.1', '100.127.255.255', '169.254.169.254', '169.254.0.1', '0.0.0.0', '0.1.2.3', '224.0.0.1', '255.255.255.255', '240.0.0.1',
-    '192.0.2.10', '198.18.0.1', '198.51.100.2', '203.0.113.3',
-    '::', '::1', '[::1]', 'fc00::1', 'fd12:3456::1', 'fe80::1', 'febf::1', 'fec0::1', 'ff02::1',
-    '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe', '::ffff:10.0.0.1', '0:0:0:0:0:ffff:c0a8:101', '::7f00:1', '::127.0.0.1',
-    '64:ff9b::a9fe:a9fe', '2002:7f00:1::1', '2001:db8::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2',
-    'localhost', 'not-an-ip', '',
+    '127.0.0.1',
+    '127.255.255.254',
+    '10.0.0.1',
+    '10.255.255.255',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.0.1',
+    '192.168.255.255',
+    '100.64.0.1',
+    '100.127.255.255',
+    '169.254.169.254',
+    '169.254.0.1',
+    '0.0.0.0',
+    '0.1.2.3',
+    '224.0.0.1',
+    '255.255.255.255',
+    '240.0.0.1',
+    '192.0.2.10',
+    '198.18.0.1',
+    '198.51.100.2',
+    '203.0.113.3',
+    '::',
+    '::1',
+    '[::1]',
+    'fc00::1',
+    'fd12:3456::1',
+    'fe80::1',
+    'febf::1',
+    'fec0::1',
+    'ff02::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:a9fe:a9fe',
+    '::ffff:10.0.0.1',
+    '0:0:0:0:0:ffff:c0a8:101',
+    '::7f00:1',
+    '::127.0.0.1',
+    '64:ff9b::a9fe:a9fe',
+    '2002:7f00:1::1',
+    '2001:db8::1',
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+    'localhost',
+    'not-an-ip',
+    '',
   ];
   for (const ip of refused) assert.ok(isNonPublicAddress(ip), `${ip} must be refused`);
-  const allowed = ['8.8.8.8', '1.1.1.1', '93.184.216.34', '172.15.255.255', '172.32.0.1', '100.63.255.255', '100.128.0.1', '169.253.0.1',
-    '2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8'];
+  const allowed = [
+    '8.8.8.8',
+    '1.1.1.1',
+    '93.184.216.34',
+    '172.15.255.255',
+    '172.32.0.1',
+    '100.63.255.255',
+    '100.128.0.1',
+    '169.253.0.1',
+    '2606:4700:4700::1111',
+    '2a00:1450:4001:80b::200e',
+    '::ffff:8.8.8.8',
+  ];
   for (const ip of allowed) assert.not.ok(isNonPublicAddress(ip), `${ip} is public`);
 });
 
@@ -140,17 +220,39 @@ test('through the API: literal non-public addresses, non-https schemes and loopb
   const acct = await openAccount(gw, { quota: 10_000_000 });
   const trap = (tcpTrap.address() as AddressInfo).port;
   const privateUrls = [
-    `https://127.0.0.1:${trap}/x.png`, `https://localhost:${trap}/x.png`, `https://127.1:${trap}/x.png`, `https://2130706433:${trap}/x.png`,
-    `https://0x7f.0.0.1:${trap}/x.png`, `https://[::1]:${trap}/x.png`, `https://[::ffff:127.0.0.1]:${trap}/x.png`,
-    `https://[::ffff:7f00:1]:${trap}/x.png`, `https://[0:0:0:0:0:ffff:7f00:1]:${trap}/x.png`, `https://[::127.0.0.1]:${trap}/x.png`,
-    'https://10.0.0.1/x.png', 'https://172.16.5.4/x.png', 'https://172.31.0.1/x.png', 'https://192.168.1.1/x.png', 'https://100.64.0.1/x.png',
-    'https://169.254.169.254/latest/meta-data/iam/security-credentials/', 'https://[::ffff:169.254.169.254]/latest/meta-data/',
-    'https://[fd00::1]/x.png', 'https://[fe80::1]/x.png', 'https://[::]/x.png', 'https://0.0.0.0/x.png', 'https://0/x.png',
+    `https://127.0.0.1:${trap}/x.png`,
+    `https://localhost:${trap}/x.png`,
+    `https://127.1:${trap}/x.png`,
+    `https://2130706433:${trap}/x.png`,
+    `https://0x7f.0.0.1:${trap}/x.png`,
+    `https://[::1]:${trap}/x.png`,
+    `https://[::ffff:127.0.0.1]:${trap}/x.png`,
+    `https://[::ffff:7f00:1]:${trap}/x.png`,
+    `https://[0:0:0:0:0:ffff:7f00:1]:${trap}/x.png`,
+    `https://[::127.0.0.1]:${trap}/x.png`,
+    'https://10.0.0.1/x.png',
+    'https://172.16.5.4/x.png',
+    'https://172.31.0.1/x.png',
+    'https://192.168.1.1/x.png',
+    'https://100.64.0.1/x.png',
+    'https://169.254.169.254/latest/meta-data/iam/security-credentials/',
+    'https://[::ffff:169.254.169.254]/latest/meta-data/',
+    'https://[fd00::1]/x.png',
+    'https://[fe80::1]/x.png',
+    'https://[::]/x.png',
+    'https://0.0.0.0/x.png',
+    'https://0/x.png',
   ];
   for (const url of privateUrls) await expectRefused(acct, url, 'invalid_image_url', /private, loopback or link-local/);
   // Also as image-to-image on /images/generations.
   await expectRefused(acct, 'https://169.254.169.254/latest/meta-data/', 'invalid_image_url', /private/, 'generations');
-  for (const url of [`http://127.0.0.1:${trap}/x.png`, 'http://example.com/x.png', 'ftp://example.com/x.png', 'file:///etc/passwd', 'gopher://127.0.0.1:6379/_INFO']) {
+  for (const url of [
+    `http://127.0.0.1:${trap}/x.png`,
+    'http://example.com/x.png',
+    'ftp://example.com/x.png',
+    'file:///etc/passwd',
+    'gopher://127.0.0.1:6379/_INFO',
+  ]) {
     await expectRefused(acct, url, 'invalid_image_url', /https/);
   }
   await expectRefused(acct, 'https://', 'invalid_image_url', /valid URL/);
@@ -175,8 +277,14 @@ test('through the API: names that resolve to private addresses, redirects to the
     await expectRefused(acct, `https://${name}:${hostPort}/ok.png`, 'invalid_image_url', /private, loopback or link-local/);
   }
   const before = hostRequests.length;
-  for (const to of ['https://10.0.0.1/x.png', 'https://169.254.169.254/latest/meta-data/', 'https://[::1]/x.png', 'https://[::ffff:10.0.0.1]/x.png',
-    `https://private.test:${hostPort}/ok.png`, `https://metadata.test/`]) {
+  for (const to of [
+    'https://10.0.0.1/x.png',
+    'https://169.254.169.254/latest/meta-data/',
+    'https://[::1]/x.png',
+    'https://[::ffff:10.0.0.1]/x.png',
+    `https://private.test:${hostPort}/ok.png`,
+    `https://metadata.test/`,
+  ]) {
     await expectRefused(acct, viaRedirect(to), 'invalid_image_url', /private, loopback or link-local/);
   }
   await expectRefused(acct, viaRedirect(`http://img.test:${hostPort}/ok.png`), 'invalid_image_url', /https/);
@@ -215,10 +323,16 @@ test('through the API: size and time limits, and an untrusted certificate', asyn
 
 test('the production defaults are strict: no injected resolver, no extra CA, public addresses only', async () => {
   for (const k of Object.keys(imageFetchDefaults) as (keyof typeof imageFetchDefaults)[]) delete imageFetchDefaults[k];
-  const err = await fetchImageUrl(`https://localhost:${hostPort}/ok.png`).then(() => null, (e: unknown) => e as { status: number; code: string });
+  const err = await fetchImageUrl(`https://localhost:${hostPort}/ok.png`).then(
+    () => null,
+    (e: unknown) => e as { status: number; code: string },
+  );
   assert.is(err?.status, 400);
   assert.is(err?.code, 'invalid_image_url');
-  const viaLoopbackIp = await fetchImageUrl(`https://127.0.0.1:${hostPort}/ok.png`, { ca }).then(() => null, (e: unknown) => e as { code: string });
+  const viaLoopbackIp = await fetchImageUrl(`https://127.0.0.1:${hostPort}/ok.png`, { ca }).then(
+    () => null,
+    (e: unknown) => e as { code: string },
+  );
   assert.is(viaLoopbackIp?.code, 'invalid_image_url', 'a CA alone does not open loopback');
 });
 

@@ -42,14 +42,18 @@ const keys: { label: string; key: string }[] = [];
 const prompts: string[] = [];
 
 async function admin(method: string, path: string, body?: unknown, token = ADMIN): Promise<any> {
-  const r = await fetch(`${origin}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const r = await fetch(`${origin}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await r.text();
   assert.ok(r.status < 300, `${method} ${path}: ${r.status} ${text}`);
   return r.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text;
 }
 
 async function eventHead(): Promise<number> {
-  const lines = (await admin('GET', '/events') as string).trim().split('\n');
+  const lines = ((await admin('GET', '/events')) as string).trim().split('\n');
   return JSON.parse(lines[lines.length - 1]).position;
 }
 
@@ -59,11 +63,12 @@ const prompt = (where: string) => {
   return p;
 };
 
-const v1 = (path: string, key: string | null, body?: unknown, headers: Record<string, string> = {}) => fetch(`${origin}/v1${path}`, {
-  method: body === undefined ? 'GET' : 'POST',
-  headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-  body: body === undefined ? undefined : JSON.stringify(body),
-}).then(async (r) => ({ status: r.status, headers: r.headers, text: await r.text() }));
+const v1 = (path: string, key: string | null, body?: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${origin}/v1${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  }).then(async (r) => ({ status: r.status, headers: r.headers, text: await r.text() }));
 
 // The upstream of FAILING_MODEL refuses connections: a 502 path whose logging is checked too.
 const modelsConfig = (() => {
@@ -75,7 +80,13 @@ const modelsConfig = (() => {
 })();
 
 test.before(async () => {
-  gp = await spawnGateway({ TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_SCHEMA: schema, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_MODELS_CONFIG: modelsConfig, LOG_LEVEL: 'trace' });
+  gp = await spawnGateway({
+    TOLLGATE_ADMIN_TOKEN: ADMIN,
+    TOLLGATE_SCHEMA: schema,
+    TOLLGATE_DATA_DIR: dataDir,
+    TOLLGATE_MODELS_CONFIG: modelsConfig,
+    LOG_LEVEL: 'trace',
+  });
   origin = gp.baseUrl.replace(/\/v1$/, '');
   keys.push({ label: 'demo key', key: gp.key });
   await admin('PATCH', `/models/${FAILING_MODEL}`, { multiplier: 1, status: 'ACTIVE' });
@@ -98,8 +109,18 @@ test('keys are never stored nor logged in clear, prompts and the admin token nev
   // Use every key on every endpoint, with successes, refusals and an upstream failure.
   for (const { key } of keys) {
     const calls = [
-      v1('/chat/completions', key, { model: 'cx/gen-6-luna', messages: [{ role: 'user', content: prompt('chat') }] }, { 'idempotency-key': `idem-${randomBytes(4).toString('hex')}` }),
-      v1('/chat/completions', key, { model: 'cx/gen-6-luna', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: prompt('stream') }] }),
+      v1(
+        '/chat/completions',
+        key,
+        { model: 'cx/gen-6-luna', messages: [{ role: 'user', content: prompt('chat') }] },
+        { 'idempotency-key': `idem-${randomBytes(4).toString('hex')}` },
+      ),
+      v1('/chat/completions', key, {
+        model: 'cx/gen-6-luna',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: prompt('stream') }],
+      }),
       v1('/chat/completions', key, { model: 'cx/gen-6-luna', n: 3, messages: [{ role: 'user', content: prompt('refused') }] }),
       v1('/chat/completions', key, { model: FAILING_MODEL, messages: [{ role: 'user', content: prompt('upstream down') }] }),
       v1('/messages', key, { model: 'alpha-sonnet-5', max_tokens: 32, system: prompt('system'), messages: [{ role: 'user', content: prompt('messages') }] }),
@@ -107,7 +128,9 @@ test('keys are never stored nor logged in clear, prompts and the admin token nev
       v1('/responses', key, { model: 'cx/gen-6-sol', instructions: prompt('instructions'), input: prompt('responses') }),
       v1('/images/generations', key, { model: 'alpha-haiku-4.5', prompt: prompt('image') }),
       v1('/images/generations', key, { model: 'alpha-haiku-4.5', prompt: prompt('bad size'), size: '1x1' }),
-      v1('/models', key), v1('/subscription', key), v1('/usage?daily=true&range=7d', key),
+      v1('/models', key),
+      v1('/subscription', key),
+      v1('/usage?daily=true&range=7d', key),
     ];
     const statuses = (await Promise.all(calls)).map((r) => r.status);
     assert.equal(statuses, [200, 200, 400, 502, 200, 200, 200, 200, 400, 200, 200, 200]);
@@ -122,7 +145,10 @@ test('keys are never stored nor logged in clear, prompts and the admin token nev
   assert.is((await v1('/models', revoked.key)).status, 401);
   assert.is((await v1('/models', `${keys[1].key}zz`)).status, 401);
   assert.is((await fetch(`${origin}/admin/v1/plans`, { headers: { authorization: `Bearer ${ADMIN}x` } })).status, 401);
-  assert.is((await admin('GET', '/accounts/sec-a/keys')).data.every((k: { masked: string }) => /^sk_svc_…[A-Za-z0-9]{4}$/.test(k.masked)), true);
+  assert.is(
+    (await admin('GET', '/accounts/sec-a/keys')).data.every((k: { masked: string }) => /^sk_svc_…[A-Za-z0-9]{4}$/.test(k.masked)),
+    true,
+  );
 
   const needles = keys.flatMap(({ label, key }) => [
     { label: `${label} (full)`, text: key },
@@ -134,11 +160,18 @@ test('keys are never stored nor logged in clear, prompts and the admin token nev
   const output = gp.output();
   const logLines = output.split('\n').filter((l) => l.startsWith('{'));
   assert.ok(logLines.length >= 5 * 12, `${logLines.length} log lines`);
-  for (const n of needles) assert.not.ok(logLines.some((l) => l.includes(n.text)), `${n.label} is in the log`);
+  for (const n of needles)
+    assert.not.ok(
+      logLines.some((l) => l.includes(n.text)),
+      `${n.label} is in the log`,
+    );
   assert.not.ok(output.includes(CANARY), 'a prompt is in the output');
   assert.not.ok(output.includes(ADMIN), 'the admin token is in the output');
   // The demo key is printed once, on purpose, in the start-up banner, and the account keys never.
-  const banner = output.split('\n').filter((l) => !l.startsWith('{')).join('\n');
+  const banner = output
+    .split('\n')
+    .filter((l) => !l.startsWith('{'))
+    .join('\n');
   for (const { label, key } of keys.slice(1)) assert.not.ok(banner.includes(key), `${label} printed`);
 
   // The database: every row of every table in the ledger's schemas, as text.
@@ -152,7 +185,9 @@ test('keys are never stored nor logged in clear, prompts and the admin token nev
   }
   try {
     const tables = await db.query<{ table_schema: string; table_name: string }>(
-      `SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema IN ($1, $2) ORDER BY 1, 2`, [schema, `${schema}_rm`]);
+      `SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema IN ($1, $2) ORDER BY 1, 2`,
+      [schema, `${schema}_rm`],
+    );
     const names = tables.map((t) => `${t.table_schema}.${t.table_name}`);
     assert.ok(names.includes(`${schema}.events`) && names.includes(`${schema}.idempotency`) && names.includes(`${schema}_rm.keys`), names.join(', '));
     let rows = 0;
@@ -173,7 +208,13 @@ test('keys are never stored nor logged in clear, prompts and the admin token nev
   // Embedded: the database files themselves (heap, WAL) hold no key either.
   if (!url) {
     const files: string[] = [];
-    const walk = (dir: string) => { for (const f of readdirSync(dir)) { const p = join(dir, f); if (statSync(p).isDirectory()) walk(p); else files.push(p); } };
+    const walk = (dir: string) => {
+      for (const f of readdirSync(dir)) {
+        const p = join(dir, f);
+        if (statSync(p).isDirectory()) walk(p);
+        else files.push(p);
+      }
+    };
     walk(dataDir);
     for (const f of files) {
       const bytes = readFileSync(f);
@@ -185,8 +226,17 @@ test('keys are never stored nor logged in clear, prompts and the admin token nev
 test('key lookups use the SHA-256 hash only; the admin token compare is constant-time', async () => {
   // The key directory never hands a secret to the database: only its hash.
   const params: unknown[] = [];
-  const fakeDb = { query: async (_sql: string, p: unknown[] = []) => { params.push(...p); return []; }, exec: async () => undefined } as unknown as Database;
-  const fakeStore = { headPosition: async () => 0, subscribe: () => ({ caughtUp: async () => undefined, close: async () => undefined }) } as unknown as EventStore;
+  const fakeDb = {
+    query: async (_sql: string, p: unknown[] = []) => {
+      params.push(...p);
+      return [];
+    },
+    exec: async () => undefined,
+  } as unknown as Database;
+  const fakeStore = {
+    headPosition: async () => 0,
+    subscribe: () => ({ caughtUp: async () => undefined, close: async () => undefined }),
+  } as unknown as EventStore;
   const directory = await createKeyDirectory({ db: fakeDb, store: fakeStore, rmSchema: 'rm', waitForProjections: async () => undefined });
   const secret = `sk_svc_${'Q'.repeat(43)}`;
   assert.is(await directory.lookup(secret), null);
@@ -197,7 +247,8 @@ test('key lookups use the SHA-256 hash only; the admin token compare is constant
   // The admin token: right answers for equal, different, longer, shorter and empty tokens.
   const token = 'tg_admin_abcdefghijklmnopqrstuvwxyz0123456789';
   assert.ok(adminTokenMatches(token, token));
-  for (const wrong of ['', 'x', token.slice(0, -1), `${token}x`, token.replace(/a/g, 'b'), token.toUpperCase()]) assert.not.ok(adminTokenMatches(wrong, token), wrong);
+  for (const wrong of ['', 'x', token.slice(0, -1), `${token}x`, token.replace(/a/g, 'b'), token.toUpperCase()])
+    assert.not.ok(adminTokenMatches(wrong, token), wrong);
   assert.not.ok(adminTokenMatches('', ''), 'an empty expected token never matches');
 
   // Structure: each secret comparison in the code goes through timingSafeEqual over digests.
@@ -212,20 +263,30 @@ test('key lookups use the SHA-256 hash only; the admin token compare is constant
   const unsafe = new RegExp(`${SECRET_NAME}\\s*[!=]==?\\s*${OPERAND}|${OPERAND}\\s*[!=]==?\\s*${SECRET_NAME}`);
   const files = ['http/auth.ts', 'http/key-directory.ts', 'admin/admin-token.ts', 'routes/admin.ts', 'ledger/keys.ts'];
   for (const f of files) {
-    source(f).split('\n').forEach((line, i) => assert.not.ok(unsafe.test(line), `${f}:${i + 1} compares a secret directly: ${line.trim()}`));
+    source(f)
+      .split('\n')
+      .forEach((line, i) => assert.not.ok(unsafe.test(line), `${f}:${i + 1} compares a secret directly: ${line.trim()}`));
   }
 });
 
 test('the admin API: every route refuses no token, a wrong token and a customer key (401, error shape, nothing appended)', async () => {
   if (stopped) {
     // Embedded: the first test stopped the process to open its database; start it again on the same data.
-    gp = await spawnGateway({ TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_SCHEMA: schema, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_MODELS_CONFIG: modelsConfig, TOLLGATE_BOOTSTRAP: 'off' });
+    gp = await spawnGateway({
+      TOLLGATE_ADMIN_TOKEN: ADMIN,
+      TOLLGATE_SCHEMA: schema,
+      TOLLGATE_DATA_DIR: dataDir,
+      TOLLGATE_MODELS_CONFIG: modelsConfig,
+      TOLLGATE_BOOTSTRAP: 'off',
+    });
     origin = gp.baseUrl.replace(/\/v1$/, '');
     stopped = false;
   }
   // The routes, from the router itself: a route added later is covered without editing this test.
   const router = adminRouter({ ledger: {} } as unknown as GatewayDeps, ADMIN);
-  const routes = router.stack.filter((l) => l.methods.length > 0).flatMap((l) => l.methods.filter((m) => m !== 'HEAD').map((method) => ({ method, path: String(l.path) })));
+  const routes = router.stack
+    .filter((l) => l.methods.length > 0)
+    .flatMap((l) => l.methods.filter((m) => m !== 'HEAD').map((method) => ({ method, path: String(l.path) })));
   assert.ok(routes.length >= 18, `${routes.length} routes`);
   const customer = keys.find((k) => k.label === 'sec-a key 1')!.key;
   const credentials: [string, Record<string, string>][] = [
@@ -239,13 +300,34 @@ test('the admin API: every route refuses no token, a wrong token and a customer 
   const before = await eventHead();
   let calls = 0;
   for (const { method, path } of routes) {
-    const concrete = path.replace('/*id', '/cx/gen-6-luna').replace(/:(\w+)/g, (_m: string, p: string) => (p === 'id' && path.includes('/keys/') ? 'key_x' : 'sec-a'));
+    const concrete = path
+      .replace('/*id', '/cx/gen-6-luna')
+      .replace(/:(\w+)/g, (_m: string, p: string) => (p === 'id' && path.includes('/keys/') ? 'key_x' : 'sec-a'));
     const hasBody = method !== 'GET';
     for (const [label, headers] of credentials) {
-      const r = await fetch(`${origin}${concrete}${method === 'GET' && concrete.endsWith('/statement') ? '?from=2020-01-01T00:00:00Z&to=2030-01-01T00:00:00Z' : ''}`, {
-        method, headers: { ...headers, ...(hasBody ? { 'content-type': 'application/json' } : {}) },
-        body: hasBody ? JSON.stringify({ plan_id: 'evil', name: 'evil', quota: 1, validity_days: 1, requests_per_minute: 1, models: ['*'], amount: 1_000_000, account_id: 'evil', multiplier: 0.001, model: 'cx/gen-6-luna', from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z' }) : undefined,
-      });
+      const r = await fetch(
+        `${origin}${concrete}${method === 'GET' && concrete.endsWith('/statement') ? '?from=2020-01-01T00:00:00Z&to=2030-01-01T00:00:00Z' : ''}`,
+        {
+          method,
+          headers: { ...headers, ...(hasBody ? { 'content-type': 'application/json' } : {}) },
+          body: hasBody
+            ? JSON.stringify({
+                plan_id: 'evil',
+                name: 'evil',
+                quota: 1,
+                validity_days: 1,
+                requests_per_minute: 1,
+                models: ['*'],
+                amount: 1_000_000,
+                account_id: 'evil',
+                multiplier: 0.001,
+                model: 'cx/gen-6-luna',
+                from: '2020-01-01T00:00:00Z',
+                to: '2030-01-01T00:00:00Z',
+              })
+            : undefined,
+        },
+      );
       const text = await r.text();
       calls++;
       assert.is(r.status, 401, `${method} ${concrete} with ${label}: ${r.status} ${text.slice(0, 200)}`);
@@ -258,27 +340,43 @@ test('the admin API: every route refuses no token, a wrong token and a customer 
   }
   console.log(`  admin API: ${routes.length} routes x ${credentials.length} credentials = ${calls} calls, all 401`);
   assert.is(await eventHead(), before, 'nothing was appended');
-  assert.is((await admin('GET', '/plans')).data.some((p: { plan_id: string }) => p.plan_id === 'evil'), false);
+  assert.is(
+    (await admin('GET', '/plans')).data.some((p: { plan_id: string }) => p.plan_id === 'evil'),
+    false,
+  );
 });
 
 test('CORS: /v1 serves any origin without credentials, preflight included; /app and /admin grant no origin', async () => {
   const key = keys.find((k) => k.label === 'sec-b key 1')!.key;
   const from = { origin: 'https://tool.example' };
   const preflight = await fetch(`${origin}/v1/chat/completions`, {
-    method: 'OPTIONS', headers: { ...from, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, idempotency-key, x-stainless-lang, anthropic-version' },
+    method: 'OPTIONS',
+    headers: {
+      ...from,
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'authorization, content-type, idempotency-key, x-stainless-lang, anthropic-version',
+    },
   });
   assert.is(preflight.status, 204);
   assert.is(preflight.headers.get('access-control-allow-origin'), '*');
   assert.match(preflight.headers.get('access-control-allow-methods') ?? '', /POST/);
-  for (const h of ['authorization', 'content-type', 'idempotency-key', 'x-stainless-lang', 'anthropic-version']) assert.match(preflight.headers.get('access-control-allow-headers') ?? '', new RegExp(h));
+  for (const h of ['authorization', 'content-type', 'idempotency-key', 'x-stainless-lang', 'anthropic-version'])
+    assert.match(preflight.headers.get('access-control-allow-headers') ?? '', new RegExp(h));
   assert.is(preflight.headers.get('access-control-allow-credentials'), null, 'never credentials');
   assert.ok(Number(preflight.headers.get('access-control-max-age')) > 0);
   // A header list that is not a list of header names is not echoed back.
-  const odd = await fetch(`${origin}/v1/models`, { method: 'OPTIONS', headers: { ...from, 'access-control-request-method': 'GET', 'access-control-request-headers': 'x-a, <script>' } });
+  const odd = await fetch(`${origin}/v1/models`, {
+    method: 'OPTIONS',
+    headers: { ...from, 'access-control-request-method': 'GET', 'access-control-request-headers': 'x-a, <script>' },
+  });
   assert.not.match(odd.headers.get('access-control-allow-headers') ?? '', /script/);
 
   // The real calls: successes and errors alike are readable by the page, with the cost headers.
-  const ok = await fetch(`${origin}/v1/chat/completions`, { method: 'POST', headers: { ...from, authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'hi' }] }) });
+  const ok = await fetch(`${origin}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { ...from, authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'hi' }] }),
+  });
   await ok.text();
   assert.is(ok.status, 200);
   assert.is(ok.headers.get('access-control-allow-origin'), '*');
@@ -292,7 +390,10 @@ test('CORS: /v1 serves any origin without credentials, preflight included; /app 
 
   // Elsewhere: no origin is granted, to preflights or to requests.
   for (const path of ['/admin/v1/plans', '/admin/v1/accounts/sec-a/keys', '/app/chat', '/app/usage', '/metrics', '/healthz', '/']) {
-    const pre = await fetch(`${origin}${path}`, { method: 'OPTIONS', headers: { ...from, 'access-control-request-method': path.startsWith('/admin') ? 'POST' : 'GET', 'access-control-request-headers': 'authorization' } });
+    const pre = await fetch(`${origin}${path}`, {
+      method: 'OPTIONS',
+      headers: { ...from, 'access-control-request-method': path.startsWith('/admin') ? 'POST' : 'GET', 'access-control-request-headers': 'authorization' },
+    });
     await pre.text();
     assert.is(pre.headers.get('access-control-allow-origin'), null, `preflight ${path}`);
     const get = await fetch(`${origin}${path}`, { headers: { ...from, ...(path.startsWith('/admin') ? { authorization: `Bearer ${ADMIN}` } : {}) } });
@@ -321,7 +422,11 @@ test('security headers: strict CSP and friends on /app; nosniff and no caching o
     assert.not.match(html, /<script(?![^>]*\bsrc=)[^>]*>|\son[a-z]+=/i);
   }
   const key = keys.find((k) => k.label === 'sec-b key 2')!.key;
-  for (const [path, headers] of [['/v1/subscription', { authorization: `Bearer ${key}` }], ['/v1/models', {}], ['/admin/v1/accounts/sec-b', { authorization: `Bearer ${ADMIN}` }]] as const) {
+  for (const [path, headers] of [
+    ['/v1/subscription', { authorization: `Bearer ${key}` }],
+    ['/v1/models', {}],
+    ['/admin/v1/accounts/sec-b', { authorization: `Bearer ${ADMIN}` }],
+  ] as const) {
     const r = await fetch(`${origin}${path}`, { headers });
     await r.text();
     assert.is(r.headers.get('x-content-type-options'), 'nosniff', path);
@@ -329,7 +434,11 @@ test('security headers: strict CSP and friends on /app; nosniff and no caching o
     assert.match(r.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/, path);
   }
   // The one response that carries a secret: a freshly issued key.
-  const issued = await fetch(`${origin}/admin/v1/accounts/sec-b/keys`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: '{"name":"once"}' });
+  const issued = await fetch(`${origin}/admin/v1/accounts/sec-b/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: '{"name":"once"}',
+  });
   await issued.text();
   assert.is(issued.status, 201);
   assert.match(issued.headers.get('cache-control') ?? '', /no-store/);

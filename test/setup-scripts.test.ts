@@ -186,11 +186,11 @@ function mode(p: string): number {
  * that the variables are exported, not merely set.
  */
 function sourceEnvFile(file: string, inherited: Record<string, string> = {}): Record<string, string> {
-  const r = spawnSync(
-    'sh',
-    ['-c', '. "$1" || exit 3; exec "$2" -e "process.stdout.write(JSON.stringify(process.env))"', 'sh', file, process.execPath],
-    { env: { PATH: process.env.PATH ?? '', ...inherited }, encoding: 'utf8', timeout: 30_000 },
-  );
+  const r = spawnSync('sh', ['-c', '. "$1" || exit 3; exec "$2" -e "process.stdout.write(JSON.stringify(process.env))"', 'sh', file, process.execPath], {
+    env: { PATH: process.env.PATH ?? '', ...inherited },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   assert.is(r.status, 0, `sourcing ${file}: ${describe(r)}`);
   return JSON.parse(r.stdout) as Record<string, string>;
 }
@@ -371,9 +371,7 @@ test('hostile key with a command substitution and blanks is rejected clearly, no
 test('hostile key without blanks round-trips byte for byte and executes nothing', () => {
   const marker = tmpDir('marker');
   const home = tmpDir('home');
-  const hostile =
-    `sk_svc_a'b"c$(touch\${IFS}${marker}/p1)\`touch\${IFS}${marker}/p2\`;` +
-    `touch\${IFS}${marker}/p3;$HOME\\n%s*?[x]~#&|<>{}!'\\''`;
+  const hostile = `sk_svc_a'b"c$(touch\${IFS}${marker}/p1)\`touch\${IFS}${marker}/p2\`;` + `touch\${IFS}${marker}/p3;$HOME\\n%s*?[x]~#&|<>{}!'\\''`;
   const r = runSh(['--target', 'all', '--key', hostile, '--base-url', BASE], { home });
   assertOk(r);
   for (const t of TARGET_NAMES) assertTargetFiles(home, t, { key: hostile, base: BASE, home });
@@ -620,7 +618,17 @@ test('setup.ps1 static checks: targets, files, prompts, validation, no installs 
   assert.match(ps1, /\.Replace\("'", "''"\)/, 'single quotes doubled in PowerShell literals');
   // Nothing that installs software, edits profiles or touches the network.
   const code = ps1.replace(/<#[\s\S]*?#>/, '').replace(/^\s*#.*$/gm, '');
-  for (const bad of [/\$PROFILE/i, /\bnpm\b/, /Install-(Module|Package)/i, /\bwinget\b/i, /\bchoco\b/i, /Invoke-WebRequest/i, /Add-Content/i, /\[Environment\]::SetEnvironmentVariable/i, /\bsetx\b/i]) {
+  for (const bad of [
+    /\$PROFILE/i,
+    /\bnpm\b/,
+    /Install-(Module|Package)/i,
+    /\bwinget\b/i,
+    /\bchoco\b/i,
+    /Invoke-WebRequest/i,
+    /Add-Content/i,
+    /\[Environment\]::SetEnvironmentVariable/i,
+    /\bsetx\b/i,
+  ]) {
     assert.not.match(code, bad, `setup.ps1 must not contain ${bad}`);
   }
   // Errors are thrown, never `exit` (which would close a session running it as a script block).
@@ -637,7 +645,7 @@ test('setup.sh static checks: no installs, no profile edits, curl only in printe
     assert.is(hit, undefined, `setup.sh must not contain ${bad}`);
   }
   for (const l of lines.filter((x) => /\bcurl\b/.test(x))) {
-    assert.match(l, /^\s*['"]  curl -s /, `curl may only appear in a printed hint: ${l}`);
+    assert.match(l, /^\s*['"] {2}curl -s /, `curl may only appear in a printed hint: ${l}`);
   }
 });
 
@@ -656,9 +664,7 @@ if (!HAVE_PWSH) {
       timeout: 60_000,
     });
   const sourcePs1 = (file: string): Record<string, string> => {
-    const cmd =
-      `. '${file.replace(/'/g, "''")}'; $h = @{}; ` +
-      `Get-ChildItem env: | ForEach-Object { $h[$_.Name] = $_.Value }; $h | ConvertTo-Json -Compress`;
+    const cmd = `. '${file.replace(/'/g, "''")}'; $h = @{}; ` + `Get-ChildItem env: | ForEach-Object { $h[$_.Name] = $_.Value }; $h | ConvertTo-Json -Compress`;
     const r = spawnSync('pwsh', ['-NoProfile', '-NonInteractive', '-Command', cmd], {
       env: { PATH: process.env.PATH ?? '', ANTHROPIC_API_KEY: 'sk-ant-from-elsewhere' },
       encoding: 'utf8',

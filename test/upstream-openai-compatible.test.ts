@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
-import { createOpenAICompatibleProvider, InvalidImageError } from '../src/upstream/openai-compatible.ts';
+import { createOpenAICompatibleProvider, InvalidImageError } from '../src/upstream/openai-compatible/index.ts';
 import { UpstreamError, type ChatCall, type ChatMessage, type ChatStreamPart, type ToolDefinition } from '../src/upstream/port.ts';
 import { countMessageTokens, countTextTokens, warmTokenizer } from '../src/upstream/tokenizer.ts';
 import { doublePromptTokens, doubleReplyChunks, startUpstreamDouble, type RecordedFile, type UpstreamDouble } from './support/upstream-double.ts';
@@ -49,12 +49,14 @@ test.after(() => double.close());
 const provider = () => createOpenAICompatibleProvider({ baseURL: double.url, apiKey: KEY, timeoutMs: 5_000 });
 
 test('chat forwards upstreamModel, max_tokens, reasoning_effort, tools and params; maps the reply', async () => {
-  const outcome = await provider().chat(chatCall({
-    reasoningEffort: 'high',
-    tools,
-    toolChoice: 'auto',
-    params: { temperature: 0.2, top_p: 0.9, stop: ['\n\n'], model: 'evil-override', max_tokens: 99_999, n: 3, stream: true },
-  }));
+  const outcome = await provider().chat(
+    chatCall({
+      reasoningEffort: 'high',
+      tools,
+      toolChoice: 'auto',
+      params: { temperature: 0.2, top_p: 0.9, stop: ['\n\n'], model: 'evil-override', max_tokens: 99_999, n: 3, stream: true },
+    }),
+  );
   const request = double.requests.at(-1)!;
   assert.is(request.path, '/v1/chat/completions');
   assert.is(request.headers.authorization, `Bearer ${KEY}`);
@@ -137,7 +139,7 @@ test('tool calls map in plain and streamed replies', async () => {
     const parts = await collect(p.chatStream(chatCall({ tools })));
     const calls = parts.filter((part) => part.type === 'tool_call');
     assert.equal(calls[0], { type: 'tool_call', index: 0, id: 'call_double_1', name: 'lookup', arguments: '' });
-    assert.is(calls.map((c) => (c.type === 'tool_call' ? c.arguments ?? '' : '')).join(''), '{"q": "elephants", "limit": 3}');
+    assert.is(calls.map((c) => (c.type === 'tool_call' ? (c.arguments ?? '') : '')).join(''), '{"q": "elephants", "limit": 3}');
     const finish = parts.at(-1)!;
     assert.is(finish.type === 'finish' && finish.finishReason, 'tool_calls');
   } finally {
@@ -200,12 +202,14 @@ test('an abort mid-stream cancels the upstream request and surfaces as an abort,
     const p = createOpenAICompatibleProvider({ baseURL: slow.url, apiKey: KEY });
     const controller = new AbortController();
     const seen: ChatStreamPart[] = [];
-    const error = await rejection((async () => {
-      for await (const part of p.chatStream(chatCall({ signal: controller.signal }))) {
-        seen.push(part);
-        if (part.type === 'text') controller.abort();
-      }
-    })());
+    const error = await rejection(
+      (async () => {
+        for await (const part of p.chatStream(chatCall({ signal: controller.signal }))) {
+          seen.push(part);
+          if (part.type === 'text') controller.abort();
+        }
+      })(),
+    );
     assert.is(error.name, 'AbortError');
     assert.not.instance(error, UpstreamError);
     assert.is(seen.length, 1);
@@ -231,49 +235,71 @@ async function rawUpstream(handler: (res: import('node:http').ServerResponse) =>
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   return {
     url,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
-const chunk = (delta: unknown, finish: string | null = null) =>
-  `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+const chunk = (delta: unknown, finish: string | null = null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 
 test('stream failures: cut connection, error event, stall, malformed chunk', async () => {
   const scripts: [string, (res: import('node:http').ServerResponse) => void, RegExp][] = [
-    ['cut', (res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(chunk({ content: 'Hel' }));
-      setTimeout(() => res.destroy(), 20);
-    }, /./],
-    ['ended early', (res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(chunk({ content: 'Hel' }));
-    }, /ended before it finished/],
-    ['error event', (res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(chunk({ content: 'Hel' }));
-      res.end(`data: ${JSON.stringify({ error: { message: `overloaded, key ${KEY}`, type: 'overloaded_error' } })}\n\n`);
-    }, /overloaded_error/],
-    ['stall', (res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(chunk({ content: 'Hel' }));
-    }, /timed out/],
-    ['malformed', (res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end('data: {not json\n\n');
-    }, /malformed/],
+    [
+      'cut',
+      (res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(chunk({ content: 'Hel' }));
+        setTimeout(() => res.destroy(), 20);
+      },
+      /./,
+    ],
+    [
+      'ended early',
+      (res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(chunk({ content: 'Hel' }));
+      },
+      /ended before it finished/,
+    ],
+    [
+      'error event',
+      (res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(chunk({ content: 'Hel' }));
+        res.end(`data: ${JSON.stringify({ error: { message: `overloaded, key ${KEY}`, type: 'overloaded_error' } })}\n\n`);
+      },
+      /overloaded_error/,
+    ],
+    [
+      'stall',
+      (res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(chunk({ content: 'Hel' }));
+      },
+      /timed out/,
+    ],
+    [
+      'malformed',
+      (res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end('data: {not json\n\n');
+      },
+      /malformed/,
+    ],
   ];
   for (const [name, script, message] of scripts) {
     const upstream = await rawUpstream(script);
     try {
       const p = createOpenAICompatibleProvider({ baseURL: upstream.url, apiKey: KEY, timeoutMs: 150 });
       const seen: ChatStreamPart[] = [];
-      const error = await rejection((async () => {
-        for await (const part of p.chatStream(chatCall())) seen.push(part);
-      })());
+      const error = await rejection(
+        (async () => {
+          for await (const part of p.chatStream(chatCall())) seen.push(part);
+        })(),
+      );
       assert.instance(error, UpstreamError, name);
       assert.match(error.message, message, name);
       assert.not.ok(error.message.includes(KEY), name);
@@ -303,10 +329,12 @@ test('stream: a slow consumer does not trip the upstream silence timer', async (
 test('stream: an upstream that answers with plain JSON is still turned into parts', async () => {
   const upstream = await rawUpstream((res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({
-      choices: [{ index: 0, message: { role: 'assistant', content: 'All at once.' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 9, completion_tokens: 4 },
-    }));
+    res.end(
+      JSON.stringify({
+        choices: [{ index: 0, message: { role: 'assistant', content: 'All at once.' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 9, completion_tokens: 4 },
+      }),
+    );
   });
   try {
     const p = createOpenAICompatibleProvider({ baseURL: upstream.url, apiKey: KEY });
@@ -344,9 +372,14 @@ test('PNG from the upstream is converted to JPEG', async () => {
 });
 
 test('image edits go out as multipart with the source file; bad sources never reach the upstream', async () => {
-  const source = await sharp({ create: { width: 200, height: 120, channels: 3, background: '#ff8800' } }).webp().toBuffer();
+  const source = await sharp({ create: { width: 200, height: 120, channels: 3, background: '#ff8800' } })
+    .webp()
+    .toBuffer();
   const { jpeg } = await provider().image({
-    upstreamModel: 'img-up', prompt: 'make it blue', size: '1024x1024', signal: new AbortController().signal,
+    upstreamModel: 'img-up',
+    prompt: 'make it blue',
+    size: '1024x1024',
+    signal: new AbortController().signal,
     source: { bytes: source, mime: 'image/webp' },
   });
   assert.is((await sharp(jpeg).metadata()).format, 'jpeg');
@@ -360,15 +393,22 @@ test('image edits go out as multipart with the source file; bad sources never re
   assert.ok(file.bytes.equals(source));
 
   const before = double.requests.length;
-  const invalid = await rejection(provider().image({
-    upstreamModel: 'img-up', prompt: 'x', size: '1024x1024', signal: new AbortController().signal,
-    source: { bytes: Buffer.from('not an image'), mime: 'image/png' },
-  }));
+  const invalid = await rejection(
+    provider().image({
+      upstreamModel: 'img-up',
+      prompt: 'x',
+      size: '1024x1024',
+      signal: new AbortController().signal,
+      source: { bytes: Buffer.from('not an image'), mime: 'image/png' },
+    }),
+  );
   assert.instance(invalid, InvalidImageError);
   assert.is(double.requests.length, before);
 
   double.failNext(400, { error: { message: `Your prompt "${'make it blue'}" was rejected by the safety system`, code: 'content_policy_violation' } });
-  const refused = await rejection(provider().image({ upstreamModel: 'img-up', prompt: 'make it blue', size: '1024x1024', signal: new AbortController().signal }));
+  const refused = await rejection(
+    provider().image({ upstreamModel: 'img-up', prompt: 'make it blue', size: '1024x1024', signal: new AbortController().signal }),
+  );
   assert.instance(refused, UpstreamError);
   assert.not.ok(refused.message.includes('make it blue'));
   assert.not.ok(refused.message.includes(KEY));

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import sharp from 'sharp';
-import { createSimulatedProvider, InvalidImageError } from '../src/upstream/simulated.ts';
+import { createSimulatedProvider, InvalidImageError } from '../src/upstream/simulated/index.ts';
 import { countMessageTokens, countTextTokens, warmTokenizer } from '../src/upstream/tokenizer.ts';
 import type { ChatCall, ChatMessage, ChatStreamPart, ImageSize, ToolDefinition } from '../src/upstream/port.ts';
 
@@ -27,14 +27,16 @@ async function collect(parts: AsyncIterable<ChatStreamPart>): Promise<ChatStream
 
 const textOf = (parts: ChatStreamPart[]) => parts.map((p) => (p.type === 'text' ? p.text : '')).join('');
 
-const tools: ToolDefinition[] = [{
-  type: 'function',
-  function: {
-    name: 'get_weather',
-    description: 'Weather for a city',
-    parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'] },
+const tools: ToolDefinition[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'Weather for a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'] },
+    },
   },
-}];
+];
 
 test.before(() => warmTokenizer());
 
@@ -115,18 +117,19 @@ test('a tool is called only when asked for, streamed as tool_call parts', async 
   const parts = await collect(provider.chatStream(chatCall(messages, { tools })));
   const calls = parts.filter((p) => p.type === 'tool_call');
   assert.equal(calls[0], { type: 'tool_call', index: 0, id: toolCall.id, name: 'get_weather', arguments: '' });
-  assert.is(calls.map((p) => (p.type === 'tool_call' ? p.arguments ?? '' : '')).join(''), toolCall.function.arguments);
+  assert.is(calls.map((p) => (p.type === 'tool_call' ? (p.arguments ?? '') : '')).join(''), toolCall.function.arguments);
   assert.equal(parts.at(-1), { type: 'finish', finishReason: 'tool_calls', usage: outcome.usage });
 
   const forced = await provider.chat(chatCall(ask('anything'), { tools, toolChoice: { type: 'function', function: { name: 'get_weather' } } }));
   assert.is(forced.finishReason, 'tool_calls');
   const none = await provider.chat(chatCall(messages, { tools, toolChoice: 'none' }));
   assert.is(none.finishReason, 'stop');
-  const afterTool = await provider.chat(chatCall([
-    ...messages,
-    { role: 'assistant', content: null, tool_calls: [toolCall] },
-    { role: 'tool', tool_call_id: toolCall.id, content: '{"temp": 21}' },
-  ], { tools }));
+  const afterTool = await provider.chat(
+    chatCall(
+      [...messages, { role: 'assistant', content: null, tool_calls: [toolCall] }, { role: 'tool', tool_call_id: toolCall.id, content: '{"temp": 21}' }],
+      { tools },
+    ),
+  );
   assert.is(afterTool.finishReason, 'stop');
   assert.ok(afterTool.content.length > 0);
 });
@@ -164,7 +167,11 @@ test('an abort mid-stream stops generation promptly', async () => {
   );
 });
 
-const SIZES: [ImageSize, number, number][] = [['1024x1024', 1024, 1024], ['1024x1536', 1024, 1536], ['1536x1024', 1536, 1024]];
+const SIZES: [ImageSize, number, number][] = [
+  ['1024x1024', 1024, 1024],
+  ['1024x1536', 1024, 1536],
+  ['1536x1024', 1536, 1024],
+];
 
 function imageCall(prompt: string, size: ImageSize, source?: { bytes: Buffer; mime: string }) {
   return { upstreamModel: 'sim-image', prompt, size, signal: new AbortController().signal, ...(source && { source }) };
@@ -228,7 +235,9 @@ test('edits decode png/jpeg/webp/gif sources, keep the size band and really chan
     }
   }
   // The hardest case: a flat grey source edited toward grey still changes visibly.
-  const grey = await sharp({ create: { width: 300, height: 300, channels: 3, background: '#808080' } }).png().toBuffer();
+  const grey = await sharp({ create: { width: 300, height: 300, channels: 3, background: '#808080' } })
+    .png()
+    .toBuffer();
   const greyEdit = await provider.image(imageCall('make it grey', '1024x1024', { bytes: grey, mime: 'image/png' }));
   assert.ok(meanAbsDiff(await thumbnail(greyEdit.jpeg), await thumbnail(grey)) > 12);
 

@@ -1,14 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import {
-  IMAGE_PART_TOKENS,
-  countMessageTokens,
-  countTextTokens,
-  decodeTokens,
-  encodeText,
-  tokenPieces,
-  warmTokenizer,
-} from '../src/upstream/tokenizer.ts';
+import { IMAGE_PART_TOKENS, countMessageTokens, countTextTokens, decodeTokens, encodeText, tokenPieces, warmTokenizer } from '../src/upstream/tokenizer.ts';
 import type { ChatMessage, ToolDefinition } from '../src/upstream/port.ts';
 import { Tiktoken } from 'js-tiktoken/lite';
 import o200k from 'js-tiktoken/ranks/o200k_base';
@@ -40,7 +32,10 @@ test('tokenPieces concatenate back to the text and sum to the count', () => {
   for (const text of ['The quick brown fox jumps over the lazy dog.', 'héllo 😀 世界 wörld']) {
     const pieces = tokenPieces(text);
     assert.is(pieces.map((p) => p.text).join(''), text);
-    assert.is(pieces.reduce((sum, p) => sum + p.tokens, 0), countTextTokens(text));
+    assert.is(
+      pieces.reduce((sum, p) => sum + p.tokens, 0),
+      countTextTokens(text),
+    );
   }
   // ASCII text: exactly one token per piece.
   assert.ok(tokenPieces('The quick brown fox').every((p) => p.tokens === 1));
@@ -58,13 +53,15 @@ test('chat accounting follows OpenAI: 3 per message + role + content (+ name), 3
 });
 
 test('image parts, tool calls and tool definitions are counted', () => {
-  const withImage: ChatMessage[] = [{
-    role: 'user',
-    content: [
-      { type: 'text', text: 'What is this?' },
-      { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
-    ],
-  }];
+  const withImage: ChatMessage[] = [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What is this?' },
+        { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+      ],
+    },
+  ];
   assert.is(countMessageTokens(withImage), 3 + 3 + 1 + countTextTokens('What is this?') + IMAGE_PART_TOKENS);
 
   const call: ChatMessage = {
@@ -106,13 +103,62 @@ test('hostile long runs stay linear and still round-trip', () => {
   assert.is(countTextTokens(random), encodeText(random).length);
 });
 
-test('gpt-tokenizer gives exactly js-tiktoken\'s o200k tokens, in any script', () => {
+test("gpt-tokenizer gives exactly js-tiktoken's o200k tokens, in any script", () => {
   // The gateway counts with gpt-tokenizer (for memory and speed); js-tiktoken, a port of
   // OpenAI's tiktoken, is the reference here (dev dependency only).
   const reference = new Tiktoken(o200k);
-  const pieces = ['a', 'b', 'e', ' ', '  ', '\n', '\r\n', '\t', '.', ',', '!', '?', 'é', 'ü', 'ß', '世', '界', '😀', '👍🏽', '1', '23', '456',
-    "'s", "'LL", '-', '_', '(', ')', '{', '"', 'Ü', 'Ω', 'ж', 'ا', 'ह', 'A', 'Z', 'the', 'The', ' the', 'ing', 'tion', 'http://x.y/z',
-    '\u0301', '\u200d', '<|endoftext|>', 'x'.repeat(20), 'ab'.repeat(15), '  \n  ', '   '];
+  const pieces = [
+    'a',
+    'b',
+    'e',
+    ' ',
+    '  ',
+    '\n',
+    '\r\n',
+    '\t',
+    '.',
+    ',',
+    '!',
+    '?',
+    'é',
+    'ü',
+    'ß',
+    '世',
+    '界',
+    '😀',
+    '👍🏽',
+    '1',
+    '23',
+    '456',
+    "'s",
+    "'LL",
+    '-',
+    '_',
+    '(',
+    ')',
+    '{',
+    '"',
+    'Ü',
+    'Ω',
+    'ж',
+    'ا',
+    'ह',
+    'A',
+    'Z',
+    'the',
+    'The',
+    ' the',
+    'ing',
+    'tion',
+    'http://x.y/z',
+    '\u0301',
+    '\u200d',
+    '<|endoftext|>',
+    'x'.repeat(20),
+    'ab'.repeat(15),
+    '  \n  ',
+    '   ',
+  ];
   let state = 12345;
   const next = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32;
   for (let k = 0; k < 3000; k++) {

@@ -72,15 +72,26 @@ if (skipReason) {
       headless: true,
       viewport: DESKTOP,
       acceptDownloads: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     context.setDefaultTimeout(30_000);
-    context.on('request', (req) => { if (req.headers().authorization) authorizedUrls.push(req.url()); });
+    context.on('request', (req) => {
+      if (req.headers().authorization) authorizedUrls.push(req.url());
+    });
     context.on('console', (msg: ConsoleMessage) => {
       if (msg.type() === 'error' && /Content Security Policy|Refused to/i.test(msg.text())) consoleProblems.push(msg.text());
     });
     context.on('weberror', (e) => pageErrors.push(String(e.error())));
-    page = context.pages()[0] ?? await context.newPage();
+    page = context.pages()[0] ?? (await context.newPage());
   });
 
   test.after(async () => {
@@ -132,7 +143,8 @@ if (skipReason) {
       const w = window as unknown as { textUpdates: number };
       w.textUpdates = 0;
       new MutationObserver((records) => {
-        for (const r of records) if ((r.target as Element).closest?.('.message.assistant .text') || (r.target.parentElement?.closest('.message.assistant .text'))) w.textUpdates++;
+        for (const r of records)
+          if ((r.target as Element).closest?.('.message.assistant .text') || r.target.parentElement?.closest('.message.assistant .text')) w.textUpdates++;
       }).observe(document.getElementById('log')!, { subtree: true, childList: true, characterData: true });
     });
     const prompt = page.getByLabel('Your message');
@@ -153,11 +165,11 @@ if (skipReason) {
     await reply.waitFor();
     const text = (await reply.locator('.text').textContent()) ?? '';
     assert.ok(text.trim().length > 10, `a reply: ${text}`);
-    assert.ok(await page.evaluate(() => (window as unknown as { textUpdates: number }).textUpdates) > 1, 'the reply arrived in several chunks');
+    assert.ok((await page.evaluate(() => (window as unknown as { textUpdates: number }).textUpdates)) > 1, 'the reply arrived in several chunks');
     assert.match((await reply.locator('.meta').textContent()) ?? '', /tokens/);
     assert.is(await page.locator('#log').getAttribute('aria-live'), 'polite');
     await page.waitForFunction((b) => Number(document.getElementById('quota')?.dataset.remaining) < b, before);
-    assert.ok(await remaining(page) < before, 'the quota was refreshed after the call');
+    assert.ok((await remaining(page)) < before, 'the quota was refreshed after the call');
 
     // A second turn carries the conversation.
     await prompt.fill('And one more thing?');
@@ -185,7 +197,14 @@ if (skipReason) {
 
     const first = page.locator('.message.assistant img.result').first();
     await first.waitFor({ timeout: 90_000 });
-    await page.waitForFunction(() => { const i = document.querySelector<HTMLImageElement>('.message.assistant img.result'); return !!i && i.complete && i.naturalWidth >= 1024; }, null, { timeout: 90_000 });
+    await page.waitForFunction(
+      () => {
+        const i = document.querySelector<HTMLImageElement>('.message.assistant img.result');
+        return !!i && i.complete && i.naturalWidth >= 1024;
+      },
+      null,
+      { timeout: 90_000 },
+    );
     const natural = await first.evaluate((i: HTMLImageElement) => ({ w: i.naturalWidth, h: i.naturalHeight, visible: i.getBoundingClientRect().width > 100 }));
     assert.equal(natural, { w: 1536, h: 1024, visible: true });
     assert.match((await first.getAttribute('alt')) ?? '', /lighthouse at dusk/);
@@ -200,7 +219,9 @@ if (skipReason) {
     await page.waitForFunction((b) => Number(document.getElementById('quota')?.dataset.remaining) < b, before);
 
     // Image to image: a file becomes a data URI sent to /v1/images/edits.
-    const png = await sharp({ create: { width: 96, height: 96, channels: 3, background: { r: 200, g: 40, b: 40 } } }).png().toBuffer();
+    const png = await sharp({ create: { width: 96, height: 96, channels: 3, background: { r: 200, g: 40, b: 40 } } })
+      .png()
+      .toBuffer();
     await page.getByLabel('Image file').setInputFiles({ name: 'red.png', mimeType: 'image/png', buffer: png });
     await page.locator('#source-preview').waitFor();
     await page.getByLabel('Image size').selectOption('1024x1024');
@@ -212,7 +233,15 @@ if (skipReason) {
     const editBody = edit.postDataJSON();
     assert.match(editBody.image, /^data:image\/png;base64,/);
     assert.is(editBody.size, '1024x1024');
-    await page.waitForFunction(() => { const all = document.querySelectorAll<HTMLImageElement>('.message.assistant img.result'); const i = all[1]; return all.length === 2 && i.complete && i.naturalWidth >= 1024; }, null, { timeout: 90_000 });
+    await page.waitForFunction(
+      () => {
+        const all = document.querySelectorAll<HTMLImageElement>('.message.assistant img.result');
+        const i = all[1];
+        return all.length === 2 && i.complete && i.naturalWidth >= 1024;
+      },
+      null,
+      { timeout: 90_000 },
+    );
     await page.locator('.message.assistant img.result').nth(1).scrollIntoViewIfNeeded();
     await shot(page, 'chat-image-desktop.png');
     await page.getByRole('button', { name: 'Remove source image' }).click();
@@ -242,7 +271,7 @@ if (skipReason) {
     assert.match(text, /insufficient_quota/);
     assert.match(text, /extra tokens/);
     assert.is(await prompt.inputValue(), 'This needs more than ten tokens of quota to answer, surely.', 'the text is back in the box');
-    assert.ok(await page.locator('.message.user.failed').count() >= 1);
+    assert.ok((await page.locator('.message.user.failed').count()) >= 1);
     await shot(page, 'chat-402-desktop.png');
 
     // The same for an image.
@@ -258,7 +287,7 @@ if (skipReason) {
     await page.waitForFunction(() => !(document.getElementById('model') as HTMLSelectElement).disabled);
   });
 
-  test('errors read as messages with what to do: 429 from the plan\'s call rate, 403, 502 and a stream cut mid-way', async () => {
+  test("errors read as messages with what to do: 429 from the plan's call rate, 403, 502 and a stream cut mid-way", async () => {
     const actor = 'admin:test';
     await gw.ledger.definePlan({ planId: 'slow', name: 'Slow', quota: 1_000_000, validityDays: 30, requestsPerMinute: 1, models: ['*'] }, actor);
     const slow = await gw.ledger.openAccount({ name: 'Slow account' }, actor);
@@ -269,9 +298,13 @@ if (skipReason) {
     await page.waitForFunction(() => !(document.getElementById('model') as HTMLSelectElement).disabled);
     const alert = page.locator('#problem[role="alert"]');
     const prompt = page.getByLabel('Your message');
+    // Wait for this reply, not an earlier one: on a busy machine the first call may still be
+    // streaming (and the prompt closed to input) when an older message already reads "done".
+    const done = page.locator('.message.assistant[data-state="done"]');
+    const before = await done.count();
     await prompt.fill('first');
     await prompt.press('Enter');
-    await page.locator('.message.assistant[data-state="done"]').last().waitFor();
+    await page.waitForFunction((n) => document.querySelectorAll('.message.assistant[data-state="done"]').length > n, before, { timeout: 60_000 });
     await prompt.fill('second, too soon');
     await prompt.press('Enter');
     await alert.getByText('Too many requests').waitFor();
@@ -281,13 +314,45 @@ if (skipReason) {
 
     // Statuses the simulated upstream never produces, answered by the browser's network layer.
     const cases: Array<{ status: number; body: string; type: string; title: string }> = [
-      { status: 403, type: 'application/json', title: 'This model is not available on your plan', body: JSON.stringify({ error: { message: "The model 'x' does not exist or is not enabled in your plan.", type: 'invalid_request_error', param: 'model', code: 'model_not_found' } }) },
-      { status: 502, type: 'application/json', title: 'The model provider failed', body: JSON.stringify({ error: { message: 'The upstream model provider failed; nothing was charged. Try again.', type: 'upstream_error', param: null, code: 'upstream_error' } }) },
-      { status: 200, type: 'text/event-stream', title: 'The model provider failed', body: `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Half a rep' } }] })}\n\ndata: ${JSON.stringify({ error: { message: 'The upstream model provider failed mid-stream; nothing was charged.', type: 'upstream_error', param: null, code: 'upstream_error' } })}\n\n` },
+      {
+        status: 403,
+        type: 'application/json',
+        title: 'This model is not available on your plan',
+        body: JSON.stringify({
+          error: {
+            message: "The model 'x' does not exist or is not enabled in your plan.",
+            type: 'invalid_request_error',
+            param: 'model',
+            code: 'model_not_found',
+          },
+        }),
+      },
+      {
+        status: 502,
+        type: 'application/json',
+        title: 'The model provider failed',
+        body: JSON.stringify({
+          error: {
+            message: 'The upstream model provider failed; nothing was charged. Try again.',
+            type: 'upstream_error',
+            param: null,
+            code: 'upstream_error',
+          },
+        }),
+      },
+      {
+        status: 200,
+        type: 'text/event-stream',
+        title: 'The model provider failed',
+        body: `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Half a rep' } }] })}\n\ndata: ${JSON.stringify({ error: { message: 'The upstream model provider failed mid-stream; nothing was charged.', type: 'upstream_error', param: null, code: 'upstream_error' } })}\n\n`,
+      },
     ];
     for (const c of cases) {
       await page.route('**/v1/chat/completions', (route) => route.fulfill({ status: c.status, contentType: c.type, body: c.body }));
-      await page.getByRole('button', { name: 'Dismiss this error' }).click().catch(() => undefined);
+      await page
+        .getByRole('button', { name: 'Dismiss this error' })
+        .click()
+        .catch(() => undefined);
       await prompt.fill(`case ${c.status}`);
       await prompt.press('Enter');
       await alert.getByText(c.title).waitFor();
@@ -311,13 +376,18 @@ if (skipReason) {
     await page.waitForURL(/\/app\/usage/);
     await page.getByLabel('7 days').check();
     await page.waitForURL(/range=7d/);
+    // The 30-day chart stays until the 7-day data has arrived and replaced it.
+    await page.waitForFunction(() => document.querySelectorAll('svg.chart g.day').length === 7, undefined, { timeout: 30_000 });
     const day = page.locator(`svg.chart g.day[data-date="${today()}"]`);
     await day.locator('rect.seg').first().waitFor();
     assert.is(await page.locator('svg.chart g.day').count(), 7);
     assert.ok(await day.evaluate((g) => g.classList.contains('today')));
     const segModels = await day.locator('rect.seg').evaluateAll((rects) => rects.map((r) => r.getAttribute('data-model')).sort());
     assert.equal(segModels, ['alpha-haiku-4.5', 'cx/gen-6-terra'], 'one stacked segment per model used today');
-    const barHeight = await day.locator('rect.seg').first().evaluate((r) => Number(r.getAttribute('height')));
+    const barHeight = await day
+      .locator('rect.seg')
+      .first()
+      .evaluate((r) => Number(r.getAttribute('height')));
     assert.ok(barHeight > 0);
 
     const total = Number(await page.locator('#total-billed').getAttribute('data-value'));
@@ -353,7 +423,7 @@ if (skipReason) {
     await phone.waitForFunction(() => !(document.getElementById('model') as HTMLSelectElement).disabled);
     await phone.getByLabel('Your message').fill('Hi from a phone');
     await phone.getByLabel('Your message').press('Enter');
-    await phone.locator('.message.assistant[data-state="done"]').waitFor();
+    await phone.locator('.message.assistant[data-state="done"]').waitFor({ timeout: 60_000 });
     const chatWidth = await phone.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(chatWidth <= PHONE.width, `no sideways scrolling on the chat page (${chatWidth}px)`);
     await shot(phone, 'chat-phone.png');
@@ -374,7 +444,7 @@ if (skipReason) {
     await phone.close();
   });
 
-  test('the key went only to this gateway\'s /v1 API, and the CSP blocked nothing the pages need', async () => {
+  test("the key went only to this gateway's /v1 API, and the CSP blocked nothing the pages need", async () => {
     assert.ok(authorizedUrls.length > 5);
     for (const url of authorizedUrls) assert.ok(url.startsWith(`${gw.url}/v1/`), url);
     assert.equal(consoleProblems, []);

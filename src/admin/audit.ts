@@ -1,26 +1,42 @@
 // Audit: every stream's hash chain, and every read model against a fresh rebuild.
 import type { Ledger } from '../ledger/ledger.ts';
 import { chainHash, eventBody, GENESIS_HASH } from '../eventstore/canonical.ts';
-import { dumpReadModels, replayInto } from '../../projections/rebuild.ts';
+import { dropReadModels, dumpReadModels, replayInto } from '../../projections/rebuild.ts';
 
-export interface ChainProblem { stream: string; revision: number; position: number; problem: string }
-export interface ModelDifference { table: string; key: string; live: unknown; rebuilt: unknown }
+export interface ChainProblem {
+  stream: string;
+  revision: number;
+  position: number;
+  problem: string;
+}
+export interface ModelDifference {
+  table: string;
+  key: string;
+  live: unknown;
+  rebuilt: unknown;
+}
 
 /** Walks all events in global order, recomputing each stream's chain. */
-export async function verifyHashChains(ledger: Ledger, onProgress?: (n: number) => void): Promise<{ events: number; streams: number; problems: ChainProblem[] }> {
+export async function verifyHashChains(
+  ledger: Ledger,
+  onProgress?: (n: number) => void,
+): Promise<{ events: number; streams: number; problems: ChainProblem[] }> {
   const last = new Map<string, { revision: number; hash: string }>();
   const problems: ChainProblem[] = [];
   let position = 0;
   let events = 0;
   for (;;) {
-    const page = await ledger.store.readAll(position, 10_000);
+    const page = await ledger.events.readAll(position, 10_000);
     if (page.length === 0) break;
     for (const e of page) {
       const prev = last.get(e.stream) ?? { revision: -1, hash: GENESIS_HASH };
-      if (e.revision !== prev.revision + 1) problems.push({ stream: e.stream, revision: e.revision, position: e.position, problem: `revision gap: expected ${prev.revision + 1}` });
-      if (e.prevHash !== prev.hash) problems.push({ stream: e.stream, revision: e.revision, position: e.position, problem: 'prev_hash does not match the previous event' });
+      if (e.revision !== prev.revision + 1)
+        problems.push({ stream: e.stream, revision: e.revision, position: e.position, problem: `revision gap: expected ${prev.revision + 1}` });
+      if (e.prevHash !== prev.hash)
+        problems.push({ stream: e.stream, revision: e.revision, position: e.position, problem: 'prev_hash does not match the previous event' });
       const expected = chainHash(e.prevHash, eventBody(e));
-      if (expected !== e.hash) problems.push({ stream: e.stream, revision: e.revision, position: e.position, problem: 'content does not match its hash (edited after append)' });
+      if (expected !== e.hash)
+        problems.push({ stream: e.stream, revision: e.revision, position: e.position, problem: 'content does not match its hash (edited after append)' });
       last.set(e.stream, { revision: e.revision, hash: e.hash });
       events++;
     }
@@ -34,11 +50,11 @@ export async function verifyHashChains(ledger: Ledger, onProgress?: (n: number) 
 export async function compareWithRebuild(ledger: Ledger): Promise<ModelDifference[]> {
   await ledger.caughtUp();
   const scratch = `${ledger.rmSchema}_verify`;
-  const position = await replayInto(ledger.db, ledger.store, scratch);
-  await ledger.runner?.waitFor(position, 10_000);
-  const live = await dumpReadModels(ledger.db, ledger.rmSchema);
-  const rebuilt = await dumpReadModels(ledger.db, scratch);
-  await ledger.db.exec(`DROP SCHEMA IF EXISTS "${scratch}" CASCADE`);
+  const position = await replayInto(ledger.readModels.db, ledger.events, scratch);
+  await ledger.waitForPosition(position, 10_000);
+  const live = await dumpReadModels(ledger.readModels.db, ledger.rmSchema);
+  const rebuilt = await dumpReadModels(ledger.readModels.db, scratch);
+  await dropReadModels(ledger.readModels.db, scratch);
   const diffs: ModelDifference[] = [];
   for (const table of Object.keys(rebuilt)) {
     if (table === 'checkpoint') continue;
@@ -55,5 +71,11 @@ export async function compareWithRebuild(ledger: Ledger): Promise<ModelDifferenc
 export async function verifyLedger(ledger: Ledger) {
   const chains = await verifyHashChains(ledger);
   const readModels = await compareWithRebuild(ledger);
-  return { ok: chains.problems.length === 0 && readModels.length === 0, events: chains.events, streams: chains.streams, chainProblems: chains.problems, readModelDifferences: readModels };
+  return {
+    ok: chains.problems.length === 0 && readModels.length === 0,
+    events: chains.events,
+    streams: chains.streams,
+    chainProblems: chains.problems,
+    readModelDifferences: readModels,
+  };
 }

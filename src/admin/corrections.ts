@@ -1,32 +1,106 @@
-// Retroactive multiplier corrections. A correction never edits a charge: it appends the
-// correction to the model's stream and one compensating ChargeAdjusted per affected charge, with
-// event ids derived from (correction, charge), so applying it twice, or again after an
-// interruption, appends each adjustment exactly once.
+// Retroactive price corrections. A correction never edits a charge: it appends the correction to
+// the model's stream (with, when asked, the price from now on in the same append) and one
+// compensating ChargeAdjusted per charge whose figure it changes.
+//
+// Corrections compose. They are ordered by their revision in the model's stream; for each charge,
+// every priced input (multiplier, cache weights, tokens per image) takes the value of the latest
+// correction covering the charge's time, or stays as charged. The corrected figure is the charge
+// re-priced with those inputs, and the adjustment is its difference from what is billed for the
+// charge now (the charge plus every adjustment already applied to it), never from the original.
+//
+// Safe to apply twice and side by side: the adjustment is decided on the account's stream against
+// the account's own record of what each charge is billed now (optimistic concurrency), it carries
+// the revision of the correction that decided it, so an older correction applied later cannot
+// override a newer one, and its event id is derived from (that correction, the charge). A pass
+// that finds newer overlapping corrections when it ends runs again with them.
 import { createHash } from 'node:crypto';
 import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor } from '../ledger/ledger.ts';
-import { modelDecider } from '../ledger/model.ts';
-import { streams } from '../ledger/events.ts';
+import { modelDecider, type CorrectionWindow, type ModelCommand, type ModelState } from '../ledger/model.ts';
+import { fold } from '../ledger/decider.ts';
+import { CORRECTION_COMPONENTS, definedOnly, streams, type CorrectionComponent, type DomainEvent } from '../ledger/events.ts';
 import { chatCharge, imageCharge } from '../ledger/pricing.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';
-import type { ChargeRow } from '../../projections/read-models.ts';
+import { adjustmentsInWindow, chargesInWindow, type ChargeRow } from '../../projections/read-models.ts';
 
-export interface CorrectionInput { modelId: string; from: Date; to: Date; multiplierMilli: number; reason: string }
-
-export interface AffectedCharge { eventId: string; requestId: string; at: string; billed: number; corrected: number; difference: number; multiplierMilli: number; fromQuota: number }
-
-export interface AccountReconciliation { accountId: string; charges: number; billed: number; corrected: number; difference: number; items: AffectedCharge[] }
-
-export interface ReconciliationReport {
-  correctionId: string; modelId: string; from: string; to: string; multiplierMilli: number;
-  accounts: AccountReconciliation[];
-  totals: { charges: number; billed: number; corrected: number; difference: number };
+export interface CorrectionInput {
+  modelId: string;
+  from: Date;
+  /** End of the window (exclusive). Left out only with alsoFromNow: the window then ends at the act. */
+  to?: Date;
+  /** What the correction fixes (default 'multiplier'). */
+  component?: CorrectionComponent;
+  /** The corrected value: thousandths for the multiplier and the cache weights, tokens for image_tokens. */
+  value?: number;
+  /** The corrected multiplier: the value of a 'multiplier' correction, as before components existed. */
+  multiplierMilli?: number;
+  reason: string;
+  /** Also price the component from now on, in the same append as the correction. */
+  alsoFromNow?: boolean;
+  /** Chosen by the operator; by default derived from the terms, so the same correction has the same id. */
+  correctionId?: string;
 }
 
-/** Same correction, same id: the key to applying it exactly once. */
-export function correctionIdOf(c: CorrectionInput): string {
-  return uuidFrom(`correction|${c.modelId}|${c.from.toISOString()}|${c.to.toISOString()}|${c.multiplierMilli}`);
+/** An adjustment already applied to a charge. */
+export interface PriorAdjustment {
+  correctionId: string;
+  delta: number;
+}
+
+export interface AffectedCharge {
+  eventId: string;
+  requestId: string;
+  at: string;
+  kind: 'chat' | 'image';
+  /** The charge as it was billed. */
+  billedOriginally: number;
+  /** Billed now: the charge plus every adjustment already applied to it. */
+  billedNow: number;
+  /** Re-priced with every correction covering it, this one included. */
+  corrected: number;
+  /** corrected - billedNow: what applying the correction adjusts. */
+  difference: number;
+  /** The same as billedNow (kept for clients of the first report). */
+  billed: number;
+  /** The multiplier the charge was billed at, and the one it is corrected to. */
+  multiplierMilli: number;
+  correctedMultiplierMilli: number;
+  /** The correction that decides the corrected figure (the latest covering the charge). */
+  correctedBy: string;
+  /** The corrections already applied to the charge, in order. */
+  adjustments: PriorAdjustment[];
+  fromQuota: number;
+}
+
+interface Figures {
+  charges: number;
+  billedOriginally: number;
+  billedNow: number;
+  billed: number;
+  corrected: number;
+  difference: number;
+}
+
+export interface AccountReconciliation extends Figures {
+  accountId: string;
+  items: AffectedCharge[];
+}
+
+export interface ReconciliationReport {
+  correctionId: string;
+  modelId: string;
+  from: string;
+  to: string;
+  component: CorrectionComponent;
+  value: number;
+  /** The corrected multiplier for a 'multiplier' correction, else null. */
+  multiplierMilli: number | null;
+  alsoFromNow: boolean;
+  /** Its revision in the model's stream (the order of corrections); for a dry run, the one it would get. */
+  revision: number;
+  accounts: AccountReconciliation[];
+  totals: Figures;
 }
 
 function uuidFrom(text: string): string {
@@ -34,67 +108,384 @@ function uuidFrom(text: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
+const componentOf = (c: CorrectionInput): CorrectionComponent => c.component ?? 'multiplier';
+const valueOf = (c: CorrectionInput): number | undefined => c.value ?? (componentOf(c) === 'multiplier' ? c.multiplierMilli : undefined);
+
+/** Same terms, same id: the key to applying a correction exactly once. */
+export function correctionIdOf(c: CorrectionInput): string {
+  const component = componentOf(c);
+  const to = c.to ? c.to.toISOString() : 'now';
+  // A multiplier correction keeps the id it had before components existed.
+  const terms =
+    component === 'multiplier'
+      ? `correction|${c.modelId}|${c.from.toISOString()}|${to}|${valueOf(c)}`
+      : `correction|${c.modelId}|${c.from.toISOString()}|${to}|${component}|${valueOf(c)}`;
+  return uuidFrom(c.alsoFromNow ? `${terms}|also-from-now` : terms);
+}
+
 export const adjustmentEventId = (correctionId: string, chargeEventId: string) => uuidFrom(`adjustment|${correctionId}|${chargeEventId}`);
 
-function repriced(row: ChargeRow, milli: number): number {
-  return row.kind === 'image' ? imageCharge(milli, Number(row.images), Number(row.tokens_per_image)) : chatCharge(Number(row.prompt_tokens), Number(row.completion_tokens), milli);
-}
-
-function checkInput(c: CorrectionInput): void {
-  if (!(c.from instanceof Date) || Number.isNaN(c.from.getTime())) throw invalid("'from' must be an ISO 8601 time", { param: 'from' });
-  if (!(c.to instanceof Date) || Number.isNaN(c.to.getTime())) throw invalid("'to' must be an ISO 8601 time", { param: 'to' });
-  if (c.from.getTime() >= c.to.getTime()) throw invalid('correction window is inverted or empty: from must be before to', { param: 'from' });
-  if (!Number.isSafeInteger(c.multiplierMilli) || c.multiplierMilli < 1) throw invalid('multiplier must be greater than 0', { param: 'multiplier' });
-}
-
-/** The reconciliation report: every charge of the model in [from, to), as billed and as corrected. */
-export async function dryRunCorrection(ledger: Ledger, c: CorrectionInput): Promise<ReconciliationReport> {
-  checkInput(c);
-  const { state } = await ledger.handler.state(modelDecider as never, streams.model(c.modelId));
-  if (!(state as { exists: boolean }).exists) throw new DomainError('not_found', `model ${c.modelId} not found`);
-  await ledger.caughtUp();
-  const rows = await ledger.db.query<ChargeRow>(
-    `SELECT * FROM "${ledger.rmSchema}".charges WHERE model = $1 AND kind IN ('chat', 'image') AND at >= $2 AND at < $3 ORDER BY account_id, position`,
-    [c.modelId, c.from.toISOString(), c.to.toISOString()]);
-  const byAccount = new Map<string, AccountReconciliation>();
-  for (const r of rows) {
-    const corrected = repriced(r, c.multiplierMilli);
-    const item: AffectedCharge = { eventId: r.event_id, requestId: r.request_id, at: new Date(r.at).toISOString(), billed: Number(r.billed), corrected, difference: corrected - Number(r.billed), multiplierMilli: r.multiplier_milli, fromQuota: Number(r.from_quota) };
-    let a = byAccount.get(r.account_id);
-    if (!a) byAccount.set(r.account_id, a = { accountId: r.account_id, charges: 0, billed: 0, corrected: 0, difference: 0, items: [] });
-    a.charges++; a.billed += item.billed; a.corrected += item.corrected; a.difference += item.difference; a.items.push(item);
+/**
+ * The rest of a correction request: `component` (default multiplier), the corrected `value` (or
+ * `multiplier` for a multiplier correction) as the operator writes it (1.25, a weight of 0.1,
+ * 50000 tokens per image), `also_from_now`, `correction_id` and `reason`.
+ */
+export function correctionInput(b: Record<string, unknown>, base: Pick<CorrectionInput, 'modelId' | 'from' | 'to'>): CorrectionInput {
+  const component = b.component === undefined ? 'multiplier' : b.component;
+  if (typeof component !== 'string' || !(CORRECTION_COMPONENTS as readonly string[]).includes(component)) {
+    throw invalid(`'component' must be one of ${CORRECTION_COMPONENTS.join(', ')}`, { param: 'component' });
   }
-  const accounts = [...byAccount.values()];
-  const sum = (k: 'charges' | 'billed' | 'corrected' | 'difference') => accounts.reduce((n, a) => n + a[k], 0);
+  const c = component as CorrectionComponent;
+  if (b.multiplier !== undefined && c !== 'multiplier')
+    throw invalid(`'multiplier' is for a multiplier correction; a ${c} correction takes 'value'`, { param: 'multiplier' });
+  if (b.multiplier !== undefined && b.value !== undefined) throw invalid("give 'multiplier' or 'value', not both", { param: 'value' });
+  const param = b.multiplier !== undefined ? 'multiplier' : 'value';
+  const raw = b.multiplier ?? b.value;
+  if (raw === undefined) throw invalid(c === 'multiplier' ? "'multiplier' is required" : `'value' is required for a ${c} correction`, { param });
+  if (typeof raw !== 'number' || !Number.isFinite(raw)) throw invalid(`'${param}' must be a number`, { param });
+  let value: number;
+  if (c === 'image_tokens') {
+    if (!Number.isSafeInteger(raw) || raw < 1) throw invalid("'value' must be a whole number of tokens per image, at least 1", { param });
+    value = raw;
+  } else {
+    if (c === 'multiplier' && raw <= 0) throw invalid(`'${param}' must be a number greater than 0`, { param });
+    if (raw < 0) throw invalid(`'${param}' must be 0 or more`, { param });
+    value = Math.round(raw * 1000);
+    if (Math.abs(value - raw * 1000) > 1e-6) throw invalid(`'${param}' may have at most three decimals`, { param });
+  }
+  if (b.also_from_now !== undefined && typeof b.also_from_now !== 'boolean') throw invalid("'also_from_now' must be true or false", { param: 'also_from_now' });
+  if (b.correction_id !== undefined && (typeof b.correction_id !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$/.test(b.correction_id))) {
+    throw invalid("'correction_id' must be 1-100 letters, digits, '_', '.', ':' or '-'", { param: 'correction_id' });
+  }
   return {
-    correctionId: correctionIdOf(c), modelId: c.modelId, from: c.from.toISOString(), to: c.to.toISOString(), multiplierMilli: c.multiplierMilli,
-    accounts, totals: { charges: sum('charges'), billed: sum('billed'), corrected: sum('corrected'), difference: sum('difference') },
+    ...base,
+    component: c,
+    value,
+    reason: typeof b.reason === 'string' ? b.reason.slice(0, 500) : '',
+    alsoFromNow: b.also_from_now === true,
+    ...definedOnly({ correctionId: b.correction_id as string | undefined }),
   };
 }
 
-/** Appends the correction and its adjustments; safe to run again. Returns the report and how many adjustments were new. */
-export async function applyCorrection(ledger: Ledger, c: CorrectionInput, actor: string): Promise<{ report: ReconciliationReport; appended: number; alreadyApplied: number }> {
-  const report = await dryRunCorrection(ledger, c);
-  const md = metadataFor(actor, report.correctionId);
-  await ledger.handler.handle(modelDecider, streams.model(c.modelId), { type: 'Correct', correctionId: report.correctionId, from: c.from, to: c.to, multiplierMilli: c.multiplierMilli, reason: c.reason, now: new Date() }, md);
+// ---------------------------------------------------------------------------------------------
+// Re-pricing one charge
+
+interface PriceInputs {
+  multiplierMilli: number;
+  cacheReadMilli: number;
+  cacheWriteMilli: number;
+  tokensPerImage: number;
+}
+
+const INPUT_OF: Record<CorrectionComponent, keyof PriceInputs> = {
+  multiplier: 'multiplierMilli',
+  cache_read_weight: 'cacheReadMilli',
+  cache_write_weight: 'cacheWriteMilli',
+  image_tokens: 'tokensPerImage',
+};
+
+/** The charges a component prices: the multiplier all, cache weights chat, tokens per image images. */
+const KINDS: Record<CorrectionComponent, Array<'chat' | 'image'>> = {
+  multiplier: ['chat', 'image'],
+  cache_read_weight: ['chat'],
+  cache_write_weight: ['chat'],
+  image_tokens: ['image'],
+};
+
+const inputsOf = (r: ChargeRow): PriceInputs => ({
+  multiplierMilli: Number(r.multiplier_milli),
+  cacheReadMilli: Number(r.cache_read_milli ?? 1000),
+  cacheWriteMilli: Number(r.cache_write_milli ?? 1000),
+  tokensPerImage: Number(r.tokens_per_image),
+});
+
+function priceOf(r: ChargeRow, p: PriceInputs): number {
+  return r.kind === 'image'
+    ? imageCharge(p.multiplierMilli, Number(r.images), p.tokensPerImage)
+    : chatCharge(
+        Number(r.prompt_tokens),
+        Number(r.completion_tokens),
+        p.multiplierMilli,
+        { cachedTokens: Number(r.cached_tokens ?? 0), cacheWriteTokens: Number(r.cache_write_tokens ?? 0) },
+        { readMilli: p.cacheReadMilli, writeMilli: p.cacheWriteMilli },
+      );
+}
+
+const covers = (w: CorrectionWindow, r: ChargeRow, at: number) =>
+  Date.parse(w.from) <= at && at < Date.parse(w.to) && KINDS[w.component].includes(r.kind as 'chat' | 'image');
+
+/**
+ * The charge re-priced with every correction that covers it (`corrections` in stream order: the
+ * later one's value wins). A charge that was capped (billed below its price because the account
+ * could not cover more) moves by the difference the correction makes to its price, so a
+ * correction back to the original inputs gives back exactly what was billed.
+ */
+function correctedFigure(
+  r: ChargeRow,
+  corrections: CorrectionWindow[],
+): { billed: number; original: PriceInputs; inputs: PriceInputs; owner: CorrectionWindow | null } {
+  const at = new Date(r.at).getTime();
+  const original = inputsOf(r);
+  const inputs = { ...original };
+  let owner: CorrectionWindow | null = null;
+  for (const w of corrections) {
+    if (!covers(w, r, at)) continue;
+    inputs[INPUT_OF[w.component]] = w.value;
+    owner = w;
+  }
+  const billed = Number(r.billed);
+  if (!owner) return { billed, original, inputs, owner };
+  return { billed: Math.max(0, billed + priceOf(r, inputs) - priceOf(r, original)), original, inputs, owner };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The report
+
+/** One charge to bring to its corrected figure (what the report does not show). */
+interface Plan {
+  accountId: string;
+  row: ChargeRow;
+  item: AffectedCharge;
+  original: PriceInputs;
+  inputs: PriceInputs;
+  owner: CorrectionWindow;
+}
+
+const zeroFigures = (): Figures => ({ charges: 0, billedOriginally: 0, billedNow: 0, billed: 0, corrected: 0, difference: 0 });
+function addTo(f: Figures, i: AffectedCharge): void {
+  f.charges++;
+  f.billedOriginally += i.billedOriginally;
+  f.billedNow += i.billedNow;
+  f.billed += i.billed;
+  f.corrected += i.corrected;
+  f.difference += i.difference;
+}
+
+/** The model's state read from its stream now (not from a cache another process may have moved past). */
+async function readModel(ledger: Ledger, modelId: string): Promise<ModelState> {
+  const events = await ledger.events.readStream(streams.model(modelId), 0);
+  return fold(
+    modelDecider,
+    events.map((e) => ({ type: e.type, data: e.data }) as DomainEvent),
+  );
+}
+
+/** Every charge in the window of `self`, as billed, as billed now and as corrected by `corrections`. */
+async function reconcile(
+  ledger: Ledger,
+  modelId: string,
+  self: CorrectionWindow,
+  corrections: CorrectionWindow[],
+): Promise<{ accounts: AccountReconciliation[]; totals: Figures; plans: Plan[] }> {
+  await ledger.caughtUp();
+  const kinds = KINDS[self.component];
+  const rows = await chargesInWindow(ledger.readModels.db, ledger.rmSchema, modelId, kinds, self.from, self.to);
+  const adjustments = await adjustmentsInWindow(ledger.readModels.db, ledger.rmSchema, modelId, kinds, self.from, self.to);
+  const prior = new Map<string, PriorAdjustment[]>();
+  for (const a of adjustments) {
+    const list = prior.get(a.charge_event_id) ?? [];
+    list.push({ correctionId: a.correction_id, delta: Number(a.billed) });
+    prior.set(a.charge_event_id, list);
+  }
+  const byAccount = new Map<string, AccountReconciliation>();
+  const plans: Plan[] = [];
+  const totals = zeroFigures();
+  for (const r of rows) {
+    const fig = correctedFigure(r, corrections);
+    if (!fig.owner) continue; // not in `corrections` (cannot happen for the window of one of them)
+    const applied = prior.get(r.event_id) ?? [];
+    const billedOriginally = Number(r.billed);
+    const billedNow = billedOriginally + applied.reduce((n, a) => n + a.delta, 0);
+    const item: AffectedCharge = {
+      eventId: r.event_id,
+      requestId: r.request_id,
+      at: new Date(r.at).toISOString(),
+      kind: r.kind as 'chat' | 'image',
+      billedOriginally,
+      billedNow,
+      corrected: fig.billed,
+      difference: fig.billed - billedNow,
+      billed: billedNow,
+      multiplierMilli: fig.original.multiplierMilli,
+      correctedMultiplierMilli: fig.inputs.multiplierMilli,
+      correctedBy: fig.owner.correctionId,
+      adjustments: applied,
+      fromQuota: Number(r.from_quota),
+    };
+    let a = byAccount.get(r.account_id);
+    if (!a) byAccount.set(r.account_id, (a = { accountId: r.account_id, ...zeroFigures(), items: [] }));
+    addTo(a, item);
+    addTo(totals, item);
+    a.items.push(item);
+    plans.push({ accountId: r.account_id, row: r, item, original: fig.original, inputs: fig.inputs, owner: fig.owner });
+  }
+  return { accounts: [...byAccount.values()], totals, plans };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dry run and apply
+
+function correctCommand(c: CorrectionInput, correctionId: string, now: Date): Extract<ModelCommand, { type: 'Correct' }> {
+  if (!(c.from instanceof Date) || Number.isNaN(c.from.getTime())) throw invalid("'from' must be an ISO 8601 time", { param: 'from' });
+  if (c.to !== undefined && (!(c.to instanceof Date) || Number.isNaN(c.to.getTime()))) throw invalid("'to' must be an ISO 8601 time", { param: 'to' });
+  if (c.to === undefined && !c.alsoFromNow)
+    throw invalid("'to' is required (it may be left out only with also_from_now: the window then ends now)", { param: 'to' });
+  return {
+    type: 'Correct',
+    correctionId,
+    from: c.from,
+    to: c.to ?? now,
+    reason: c.reason.slice(0, 500),
+    now,
+    component: componentOf(c),
+    ...definedOnly({ value: valueOf(c) }),
+    alsoFromNow: c.alsoFromNow === true,
+    toIsNow: c.to === undefined,
+  };
+}
+
+/** The model's corrections with this one among them: as recorded, or where it would be appended. */
+function withCorrection(model: ModelState, command: Extract<ModelCommand, { type: 'Correct' }>): { corrections: CorrectionWindow[]; self: CorrectionWindow } {
+  const events = modelDecider.decide(command, model); // refuses bad terms and a reused id: nothing is written
+  const corrections = events.length ? fold(modelDecider, events, model).corrections : model.corrections;
+  return { corrections, self: corrections.find((w) => w.correctionId === command.correctionId)! };
+}
+
+function reportOf(self: CorrectionWindow, modelId: string, r: { accounts: AccountReconciliation[]; totals: Figures }): ReconciliationReport {
+  return {
+    correctionId: self.correctionId,
+    modelId,
+    from: self.from,
+    to: self.to,
+    component: self.component,
+    value: self.value,
+    multiplierMilli: self.component === 'multiplier' ? self.value : null,
+    alsoFromNow: self.alsoFromNow,
+    revision: self.revision,
+    accounts: r.accounts,
+    totals: r.totals,
+  };
+}
+
+async function modelOrNotFound(ledger: Ledger, modelId: string): Promise<ModelState> {
+  const model = await readModel(ledger, modelId);
+  if (!model.exists) throw new DomainError('not_found', `model ${modelId} not found`);
+  return model;
+}
+
+/** The reconciliation report: every charge the correction covers, as billed originally, billed now and corrected. Writes nothing. */
+export async function dryRunCorrection(ledger: Ledger, c: CorrectionInput): Promise<ReconciliationReport> {
+  const now = new Date();
+  const command = correctCommand(c, c.correctionId ?? correctionIdOf(c), now);
+  const model = await modelOrNotFound(ledger, c.modelId);
+  const { corrections, self } = withCorrection(model, command);
+  return reportOf(self, c.modelId, await reconcile(ledger, c.modelId, self, corrections));
+}
+
+/** Passes over the window at most this often (a pass runs again only when newer overlapping corrections appeared during it). */
+const MAX_PASSES = 8;
+/** Adjustments of one account decided side by side (appended together by the command handler). */
+const ACCOUNT_BATCH = 256;
+
+export interface AppliedCorrection {
+  report: ReconciliationReport;
+  appended: number;
+  alreadyApplied: number;
+  passes: number;
+}
+
+/**
+ * Appends the correction (and the price from now on, with alsoFromNow) and brings every charge in
+ * its window to its corrected figure. Safe to run again, and side by side with other corrections.
+ * The report is the one before this call's adjustments (billed now, corrected, difference).
+ */
+export async function applyCorrection(ledger: Ledger, c: CorrectionInput, actor: string): Promise<AppliedCorrection> {
+  const now = new Date();
+  const correctionId = c.correctionId ?? correctionIdOf(c);
+  const command = correctCommand(c, correctionId, now);
+  // Bad terms, an unknown model or a reused id are refused here, before anything is written.
+  withCorrection(await modelOrNotFound(ledger, c.modelId), command);
+  const md = metadataFor(actor, correctionId);
+  await ledger.model(c.modelId, command, md);
+
+  let report: ReconciliationReport | null = null;
   let appended = 0;
   let alreadyApplied = 0;
-  for (const account of report.accounts) {
-    for (const item of account.items) {
-      if (item.difference === 0) continue;
-      try {
-        const r = await ledger.account(account.accountId, {
-          type: 'Adjust', correctionId: report.correctionId, chargeEventId: item.eventId, requestId: item.requestId, model: c.modelId,
-          chargedAt: item.at, billedBefore: item.billed, billedCorrected: item.corrected, multiplierMilliBefore: item.multiplierMilli,
-          multiplierMilliCorrected: c.multiplierMilli, fromQuotaBefore: item.fromQuota,
-        }, md, () => adjustmentEventId(report.correctionId, item.eventId));
-        appended += r.events.length;
-      } catch (err) {
-        if (!(err instanceof DuplicateEventError)) throw err;
-        alreadyApplied++;
+  let passes = 0;
+  for (;;) {
+    passes++;
+    const model = await readModel(ledger, c.modelId);
+    const self = model.corrections.find((w) => w.correctionId === correctionId);
+    if (!self) throw new Error(`correction ${correctionId} is not in the stream of model ${c.modelId}`);
+    const r = await reconcile(ledger, c.modelId, self, model.corrections);
+    if (!report) {
+      report = reportOf(self, c.modelId, r);
+      alreadyApplied = r.plans.filter((p) => p.item.difference === 0 && p.item.adjustments.length > 0).length;
+    }
+    // Every charge goes to its account, not only those the report shows a difference for: the
+    // report reads the read models, the account decides on its own stream (and appends nothing
+    // when the charge is already billed at its corrected figure).
+    const byAccount = new Map<string, Plan[]>();
+    for (const p of r.plans) {
+      const list = byAccount.get(p.accountId);
+      if (list) list.push(p);
+      else byAccount.set(p.accountId, [p]);
+    }
+    for (const [accountId, plans] of byAccount) {
+      // Decide on the account's stream as it is now, not as this process last saw it.
+      ledger.forgetAccount(accountId);
+      for (let i = 0; i < plans.length; i += ACCOUNT_BATCH) {
+        const results = await Promise.all(plans.slice(i, i + ACCOUNT_BATCH).map((p) => adjust(ledger, p, md)));
+        for (const n of results) {
+          if (n > 0) appended += n;
+          else if (n < 0 && passes === 1) alreadyApplied++;
+        }
       }
     }
+    // A correction appended after this pass read the model, overlapping this window, may have
+    // been applied before this pass's adjustments: run again with it, so the newest wins.
+    const after = await readModel(ledger, c.modelId);
+    const newer = after.corrections.some(
+      (w) => w.revision > model.revision && Date.parse(w.from) < Date.parse(self.to) && Date.parse(self.from) < Date.parse(w.to),
+    );
+    if (!newer || passes >= MAX_PASSES) break;
   }
   await ledger.caughtUp();
-  return { report, appended, alreadyApplied };
+  return { report: report!, appended, alreadyApplied, passes };
+}
+
+/** Appends one adjustment; the number of events appended, or -1 when the same one was already there. */
+async function adjust(ledger: Ledger, p: Plan, md: ReturnType<typeof metadataFor>): Promise<number> {
+  const changed = (k: keyof PriceInputs) => (p.inputs[k] !== p.original[k] ? p.inputs[k] : undefined);
+  try {
+    const r = await ledger.account(
+      p.accountId,
+      {
+        type: 'Adjust',
+        correctionId: p.owner.correctionId,
+        correctionRevision: p.owner.revision,
+        chargeEventId: p.item.eventId,
+        requestId: p.item.requestId,
+        model: p.row.model,
+        chargedAt: p.item.at,
+        billedBefore: p.item.billedOriginally,
+        billedCorrected: p.item.corrected,
+        multiplierMilliBefore: p.original.multiplierMilli,
+        multiplierMilliCorrected: p.inputs.multiplierMilli,
+        fromQuotaBefore: p.item.fromQuota,
+        ...definedOnly({
+          keyId: p.row.key_id ?? undefined,
+          cacheReadMilliCorrected: changed('cacheReadMilli'),
+          cacheWriteMilliCorrected: changed('cacheWriteMilli'),
+          tokensPerImageCorrected: changed('tokensPerImage'),
+        }),
+      },
+      md,
+      () => adjustmentEventId(p.owner.correctionId, p.item.eventId),
+    );
+    return r.events.length;
+  } catch (err) {
+    if (err instanceof DuplicateEventError) return -1;
+    throw err;
+  }
 }

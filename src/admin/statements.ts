@@ -1,30 +1,70 @@
 // Statements: every charge and adjustment of an account in a period, with request ids, and
 // daily totals. Built from the charge log read model; the audit compares it with the events.
+// Every adjustment names its correction and the charge it adjusts; a charge corrected twice has
+// two adjustment lines, and the net is what is billed now.
 import type { Ledger } from '../ledger/ledger.ts';
-import type { ChargeRow } from '../../projections/read-models.ts';
+import { ofAccountBetween } from '../../projections/read-models.ts';
 
 export interface StatementLine {
-  at: string; day: string; kind: string; request_id: string; model: string; prompt_tokens: number; completion_tokens: number;
-  images: number; multiplier: number; billed: number; from_quota: number; from_extra: number; event_id: string; correction_id: string | null;
+  at: string;
+  day: string;
+  kind: string;
+  request_id: string;
+  model: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Within prompt_tokens: served from / written to the upstream's prompt cache. */
+  cached_tokens: number;
+  cache_write_tokens: number;
+  images: number;
+  multiplier: number;
+  billed: number;
+  from_quota: number;
+  from_extra: number;
+  event_id: string;
+  correction_id: string | null;
+  /** On an adjustment line: the charge it adjusts (JSON only; the CSV columns are unchanged). */
+  charge_event_id?: string;
+}
+
+/** Per correction: how many of the period's adjustment lines it made and their sum. */
+export interface StatementCorrection {
+  correction_id: string;
+  adjustments: number;
+  adjusted: number;
 }
 
 export interface Statement {
-  account_id: string; from: string; to: string;
+  account_id: string;
+  from: string;
+  to: string;
   lines: StatementLine[];
   daily: Array<{ day: string; charges: number; adjustments: number; billed: number }>;
   totals: { charges: number; adjustments: number; billed: number; adjusted: number; net: number };
+  corrections: StatementCorrection[];
 }
 
 export async function buildStatement(ledger: Ledger, accountId: string, from: Date, to: Date): Promise<Statement> {
   await ledger.caughtUp();
-  const rows = await ledger.db.query<ChargeRow>(
-    `SELECT * FROM "${ledger.rmSchema}".charges WHERE account_id = $1 AND at >= $2 AND at < $3 ORDER BY position`,
-    [accountId, from.toISOString(), to.toISOString()]);
+  const rows = await ofAccountBetween(ledger.readModels.db, ledger.rmSchema, accountId, from.toISOString(), to.toISOString());
   const lines: StatementLine[] = rows.map((r) => ({
-    at: new Date(r.at).toISOString(), day: r.day, kind: r.kind, request_id: r.request_id, model: r.model,
-    prompt_tokens: Number(r.prompt_tokens), completion_tokens: Number(r.completion_tokens), images: Number(r.images),
-    multiplier: r.multiplier_milli / 1000, billed: Number(r.billed), from_quota: Number(r.from_quota), from_extra: Number(r.from_extra),
-    event_id: r.event_id, correction_id: r.correction_id,
+    at: new Date(r.at).toISOString(),
+    day: r.day,
+    kind: r.kind,
+    request_id: r.request_id,
+    model: r.model,
+    prompt_tokens: Number(r.prompt_tokens),
+    completion_tokens: Number(r.completion_tokens),
+    cached_tokens: Number(r.cached_tokens ?? 0),
+    cache_write_tokens: Number(r.cache_write_tokens ?? 0),
+    images: Number(r.images),
+    multiplier: r.multiplier_milli / 1000,
+    billed: Number(r.billed),
+    from_quota: Number(r.from_quota),
+    from_extra: Number(r.from_extra),
+    event_id: r.event_id,
+    correction_id: r.correction_id,
+    ...(r.kind === 'adjustment' && r.charge_event_id ? { charge_event_id: r.charge_event_id } : {}),
   }));
   const days = new Map<string, { day: string; charges: number; adjustments: number; billed: number }>();
   const totals = { charges: 0, adjustments: 0, billed: 0, adjusted: 0, net: 0 };
@@ -32,11 +72,34 @@ export async function buildStatement(ledger: Ledger, accountId: string, from: Da
     const d = days.get(l.day) ?? { day: l.day, charges: 0, adjustments: 0, billed: 0 };
     days.set(l.day, d);
     d.billed += l.billed;
-    if (l.kind === 'adjustment') { d.adjustments++; totals.adjustments++; totals.adjusted += l.billed; }
-    else { d.charges++; totals.charges++; totals.billed += l.billed; }
+    if (l.kind === 'adjustment') {
+      d.adjustments++;
+      totals.adjustments++;
+      totals.adjusted += l.billed;
+    } else {
+      d.charges++;
+      totals.charges++;
+      totals.billed += l.billed;
+    }
   }
   totals.net = totals.billed + totals.adjusted;
-  return { account_id: accountId, from: from.toISOString(), to: to.toISOString(), lines, daily: [...days.values()], totals };
+  const corrections = new Map<string, StatementCorrection>();
+  for (const l of lines) {
+    if (l.kind !== 'adjustment' || !l.correction_id) continue;
+    const c = corrections.get(l.correction_id) ?? { correction_id: l.correction_id, adjustments: 0, adjusted: 0 };
+    corrections.set(l.correction_id, c);
+    c.adjustments++;
+    c.adjusted += l.billed;
+  }
+  return {
+    account_id: accountId,
+    from: from.toISOString(),
+    to: to.toISOString(),
+    lines,
+    daily: [...days.values()],
+    totals,
+    corrections: [...corrections.values()],
+  };
 }
 
 const csvCell = (v: unknown) => {
@@ -45,7 +108,25 @@ const csvCell = (v: unknown) => {
 };
 
 export function statementCsv(s: Statement): string {
-  const cols: (keyof StatementLine)[] = ['at', 'day', 'kind', 'request_id', 'model', 'prompt_tokens', 'completion_tokens', 'images', 'multiplier', 'billed', 'from_quota', 'from_extra', 'event_id', 'correction_id'];
+  // New columns go last, so a reader of the earlier columns by position is not misled.
+  const cols: (keyof StatementLine)[] = [
+    'at',
+    'day',
+    'kind',
+    'request_id',
+    'model',
+    'prompt_tokens',
+    'completion_tokens',
+    'images',
+    'multiplier',
+    'billed',
+    'from_quota',
+    'from_extra',
+    'event_id',
+    'correction_id',
+    'cached_tokens',
+    'cache_write_tokens',
+  ];
   const out = [cols.join(',')];
   for (const l of s.lines) out.push(cols.map((c) => csvCell(l[c])).join(','));
   out.push('');

@@ -2,16 +2,26 @@
 // (one process owns the files) and on a shared PostgreSQL.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { cliSettingsFromEnv, type CliSettings } from '../config.ts';
 
 export class CliError extends Error {
-  constructor(message: string, readonly exitCode = 1) { super(message); }
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
 }
 
-export interface AdminClientOptions { url?: string; token?: string; actor?: string }
+export interface AdminClientOptions {
+  url?: string;
+  token?: string;
+  actor?: string;
+}
 
-export function adminClient(opts: AdminClientOptions) {
-  const base = (opts.url ?? process.env.TOLLGATE_URL ?? `http://127.0.0.1:${process.env.PORT ?? 8787}`).replace(/\/+$/, '');
-  const token = opts.token ?? process.env.TOLLGATE_ADMIN_TOKEN ?? readTokenFile();
+export function adminClient(opts: AdminClientOptions, settings: CliSettings = cliSettingsFromEnv()) {
+  const base = (opts.url ?? settings.url).replace(/\/+$/, '');
+  const token = opts.token ?? settings.adminToken ?? readTokenFile(settings.dataDir);
   if (!token) throw new CliError('No admin token: pass --token, set TOLLGATE_ADMIN_TOKEN, or run where the data directory holds admin-token.', 2);
 
   async function request(method: string, path: string, body?: unknown, accept = 'application/json'): Promise<Response> {
@@ -19,7 +29,12 @@ export function adminClient(opts: AdminClientOptions) {
     try {
       res = await fetch(`${base}/admin/v1${path}`, {
         method,
-        headers: { authorization: `Bearer ${token}`, accept, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(opts.actor ? { 'x-tollgate-actor': opts.actor } : {}) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(opts.actor ? { 'x-tollgate-actor': opts.actor } : {}),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (err) {
@@ -28,7 +43,11 @@ export function adminClient(opts: AdminClientOptions) {
     if (!res.ok) {
       const text = await res.text();
       let message = text;
-      try { message = (JSON.parse(text) as { error: { message: string } }).error.message; } catch { /* not JSON */ }
+      try {
+        message = (JSON.parse(text) as { error: { message: string } }).error.message;
+      } catch {
+        /* not JSON */
+      }
       throw new CliError(`${res.status}: ${message}`);
     }
     return res;
@@ -43,8 +62,8 @@ export function adminClient(opts: AdminClientOptions) {
   };
 }
 
-function readTokenFile(): string | undefined {
-  const path = join(process.env.TOLLGATE_DATA_DIR ?? '.data', 'admin-token');
+function readTokenFile(dataDir: string): string | undefined {
+  const path = join(dataDir, 'admin-token');
   return existsSync(path) ? readFileSync(path, 'utf8').trim() : undefined;
 }
 

@@ -2,8 +2,13 @@
 import { createWriteStream } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { adminClient, CliError } from './admin-client.ts';
+import { runWebhookCommand } from './webhook-commands.ts';
+import { runKeyCommand } from './key-commands.ts';
 
-export interface Parsed { positionals: string[]; values: Record<string, string | boolean | undefined> }
+export interface Parsed {
+  positionals: string[];
+  values: Record<string, string | boolean | undefined>;
+}
 
 type Out = (human: string, data: unknown) => void;
 
@@ -40,14 +45,31 @@ export const COMMAND_HELP = `tollgate <command> [options]
   key issue <account> [--name N]          the secret is printed once
   key list <account>                      masked, with last use
   key revoke <key-id> [--reason R]
+  key set <key-id> [--name N] [--limit T|none --period none|daily|weekly|monthly] [--models a,b|all] [--expires ISO|never]
+                                          the key's own controls (UTC periods; weekly from Monday)
+  key rotate <key-id> [--grace SECONDS]   a new key with the same controls (secret printed once); the old one works
+                                          for the grace period (default 0), then is revoked
   model set <id> [--multiplier M] [--status ACTIVE|INACTIVE] [--alias A|--no-alias]
+                  [--cache-read-weight W] [--cache-write-weight W]   price of a cached / cache-written prompt token (1 = plain)
+  channel list                            upstream channels: state (closed, open, half_open, disabled), calls, failovers
+  channel disable <id> [--reason R]       take a channel out of rotation (an event with the actor)
+  channel enable <id> [--reason R]
   model list
   correct --model M --from ISO --to ISO --multiplier X [--reason R] [--dry-run]
+          [--component multiplier|cache_read_weight|cache_write_weight|image_tokens --value V]
+          [--also-from-now (then --to may be left out: up to now)] [--id CORRECTION-ID]
   statement <account> --from ISO --to ISO [--format csv|json]
+  upstream-report --from ISO --to ISO [--format csv|json]   per UTC day, channel and upstream model: calls, tokens, billed
   verify                                  hash chains + read models vs a rebuild
   export [--out FILE]                     every event as NDJSON
   replay                                  rebuild the read models (progress bar)
   sweep                                   release expired holds now
+  webhook add <account> <url> [--events a,b] [--thresholds 80,90,100] [--expiring-days N]
+                                          notifications by webhook; the signing secret is printed once
+  webhook list <account>
+  webhook remove <account> <webhook-id> [--reason R]
+  webhook deliveries <webhook-id> [--status pending|delivered|failed|cancelled] [--limit N]
+  webhook replay <webhook-id> <delivery-id>   send a delivery again
 
 Options: --url URL (TOLLGATE_URL), --token T (TOLLGATE_ADMIN_TOKEN or <data dir>/admin-token),
          --actor NAME (recorded in events), --json`;
@@ -57,8 +79,14 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
   const [cmd, sub] = p.positionals;
   const c = adminClient({ url: v.url as string | undefined, token: v.token as string | undefined, actor: v.actor as string | undefined });
   const planBody = () => ({
-    name: need(v.name, 'name'), quota: int(v.quota, 'quota'), validity_days: int(v['validity-days'], 'validity-days'),
-    requests_per_minute: int(v.rpm, 'rpm'), models: need(v.models, 'models').split(',').map((s) => s.trim()).filter(Boolean),
+    name: need(v.name, 'name'),
+    quota: int(v.quota, 'quota'),
+    validity_days: int(v['validity-days'], 'validity-days'),
+    requests_per_minute: int(v.rpm, 'rpm'),
+    models: need(v.models, 'models')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
   });
   switch (`${cmd} ${sub ?? ''}`.trim()) {
     case 'plan define': {
@@ -71,7 +99,15 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
     }
     case 'plan list': {
       const r = await c.json<{ data: Array<Record<string, unknown>> }>('GET', '/plans');
-      return out(r.data.map((x) => `${x.plan_id}\t${x.name}\tquota=${x.quota}\tdays=${x.validity_days}\trpm=${x.requests_per_minute}\tmodels=${(x.models as string[]).join(',')}`).join('\n'), r);
+      return out(
+        r.data
+          .map(
+            (x) =>
+              `${x.plan_id}\t${x.name}\tquota=${x.quota}\tdays=${x.validity_days}\trpm=${x.requests_per_minute}\tmodels=${(x.models as string[]).join(',')}`,
+          )
+          .join('\n'),
+        r,
+      );
     }
     case 'account open': {
       const r = await c.json('POST', '/accounts', { name: need(v.name, 'name'), ...(v.id ? { account_id: v.id } : {}) });
@@ -79,14 +115,22 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
     }
     case 'account show': {
       const r = await c.json('GET', `/accounts/${encodeURIComponent(arg(p.positionals, 2, 'id'))}`);
-      return out(Object.entries(r).map(([k, x]) => `${k}: ${typeof x === 'object' ? JSON.stringify(x) : x}`).join('\n'), r);
+      return out(
+        Object.entries(r)
+          .map(([k, x]) => `${k}: ${typeof x === 'object' ? JSON.stringify(x) : x}`)
+          .join('\n'),
+        r,
+      );
     }
     case `subscribe ${sub}`: {
       const r = await c.json('POST', `/accounts/${encodeURIComponent(arg(p.positionals, 1, 'account'))}/subscription`, { plan_id: need(v.plan, 'plan') });
       return out(`${r.event === 'SubscriptionRenewed' ? 'renewed' : 'subscribed'}: ${r.accountId} on ${r.planId} until ${r.expiresAt}`, r);
     }
     case `grant ${sub}`: {
-      const r = await c.json('POST', `/accounts/${encodeURIComponent(arg(p.positionals, 1, 'account'))}/extra-tokens`, { amount: int(v.amount, 'amount'), reason: (v.reason as string) ?? '' });
+      const r = await c.json('POST', `/accounts/${encodeURIComponent(arg(p.positionals, 1, 'account'))}/extra-tokens`, {
+        amount: int(v.amount, 'amount'),
+        reason: (v.reason as string) ?? '',
+      });
       return out(`granted ${r.granted} extra tokens to ${r.account_id}`, r);
     }
     case 'key issue': {
@@ -101,25 +145,68 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
       const r = await c.json('POST', `/keys/${encodeURIComponent(arg(p.positionals, 2, 'key-id'))}/revoke`, { reason: (v.reason as string) ?? '' });
       return out(`key ${r.key_id} revoked`, r);
     }
+    case 'key set':
+    case 'key rotate':
+      return runKeyCommand(sub as 'set' | 'rotate', p, c, out);
     case 'model set': {
       const body: Record<string, unknown> = {};
       if (v.multiplier !== undefined) body.multiplier = num(v.multiplier, 'multiplier');
       if (v.status !== undefined) body.status = v.status;
       if (v.alias !== undefined) body.alias = v.alias;
       if (v['no-alias']) body.alias = null;
+      if (v['cache-read-weight'] !== undefined) body.cache_read_weight = num(v['cache-read-weight'], 'cache-read-weight');
+      if (v['cache-write-weight'] !== undefined) body.cache_write_weight = num(v['cache-write-weight'], 'cache-write-weight');
       const r = await c.json('PATCH', `/models/${encodeURIComponent(arg(p.positionals, 2, 'id'))}`, body);
       return out(`model ${r.modelId}: multiplier ${(r.multiplierMilli as number) / 1000}, ${r.status}, alias ${r.alias ?? '-'}`, r);
+    }
+    case 'channel list': {
+      const r = await c.json<{ data: Array<Record<string, unknown>> }>('GET', '/channels');
+      return out(
+        r.data
+          .map((x) => `${x.id}\t${x.state}\tcalls=${x.calls}\tfailures=${x.failures}\tfailovers=${x.failovers}\tmodels=${(x.models as string[]).join(',')}`)
+          .join('\n'),
+        r,
+      );
+    }
+    case 'channel disable':
+    case 'channel enable': {
+      const id = arg(p.positionals, 2, 'channel-id');
+      const r = await c.json('PATCH', `/channels/${id.split('/').map(encodeURIComponent).join('/')}`, {
+        enabled: sub === 'enable',
+        reason: (v.reason as string) ?? '',
+      });
+      return out(`channel ${id}: ${r.state}${r.changed ? '' : ' (unchanged)'}`, r);
     }
     case 'model list': {
       const r = await c.json<{ data: Array<Record<string, unknown>> }>('GET', '/models');
       return out(r.data.map((m) => `${m.model_id}\t${(m.multiplier_milli as number) / 1000}\t${m.status}\t${m.alias ?? ''}`).join('\n'), r);
     }
     case 'correct': {
-      const r = await c.json<Record<string, unknown> & { accounts: Array<Record<string, number | string>>; totals: Record<string, number> }>('POST', '/corrections', {
-        model: need(v.model, 'model'), from: need(v.from, 'from'), to: need(v.to, 'to'), multiplier: num(v.multiplier, 'multiplier'), reason: (v.reason as string) ?? '', dry_run: !!v['dry-run'],
-      });
-      const lines = r.accounts.map((a) => `${a.accountId}\tcharges=${a.charges}\tbilled=${a.billed}\tcorrected=${a.corrected}\tdifference=${a.difference}`);
-      lines.push(`total\tcharges=${r.totals.charges}\tbilled=${r.totals.billed}\tcorrected=${r.totals.corrected}\tdifference=${r.totals.difference}`);
+      const alsoFromNow = !!v['also-from-now'];
+      const body: Record<string, unknown> = {
+        model: need(v.model, 'model'),
+        from: need(v.from, 'from'),
+        reason: (v.reason as string) ?? '',
+        dry_run: !!v['dry-run'],
+        ...(v.to === undefined && alsoFromNow ? {} : { to: need(v.to, 'to') }),
+        ...(v.component !== undefined ? { component: need(v.component, 'component') } : {}),
+        ...(v.value !== undefined ? { value: num(v.value, 'value') } : { multiplier: num(v.multiplier, 'multiplier') }),
+        ...(alsoFromNow ? { also_from_now: true } : {}),
+        ...(v.id !== undefined ? { correction_id: need(v.id, 'id') } : {}),
+      };
+      const r = await c.json<Record<string, unknown> & { accounts: Array<Record<string, number | string>>; totals: Record<string, number> }>(
+        'POST',
+        '/corrections',
+        body,
+      );
+      const figures = (x: Record<string, number | string>) =>
+        `charges=${x.charges}\tbilled_originally=${x.billedOriginally}\tbilled_now=${x.billedNow}\tcorrected=${x.corrected}\tdifference=${x.difference}`;
+      const shownValue = r.component === 'image_tokens' ? r.value : (r.value as number) / 1000;
+      const lines = [
+        `correction ${r.correctionId}: ${r.component} ${shownValue} on ${r.modelId} from ${r.from} to ${r.to}${r.alsoFromNow ? ', and from now on' : ''}`,
+      ];
+      lines.push(...r.accounts.map((a) => `${a.accountId}\t${figures(a)}`));
+      lines.push(`total\t${figures(r.totals)}`);
       lines.push(r.dry_run ? 'dry run: nothing was written' : `applied: ${r.appended} adjustments appended, ${r.already_applied} already applied`);
       return out(lines.join('\n'), r);
     }
@@ -127,15 +214,35 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
       const q = new URLSearchParams({ from: need(v.from, 'from'), to: need(v.to, 'to'), format: v.format === 'csv' ? 'csv' : 'json' });
       const res = await c.request('GET', `/accounts/${encodeURIComponent(arg(p.positionals, 1, 'account'))}/statement?${q}`);
       const text = await res.text();
-      if (v.format === 'csv') { process.stdout.write(text); return; }
+      if (v.format === 'csv') {
+        process.stdout.write(text);
+        return;
+      }
       const s = JSON.parse(text);
       return out(`${s.lines.length} lines; charges ${s.totals.billed}, adjustments ${s.totals.adjusted}, net ${s.totals.net}`, s);
+    }
+    case 'upstream-report': {
+      const format = (v.format as string | undefined) ?? 'json';
+      if (format !== 'csv' && format !== 'json') throw new CliError(`--format must be csv or json, got '${format}'.`, 2);
+      const res = await c.request('GET', `/upstream-report?${new URLSearchParams({ from: need(v.from, 'from'), to: need(v.to, 'to'), format })}`);
+      const text = await res.text();
+      if (format === 'csv') {
+        process.stdout.write(text);
+        return;
+      }
+      const r = JSON.parse(text) as { rows: Array<Record<string, string | number>>; totals: Record<string, number> };
+      const counts = (x: Record<string, string | number>) =>
+        `calls=${x.calls}\tfailures=${x.failures}\tfailovers=${x.failovers}\tprompt=${x.prompt_tokens}\tcached=${x.cached_tokens}\tcache_write=${x.cache_write_tokens}\tcompletion=${x.completion_tokens}\treasoning=${x.reasoning_tokens}\timages=${x.images}\tbilled=${x.billed}`;
+      return out([...r.rows.map((x) => `${x.day}\t${x.channel}\t${x.upstream_model}\t${counts(x)}`), `total\t\t\t${counts(r.totals)}`].join('\n'), r);
     }
     case 'verify': {
       const r = await c.json<{ ok: boolean; events: number; streams: number; chainProblems: unknown[]; readModelDifferences: unknown[] }>('POST', '/verify');
       const human = r.ok
         ? `ok: ${r.events} events in ${r.streams} streams; every hash chain verifies and every read model equals a rebuild`
-        : `FAILED:\n${r.chainProblems.map((x) => `chain: ${JSON.stringify(x)}`).concat(r.readModelDifferences.map((x) => `read model: ${JSON.stringify(x)}`)).join('\n')}`;
+        : `FAILED:\n${r.chainProblems
+            .map((x) => `chain: ${JSON.stringify(x)}`)
+            .concat(r.readModelDifferences.map((x) => `read model: ${JSON.stringify(x)}`))
+            .join('\n')}`;
       out(human, r);
       if (!r.ok) throw new CliError('verification failed', 3);
       return;
@@ -149,7 +256,12 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
     }
     case 'replay': {
       const res = await c.request('POST', '/rebuild', undefined, 'application/x-ndjson');
-      const bar = v.json ? null : new cliProgress.SingleBar({ format: 'replay |{bar}| {percentage}% {value}/{total} events | {speed} events/s | ETA {eta_formatted}', hideCursor: true }, cliProgress.Presets.shades_classic);
+      const bar = v.json
+        ? null
+        : new cliProgress.SingleBar(
+            { format: 'replay |{bar}| {percentage}% {value}/{total} events | {speed} events/s | ETA {eta_formatted}', hideCursor: true },
+            cliProgress.Presets.shades_classic,
+          );
       let started = false;
       let buffered = '';
       let final: Record<string, unknown> | null = null;
@@ -161,11 +273,17 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
           buffered = buffered.slice(nl + 1);
           if (msg.type === 'progress' && bar) {
             const speed = msg.elapsedMs > 0 ? Math.round((msg.events * 1000) / msg.elapsedMs) : 0;
-            if (!started) { bar.start(Math.max(msg.head, msg.position), msg.position, { speed }); started = true; }
+            if (!started) {
+              bar.start(Math.max(msg.head, msg.position), msg.position, { speed });
+              started = true;
+            }
             bar.setTotal(Math.max(msg.head, msg.position));
             bar.update(msg.position, { speed });
           } else if (msg.type === 'done') final = msg;
-          else if (msg.type === 'error') { bar?.stop(); throw new CliError(`replay failed: ${msg.message}`); }
+          else if (msg.type === 'error') {
+            bar?.stop();
+            throw new CliError(`replay failed: ${msg.message}`);
+          }
         }
       }
       bar?.stop();
@@ -176,6 +294,12 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
       const r = await c.json('POST', '/sweep');
       return out(`released ${r.released} expired holds`, r);
     }
+    case 'webhook add':
+    case 'webhook list':
+    case 'webhook remove':
+    case 'webhook deliveries':
+    case 'webhook replay':
+      return runWebhookCommand(sub, p, c, out);
     default:
       throw new CliError(`Unknown command '${p.positionals.join(' ')}'.\n\n${COMMAND_HELP}`, 2);
   }

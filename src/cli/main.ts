@@ -1,10 +1,10 @@
 // The `tollgate` command line: `serve` runs the gateway; the rest drive its admin API.
 import { parseArgs } from 'node:util';
 import v8 from 'node:v8';
-import { settingsFromEnv } from '../config.ts';
+import { settingsFromEnv, type Settings } from '../config.ts';
 import pino from 'pino';
 import { startGateway } from '../server.ts';
-import { runProjector } from '../gateway/projector.ts';
+import { runProjector } from '../projector.ts';
 import { CliError } from './admin-client.ts';
 import { COMMAND_HELP, runAdminCommand } from './commands.ts';
 
@@ -17,21 +17,27 @@ import { COMMAND_HELP, runAdminCommand } from './commands.ts';
  * pass it). No hard limit: a burst of large bodies still gets the memory it needs.
  * TOLLGATE_GC=default keeps V8's own policy.
  */
-function tuneGarbageCollector(): void {
-  if (process.env.TOLLGATE_GC === 'default') return;
+function tuneGarbageCollector(policy: Settings['gcPolicy']): void {
+  if (policy === 'default') return;
   v8.setFlagsFromString('--heap-growing-percent=30');
 }
 
 async function serve() {
-  tuneGarbageCollector();
-  const gw = await startGateway(settingsFromEnv());
+  const settings = settingsFromEnv();
+  tuneGarbageCollector(settings.gcPolicy);
+  const gw = await startGateway(settings);
   process.stdout.write(`\nTollgate is listening.\n  base URL: ${gw.baseUrl}\n`);
   if (gw.newAdminToken) process.stdout.write(`  admin token (shown once; saved with mode 0600 in ${gw.newAdminToken.path}): ${gw.newAdminToken.token}\n`);
   if (gw.demo) {
     process.stdout.write(`  demo API key (shown once, stored only as a hash): ${gw.demo.keySecret}\n\n`);
-    process.stdout.write(`  curl ${gw.baseUrl}/chat/completions -H "Authorization: Bearer ${gw.demo.keySecret}" -H "Content-Type: application/json" -d '{"model":"cx/gen-6-luna","messages":[{"role":"user","content":"Hello"}]}'\n\n`);
+    process.stdout.write(
+      `  curl ${gw.baseUrl}/chat/completions -H "Authorization: Bearer ${gw.demo.keySecret}" -H "Content-Type: application/json" -d '{"model":"cx/gen-6-luna","messages":[{"role":"user","content":"Hello"}]}'\n\n`,
+    );
   }
-  const stop = async () => { await gw.close(); process.exit(0); };
+  const stop = async () => {
+    await gw.close();
+    process.exit(0);
+  };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }
@@ -41,18 +47,51 @@ async function projector() {
   const log = pino({ level: settings.logLevel });
   const p = await runProjector(settings, log);
   process.stdout.write('projector running\n');
-  const stop = async () => { await p.stop(); process.exit(0); };
+  const stop = async () => {
+    await p.stop();
+    process.exit(0);
+  };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }
 
 const options = {
-  url: { type: 'string' }, token: { type: 'string' }, actor: { type: 'string' }, json: { type: 'boolean' },
-  name: { type: 'string' }, id: { type: 'string' }, quota: { type: 'string' }, 'validity-days': { type: 'string' },
-  rpm: { type: 'string' }, models: { type: 'string' }, plan: { type: 'string' }, amount: { type: 'string' },
-  reason: { type: 'string' }, multiplier: { type: 'string' }, status: { type: 'string' }, alias: { type: 'string' },
-  'no-alias': { type: 'boolean' }, model: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' },
-  'dry-run': { type: 'boolean' }, format: { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  url: { type: 'string' },
+  token: { type: 'string' },
+  actor: { type: 'string' },
+  json: { type: 'boolean' },
+  name: { type: 'string' },
+  id: { type: 'string' },
+  quota: { type: 'string' },
+  'validity-days': { type: 'string' },
+  rpm: { type: 'string' },
+  models: { type: 'string' },
+  plan: { type: 'string' },
+  amount: { type: 'string' },
+  reason: { type: 'string' },
+  multiplier: { type: 'string' },
+  status: { type: 'string' },
+  alias: { type: 'string' },
+  'no-alias': { type: 'boolean' },
+  model: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  format: { type: 'string' },
+  out: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  'cache-read-weight': { type: 'string' },
+  'cache-write-weight': { type: 'string' },
+  component: { type: 'string' },
+  value: { type: 'string' },
+  'also-from-now': { type: 'boolean' },
+  events: { type: 'string' },
+  thresholds: { type: 'string' },
+  'expiring-days': { type: 'string' },
+  limit: { type: 'string' },
+  period: { type: 'string' },
+  expires: { type: 'string' },
+  grace: { type: 'string' },
 } as const;
 
 async function main(): Promise<void> {
@@ -62,7 +101,10 @@ async function main(): Promise<void> {
   } catch (err) {
     throw new CliError(`${(err as Error).message}\n\n${COMMAND_HELP}`, 2);
   }
-  if (parsed.values.help) { process.stdout.write(COMMAND_HELP + '\n'); return; }
+  if (parsed.values.help) {
+    process.stdout.write(COMMAND_HELP + '\n');
+    return;
+  }
   if (parsed.positionals.length === 0 || parsed.positionals[0] === 'serve') return serve();
   if (parsed.positionals[0] === 'projector') return projector();
   const json = !!parsed.values.json;

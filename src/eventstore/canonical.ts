@@ -28,16 +28,20 @@ export function canonicalJson(value: unknown): string {
 export const GENESIS_HASH = '0'.repeat(64);
 
 /** The hashed body of an event: everything except its position and the chain fields. */
-export function eventBody(e: {
-  id: string; stream: string; revision: number; type: string; timestamp: string;
-  data: unknown; metadata: unknown;
-}): string {
+export function eventBody(e: { id: string; stream: string; revision: number; type: string; timestamp: string; data: unknown; metadata: unknown }): string {
   return canonicalJson({
-    id: e.id, stream: e.stream, revision: e.revision, type: e.type,
-    timestamp: e.timestamp, data: e.data, metadata: e.metadata,
+    id: e.id,
+    stream: e.stream,
+    revision: e.revision,
+    type: e.type,
+    timestamp: e.timestamp,
+    data: e.data,
+    metadata: e.metadata,
   });
 }
 
 export function chainHash(prevHash: string, body: string): string {
-  return createHash('sha256').update(prevHash + body, 'utf8').digest('hex');
+  return createHash('sha256')
+    .update(prevHash + body, 'utf8')
+    .digest('hex');
 }

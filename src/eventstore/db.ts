@@ -21,7 +21,7 @@ export interface Database extends Queryable {
 pg.types.setTypeParser(20, (v: string) => Number(v));
 pg.types.setTypeParser(1700, (v: string) => Number(v));
 
-export function openPostgres(url: string, poolSize = Number(process.env.PG_POOL_SIZE ?? 10)): Database {
+export function openPostgres(url: string, poolSize = 10): Database {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // An idle client's error (server restart) must not crash the process.
   pool.on('error', () => undefined);
@@ -62,7 +62,9 @@ export function openPostgres(url: string, poolSize = Number(process.env.PG_POOL_
         await listener.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
       }
       handlers.get(channel)!.add(onNotify);
-      return async () => { handlers.get(channel)?.delete(onNotify); };
+      return async () => {
+        handlers.get(channel)?.delete(onNotify);
+      };
     },
     async close() {
       await listener?.end().catch(() => undefined);
@@ -87,7 +89,9 @@ export async function openPglite(dataDir?: string): Promise<Database> {
     },
     async listen(channel, onNotify) {
       const unlisten = await db.listen(channel, onNotify);
-      return async () => { await unlisten(); };
+      return async () => {
+        await unlisten();
+      };
     },
     async close() {
       await db.close();
@@ -103,6 +107,6 @@ function normaliseRow(row: unknown): unknown {
 }
 
 /** DATABASE_URL selects a real PostgreSQL; otherwise embedded PGlite in dataDir (memory if none). */
-export async function openDatabase(opts: { url?: string; dataDir?: string }): Promise<Database> {
-  return opts.url ? openPostgres(opts.url) : openPglite(opts.dataDir);
+export async function openDatabase(opts: { url?: string; dataDir?: string; poolSize?: number }): Promise<Database> {
+  return opts.url ? openPostgres(opts.url, opts.poolSize) : openPglite(opts.dataDir);
 }

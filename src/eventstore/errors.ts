@@ -1,21 +1,31 @@
 // Typed failures of the event store; callers branch on the class, never on message text.
 
 export class WrongExpectedRevisionError extends Error {
-  constructor(readonly stream: string, readonly expected: number | string, readonly actual: number) {
+  constructor(
+    readonly stream: string,
+    readonly expected: number | string,
+    readonly actual: number,
+  ) {
     super(`stream ${stream}: expected revision ${expected}, actual ${actual}`);
     this.name = 'WrongExpectedRevisionError';
   }
 }
 
 export class InvalidEventError extends Error {
-  constructor(readonly eventType: string, readonly details: string) {
+  constructor(
+    readonly eventType: string,
+    readonly details: string,
+  ) {
     super(`event ${eventType} is invalid: ${details}`);
     this.name = 'InvalidEventError';
   }
 }
 
 export class InvalidStreamNameError extends Error {
-  constructor(readonly stream: string, reason: string) {
+  constructor(
+    readonly stream: string,
+    reason: string,
+  ) {
     super(`stream name ${JSON.stringify(stream.slice(0, 40))} is invalid: ${reason}`);
     this.name = 'InvalidStreamNameError';
   }

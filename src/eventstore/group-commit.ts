@@ -3,7 +3,11 @@
 // goes out at once.
 import type { AppendRequest, AppendResult, EventStore } from './port.ts';
 
-interface Pending { request: AppendRequest; resolve: (r: AppendResult) => void; reject: (e: Error) => void }
+interface Pending {
+  request: AppendRequest;
+  resolve: (r: AppendResult) => void;
+  reject: (e: Error) => void;
+}
 
 export function createGroupCommitter(store: EventStore, opts: { maxBatch?: number; maxInFlight?: number } = {}) {
   const maxBatch = opts.maxBatch ?? 500;
@@ -25,7 +29,10 @@ export function createGroupCommitter(store: EventStore, opts: { maxBatch?: numbe
     } finally {
       inFlight--;
       void flush();
-      if (inFlight === 0 && queue.length === 0) { for (const d of drained) d(); drained = []; }
+      if (inFlight === 0 && queue.length === 0) {
+        for (const d of drained) d();
+        drained = [];
+      }
     }
   }
 
@@ -38,7 +45,9 @@ export function createGroupCommitter(store: EventStore, opts: { maxBatch?: numbe
         else if (queue.length >= maxBatch) void flush();
       });
     },
-    get pending() { return queue.length; },
+    get pending() {
+      return queue.length;
+    },
     /** Resolves once every append requested so far has committed or failed. */
     drain(): Promise<void> {
       if (inFlight === 0 && queue.length === 0) return Promise.resolve();

@@ -27,7 +27,10 @@ export interface Claim {
   revision: number;
 }
 
-interface ClaimData { stream: string; revision: number }
+interface ClaimData {
+  stream: string;
+  revision: number;
+}
 
 const MAX_TAKEOVERS = 5;
 
@@ -47,16 +50,28 @@ async function claimOne(client: KurrentClient, claim: Claim): Promise<'claimed' 
     try {
       // The claim's own KurrentDB id is random: reusing the event's id would let KurrentDB's
       // idempotent-write rule report a second claimant's write as a success.
-      await client.appendToStream(name, [{
-        id: randomUUID(), contentType: 'application/json', type: CLAIM_EVENT_TYPE,
-        data: { stream: claim.stream, revision: claim.revision } satisfies ClaimData, metadata: undefined,
-      }], { streamState: state });
+      await client.appendToStream(
+        name,
+        [
+          {
+            id: randomUUID(),
+            contentType: 'application/json',
+            type: CLAIM_EVENT_TYPE,
+            data: { stream: claim.stream, revision: claim.revision } satisfies ClaimData,
+            metadata: undefined,
+          },
+        ],
+        { streamState: state },
+      );
       return state === NO_STREAM ? 'claimed' : 'taken over';
     } catch (err) {
       if (!isWrongExpectedVersion(err)) throw err;
     }
     const current = await lastClaim(client, name);
-    if (!current) { state = NO_STREAM; continue; }
+    if (!current) {
+      state = NO_STREAM;
+      continue;
+    }
     if (await eventIsAt(client, current.data.stream, current.data.revision, claim.kurrentId)) return 'duplicate';
     state = current.revision;
   }

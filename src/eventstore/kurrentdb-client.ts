@@ -3,8 +3,15 @@
 // adapter an in-memory double instead when no server is reachable.
 import {
   KurrentDBClient,
-  type AllStreamResolvedEvent, type AppendResult, type AppendStreamState, type EventData, type ReadAllOptions,
-  type ReadStreamOptions, type ResolvedEvent, type StreamMetadata, type SubscribeToAllOptions,
+  type AllStreamResolvedEvent,
+  type AppendResult,
+  type AppendStreamState,
+  type EventData,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type ResolvedEvent,
+  type StreamMetadata,
+  type SubscribeToAllOptions,
 } from '@kurrent/kurrentdb-client';
 
 /** A live $all subscription: the adapter only listens for its events and errors, then unsubscribes. */

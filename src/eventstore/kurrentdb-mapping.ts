@@ -3,8 +3,15 @@
 // for itself, and the client's errors.
 import { createHash } from 'node:crypto';
 import {
-  START, excludeSystemEvents, StreamNotFoundError, WrongExpectedVersionError,
-  type CurrentStreamState, type Position, type ReadPosition, type RecordedEvent, type RegexFilter,
+  START,
+  excludeSystemEvents,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+  type CurrentStreamState,
+  type Position,
+  type ReadPosition,
+  type RecordedEvent,
+  type RegexFilter,
 } from '@kurrent/kurrentdb-client';
 import { WrongExpectedRevisionError } from './errors.ts';
 import type { EventMetadata, StoredEvent } from './port.ts';
@@ -102,8 +109,17 @@ export function encodeMetadata(envelope: Envelope): Record<string, unknown> {
 
 function envelopeOf(metadata: unknown): Envelope | null {
   const env = (metadata as { tollgate?: Partial<Envelope> } | null | undefined)?.tollgate;
-  if (!env || env.v !== 1 || typeof env.id !== 'string' || typeof env.timestamp !== 'string'
-    || typeof env.prevHash !== 'string' || typeof env.hash !== 'string' || typeof env.metadata !== 'object' || env.metadata === null) return null;
+  if (
+    !env ||
+    env.v !== 1 ||
+    typeof env.id !== 'string' ||
+    typeof env.timestamp !== 'string' ||
+    typeof env.prevHash !== 'string' ||
+    typeof env.hash !== 'string' ||
+    typeof env.metadata !== 'object' ||
+    env.metadata === null
+  )
+    return null;
   return env as Envelope;
 }
 
@@ -113,9 +129,16 @@ export function toStoredEvent(e: RecordedEvent, position: number): StoredEvent |
   const env = envelopeOf(e.metadata);
   if (!env || typeof e.data !== 'object' || e.data === null || Array.isArray(e.data)) return null;
   return {
-    id: env.id, type: e.type, stream: e.streamId, revision: Number(e.revision), position,
-    timestamp: env.timestamp, data: e.data as Record<string, unknown>, metadata: env.metadata,
-    prevHash: env.prevHash, hash: env.hash,
+    id: env.id,
+    type: e.type,
+    stream: e.streamId,
+    revision: Number(e.revision),
+    position,
+    timestamp: env.timestamp,
+    data: e.data as Record<string, unknown>,
+    metadata: env.metadata,
+    prevHash: env.prevHash,
+    hash: env.hash,
   };
 }
 

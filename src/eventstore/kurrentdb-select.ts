@@ -1,27 +1,28 @@
 // Which event store a process opens (EVENT_STORE). PostgreSQL is the default and is created by
 // openLedger itself; this opens KurrentDB when asked, after checking the settings it needs.
 import type { Settings } from '../config.ts';
-import { validateEvent } from '../ledger/catalogue.ts';
-import type { EventStore } from './port.ts';
+import type { EventStore, NewEvent } from './port.ts';
 import { connectKurrentDb, redactConnectionString, type KurrentClient } from './kurrentdb-client.ts';
 import { createKurrentDbEventStore } from './kurrentdb.ts';
 
 /** The configured event store, or undefined for the default (PostgreSQL, opened by openLedger). */
 export async function openSelectedEventStore(
   settings: Pick<Settings, 'eventStore' | 'kurrentDbUrl' | 'databaseUrl'>,
+  /** The event catalogue's check (the ledger's): the store knows no event types of its own. */
+  validate: (event: NewEvent) => void,
   connect: (url: string) => KurrentClient = connectKurrentDb,
 ): Promise<EventStore | undefined> {
   if (settings.eventStore !== 'kurrentdb') return undefined;
   if (!settings.kurrentDbUrl) throw new Error('EVENT_STORE=kurrentdb needs KURRENTDB_URL (for example kurrentdb://127.0.0.1:2113?tls=false)');
   // Read models, rate limits and idempotency records stay in PostgreSQL, shared by every process.
   if (!settings.databaseUrl) throw new Error('EVENT_STORE=kurrentdb needs DATABASE_URL: read models, rate limits and idempotency records stay in PostgreSQL');
-  const store = createKurrentDbEventStore(connect(settings.kurrentDbUrl), { validate: validateEvent });
+  const store = createKurrentDbEventStore(connect(settings.kurrentDbUrl), { validate });
   try {
     // The client connects lazily; ask for the head now so a wrong URL fails the start, not a call.
     await store.headPosition();
   } catch (err) {
     await store.close().catch(() => undefined);
-    throw new Error(`cannot read $all from KurrentDB at ${redactConnectionString(settings.kurrentDbUrl)}: ${(err as Error).message}`);
+    throw new Error(`cannot read $all from KurrentDB at ${redactConnectionString(settings.kurrentDbUrl)}: ${(err as Error).message}`, { cause: err });
   }
   return store;
 }

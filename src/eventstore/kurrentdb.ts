@@ -6,9 +6,7 @@
 // commit position) in PostgreSQL in the same transaction as its rows.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import {
-  ANY, BACKWARDS, END, NO_STREAM, type EventData, type ReadPosition, type RecordedEvent,
-} from '@kurrent/kurrentdb-client';
+import { ANY, BACKWARDS, END, NO_STREAM, type EventData, type ReadPosition, type RecordedEvent } from '@kurrent/kurrentdb-client';
 import { chainHash, eventBody, GENESIS_HASH } from './canonical.ts';
 import { assertStreamName } from './stream-name.ts';
 import { DuplicateEventError, InvalidEventError, InvalidStreamNameError, WrongExpectedRevisionError } from './errors.ts';
@@ -16,8 +14,19 @@ import { pollingSubscription } from './subscription.ts';
 import type { KurrentClient, LiveFeed } from './kurrentdb-client.ts';
 import { claimEventIds } from './kurrentdb-claims.ts';
 import {
-  encodeMetadata, hashOf, INTERNAL_STREAM_PREFIX, isStreamNotFound, isUserEvent, kurrentEventId, mapAppendError,
-  positionNumber, readFrom, SNAPSHOT_EVENT_TYPE, snapshotStream, toStoredEvent, userEventsFilter,
+  encodeMetadata,
+  hashOf,
+  INTERNAL_STREAM_PREFIX,
+  isStreamNotFound,
+  isUserEvent,
+  kurrentEventId,
+  mapAppendError,
+  positionNumber,
+  readFrom,
+  SNAPSHOT_EVENT_TYPE,
+  snapshotStream,
+  toStoredEvent,
+  userEventsFilter,
 } from './kurrentdb-mapping.ts';
 import type { AppendRequest, AppendResult, EventStore, NewEvent, Snapshot, StoredEvent, Subscription } from './port.ts';
 
@@ -32,7 +41,10 @@ export interface KurrentDbStoreOptions {
   onWarning?: (message: string, err: unknown) => void;
 }
 
-interface Head { revision: number; hash: string }
+interface Head {
+  revision: number;
+  hash: string;
+}
 
 export function createKurrentDbEventStore(client: KurrentClient, options: KurrentDbStoreOptions = {}): EventStore {
   const appended = new EventEmitter();
@@ -90,11 +102,13 @@ export function createKurrentDbEventStore(client: KurrentClient, options: Kurren
 
   async function appendOne(req: AppendRequest): Promise<AppendResult> {
     assertStreamName(req.stream);
-    if (req.stream.startsWith(INTERNAL_STREAM_PREFIX)) throw new InvalidStreamNameError(req.stream, `names starting with ${INTERNAL_STREAM_PREFIX} are reserved for the event store`);
+    if (req.stream.startsWith(INTERNAL_STREAM_PREFIX))
+      throw new InvalidStreamNameError(req.stream, `names starting with ${INTERNAL_STREAM_PREFIX} are reserved for the event store`);
     if (req.events.length === 0) throw new Error('an append needs at least one event');
     for (const e of req.events) {
       options.validate?.(e);
-      if (typeof e.type !== 'string' || e.type.startsWith('$')) throw new InvalidEventError(String(e.type), 'event types starting with $ are reserved for KurrentDB');
+      if (typeof e.type !== 'string' || e.type.startsWith('$'))
+        throw new InvalidEventError(String(e.type), 'event types starting with $ are reserved for KurrentDB');
     }
     const ids = req.events.map((e) => e.id ?? randomUUID());
     const kurrentIds = ids.map(kurrentEventId);
@@ -112,7 +126,10 @@ export function createKurrentDbEventStore(client: KurrentClient, options: Kurren
       return { id: kurrentIds[j], contentType: 'application/json', type: e.type, data: e.data as Record<string, unknown>, metadata };
     });
 
-    const claims = await claimEventIds(client, kurrentIds.map((kurrentId, j) => ({ kurrentId, stream: req.stream, revision: head.revision + 1 + j })));
+    const claims = await claimEventIds(
+      client,
+      kurrentIds.map((kurrentId, j) => ({ kurrentId, stream: req.stream, revision: head.revision + 1 + j })),
+    );
     if (claims.duplicate >= 0) throw new DuplicateEventError(ids[claims.duplicate]);
 
     let result;
@@ -136,10 +153,13 @@ export function createKurrentDbEventStore(client: KurrentClient, options: Kurren
     } catch (err) {
       warn('append result carried no $all position', err);
     }
-    const firstPosition = req.events.length === 1 ? lastPosition : await positionOf(req.stream, head.revision + 1).catch((err) => {
-      warn('could not read the position of the first appended event', err);
-      return lastPosition;
-    });
+    const firstPosition =
+      req.events.length === 1
+        ? lastPosition
+        : await positionOf(req.stream, head.revision + 1).catch((err) => {
+            warn('could not read the position of the first appended event', err);
+            return lastPosition;
+          });
     if (req.snapshot !== undefined) await writeSnapshot(req.stream, revision, req.snapshot);
     if (lastPosition > 0) appended.emit('position', lastPosition);
     return { stream: req.stream, revision, firstPosition, lastPosition };
@@ -161,10 +181,19 @@ export function createKurrentDbEventStore(client: KurrentClient, options: Kurren
   async function writeSnapshot(stream: string, revision: number, state: unknown): Promise<void> {
     const name = snapshotStream(stream);
     try {
-      const r = await client.appendToStream(name, [{
-        id: randomUUID(), contentType: 'application/json', type: SNAPSHOT_EVENT_TYPE,
-        data: { revision, state: JSON.parse(JSON.stringify(state) ?? 'null') }, metadata: undefined,
-      }], { streamState: ANY });
+      const r = await client.appendToStream(
+        name,
+        [
+          {
+            id: randomUUID(),
+            contentType: 'application/json',
+            type: SNAPSHOT_EVENT_TYPE,
+            data: { revision, state: JSON.parse(JSON.stringify(state) ?? 'null') },
+            metadata: undefined,
+          },
+        ],
+        { streamState: ANY },
+      );
       if (r.nextExpectedRevision === 0n) await client.setStreamMetadata(name, { maxCount: 1 });
     } catch (err) {
       warn(`snapshot of ${stream} at revision ${revision} not written`, err);
@@ -174,22 +203,37 @@ export function createKurrentDbEventStore(client: KurrentClient, options: Kurren
   async function appendMany(requests: AppendRequest[]): Promise<Array<AppendResult | Error>> {
     const results: Array<AppendResult | Error> = new Array(requests.length);
     const run = async (i: number) => {
-      try { results[i] = await appendOne(requests[i]); } catch (err) { results[i] = err instanceof Error ? err : new Error(String(err)); }
+      try {
+        results[i] = await appendOne(requests[i]);
+      } catch (err) {
+        results[i] = err instanceof Error ? err : new Error(String(err));
+      }
     };
     // One lane per stream keeps a stream's requests in order. A batch that repeats an event id
     // runs one request at a time, so the later copy meets the earlier one's claim and event.
-    const ids = requests.flatMap((r) => r.events.map((e) => e.id).filter((id): id is string => !!id).map(kurrentEventId));
+    const ids = requests.flatMap((r) =>
+      r.events
+        .map((e) => e.id)
+        .filter((id): id is string => !!id)
+        .map(kurrentEventId),
+    );
     if (new Set(ids).size !== ids.length) {
       for (let i = 0; i < requests.length; i++) await run(i);
       return results;
     }
     const lanes = new Map<string, number[]>();
-    requests.forEach((r, i) => { const lane = lanes.get(String(r.stream)); if (lane) lane.push(i); else lanes.set(String(r.stream), [i]); });
+    requests.forEach((r, i) => {
+      const lane = lanes.get(String(r.stream));
+      if (lane) lane.push(i);
+      else lanes.set(String(r.stream), [i]);
+    });
     const queue = [...lanes.values()];
     const workers = Math.min(options.concurrency ?? 32, queue.length);
-    await Promise.all(Array.from({ length: workers }, async () => {
-      for (let lane = queue.shift(); lane; lane = queue.shift()) for (const i of lane) await run(i);
-    }));
+    await Promise.all(
+      Array.from({ length: workers }, async () => {
+        for (let lane = queue.shift(); lane; lane = queue.shift()) for (const i of lane) await run(i);
+      }),
+    );
     return results;
   }
 
@@ -291,7 +335,15 @@ export function createKurrentDbEventStore(client: KurrentClient, options: Kurren
     headPosition,
     subscribe(afterPosition, handler, subscribeOptions): Subscription {
       startFeed();
-      return pollingSubscription({ afterPosition, handler, readAll, head: headPosition, notifier: appended, pollIntervalMs: options.pollIntervalMs ?? 1000, lingerMs: subscribeOptions?.lingerMs });
+      return pollingSubscription({
+        afterPosition,
+        handler,
+        readAll,
+        head: headPosition,
+        notifier: appended,
+        pollIntervalMs: options.pollIntervalMs ?? 1000,
+        lingerMs: subscribeOptions?.lingerMs,
+      });
     },
     async close() {
       closed = true;

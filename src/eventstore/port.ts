@@ -78,6 +78,9 @@ export interface SubscribeOptions {
   lingerMs?: number;
 }
 
+/** Reading the event log: what a consumer that never appends needs. */
+export type EventReader = Pick<EventStore, 'kind' | 'readStream' | 'readAll' | 'readAllProjected' | 'headPosition' | 'subscribe' | 'readSnapshot'>;
+
 export interface EventStore {
   readonly kind: string;
   append(request: AppendRequest): Promise<AppendResult>;

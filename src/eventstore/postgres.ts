@@ -8,7 +8,16 @@ import { assertStreamName } from './stream-name.ts';
 import { DuplicateEventError, WrongExpectedRevisionError } from './errors.ts';
 import { pollingSubscription } from './subscription.ts';
 import type {
-  AppendRequest, AppendResult, EventHandler, EventStore, NewEvent, ProjectedEvent, Snapshot, StoredEvent, SubscribeOptions, Subscription,
+  AppendRequest,
+  AppendResult,
+  EventHandler,
+  EventStore,
+  NewEvent,
+  ProjectedEvent,
+  Snapshot,
+  StoredEvent,
+  SubscribeOptions,
+  Subscription,
 } from './port.ts';
 
 export interface PostgresStoreOptions {
@@ -23,9 +32,16 @@ export interface PostgresStoreOptions {
 const SEP = '\u001e';
 
 interface EventRow {
-  position: number; id: string; stream: string; revision: number; type: string;
-  data: Record<string, unknown>; metadata: StoredEvent['metadata']; timestamp: string;
-  prev_hash: string; hash: string;
+  position: number;
+  id: string;
+  stream: string;
+  revision: number;
+  type: string;
+  data: Record<string, unknown>;
+  metadata: StoredEvent['metadata'];
+  timestamp: string;
+  prev_hash: string;
+  hash: string;
 }
 
 // The timestamp comes back as the ISO text Date#toISOString() gives (millisecond precision, UTC),
@@ -74,8 +90,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       try {
         assertStreamName(req.stream);
         if (req.events.length === 0) throw new Error('an append needs at least one event');
-        const expected = req.expectedRevision === 'no_stream' ? -1
-          : req.expectedRevision === 'any' ? current.get(req.stream) ?? -1 : req.expectedRevision;
+        const expected = req.expectedRevision === 'no_stream' ? -1 : req.expectedRevision === 'any' ? (current.get(req.stream) ?? -1) : req.expectedRevision;
         const timestamp = new Date().toISOString();
         const eventIds: string[] = [];
         const eventBodies = req.events.map((e, j) => {
@@ -87,7 +102,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
         streams.push(req.stream);
         expecteds.push(expected);
         // '' is no snapshot (JSON text is never empty).
-        snapshots.push(req.snapshot === undefined ? '' : JSON.stringify(req.snapshot) ?? '');
+        snapshots.push(req.snapshot === undefined ? '' : (JSON.stringify(req.snapshot) ?? ''));
         counts.push(eventBodies.length);
         for (let j = 0; j < eventBodies.length; j++) {
           ids.push(eventIds[j]);
@@ -106,7 +121,8 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       const relaxed = requests.every((r) => r.durable === false) ? `, set_config('synchronous_commit', 'off', true)` : '';
       const rows = await db.query<{ r: Array<Record<string, number | boolean | string>> }>(
         `SELECT ${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6) AS r${relaxed}`,
-        [streams.join(SEP), expecteds, snapshots.join(SEP), counts, ids.join(SEP), bodies.join(SEP)]);
+        [streams.join(SEP), expecteds, snapshots.join(SEP), counts, ids.join(SEP), bodies.join(SEP)],
+      );
       rows[0].r.forEach((r, j) => {
         const req = requests[indexes[j]];
         if (r.ok) {
@@ -123,8 +139,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
   }
 
   async function readAll(afterPosition: number, limit: number): Promise<StoredEvent[]> {
-    const rows = await db.query<EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`, [afterPosition, limit]);
+    const rows = await db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`, [afterPosition, limit]);
     return rows.map(toStored);
   }
 
@@ -137,21 +152,27 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     },
     appendMany,
     async readStream(stream, fromRevision = 0) {
-      const rows = await db.query<EventRow>(
-        `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE stream = $1 AND revision >= $2 ORDER BY revision`, [stream, fromRevision]);
+      const rows = await db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE stream = $1 AND revision >= $2 ORDER BY revision`, [
+        stream,
+        fromRevision,
+      ]);
       return rows.map(toStored);
     },
     readAll,
     async readAllProjected(afterPosition, limit): Promise<ProjectedEvent[]> {
-      const rows = await db.query<ProjectedEvent>(
-        `SELECT ${PROJECTED_COLUMNS} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`, [afterPosition, limit]);
+      const rows = await db.query<ProjectedEvent>(`SELECT ${PROJECTED_COLUMNS} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`, [
+        afterPosition,
+        limit,
+      ]);
       // The rows are the events already (position, a bigint, is parsed to a number by the driver
       // and by PGlite's normaliseRow): no second object per event.
       return rows;
     },
     async readSnapshot(stream): Promise<Snapshot | null> {
       const rows = await db.query<{ snapshot: unknown; snapshot_revision: number | null }>(
-        `SELECT snapshot, snapshot_revision FROM ${s}.streams WHERE stream = $1`, [stream]);
+        `SELECT snapshot, snapshot_revision FROM ${s}.streams WHERE stream = $1`,
+        [stream],
+      );
       const row = rows[0];
       return row && row.snapshot_revision !== null ? { revision: row.snapshot_revision, state: row.snapshot } : null;
     },
@@ -161,8 +182,13 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     },
     subscribe(afterPosition: number, handler: EventHandler, subscribeOptions?: SubscribeOptions): Subscription {
       return pollingSubscription({
-        afterPosition, handler, readAll, head: async () => Number((await db.query<{ p: number | null }>(`SELECT max(position) AS p FROM ${s}.events`))[0].p ?? 0),
-        notifier: appended, pollIntervalMs: options.pollIntervalMs ?? 1000, lingerMs: subscribeOptions?.lingerMs,
+        afterPosition,
+        handler,
+        readAll,
+        head: async () => Number((await db.query<{ p: number | null }>(`SELECT max(position) AS p FROM ${s}.events`))[0].p ?? 0),
+        notifier: appended,
+        pollIntervalMs: options.pollIntervalMs ?? 1000,
+        lingerMs: subscribeOptions?.lingerMs,
       });
     },
     async close() {
@@ -173,9 +199,16 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
 
 function toStored(r: EventRow): StoredEvent {
   return {
-    id: r.id, type: r.type, stream: r.stream, revision: r.revision, position: Number(r.position),
-    timestamp: r.timestamp, data: r.data, metadata: r.metadata,
-    prevHash: r.prev_hash, hash: r.hash,
+    id: r.id,
+    type: r.type,
+    stream: r.stream,
+    revision: r.revision,
+    position: Number(r.position),
+    timestamp: r.timestamp,
+    data: r.data,
+    metadata: r.metadata,
+    prevHash: r.prev_hash,
+    hash: r.hash,
   };
 }
 

@@ -26,25 +26,37 @@ export function pollingSubscription(opts: {
   const waiters: Array<{ target: number; resolve: () => void; reject: (e: Error) => void }> = [];
   const pageSize = opts.pageSize ?? 2000;
 
-  const onAppend = () => { dirty = true; wake?.(); };
+  const onAppend = () => {
+    dirty = true;
+    wake?.();
+  };
   opts.notifier.on('position', onAppend);
   const timer = setInterval(onAppend, opts.pollIntervalMs);
   timer.unref();
 
   const settleWaiters = () => {
     for (let i = waiters.length - 1; i >= 0; i--) {
-      if (waiters[i].target <= position) { waiters[i].resolve(); waiters.splice(i, 1); }
+      if (waiters[i].target <= position) {
+        waiters[i].resolve();
+        waiters.splice(i, 1);
+      }
     }
   };
 
   const loop = (async () => {
     while (!closed) {
-      if (!dirty) await new Promise<void>((r) => { wake = r; });
+      if (!dirty)
+        await new Promise<void>((r) => {
+          wake = r;
+        });
       wake = null;
       if (lingerMs > 0 && !urgent && !closed) {
         await new Promise<void>((r) => {
           const pause = setTimeout(r, lingerMs);
-          cutLinger = () => { clearTimeout(pause); r(); };
+          cutLinger = () => {
+            clearTimeout(pause);
+            r();
+          };
         });
         cutLinger = null;
       }

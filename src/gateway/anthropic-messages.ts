@@ -36,7 +36,10 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 function systemText(system: unknown): string {
   if (typeof system === 'string') return system;
   if (!Array.isArray(system)) return '';
-  return system.filter((b) => isObject(b) && b.type === 'text' && typeof b.text === 'string').map((b) => (b as { text: string }).text).join('\n\n');
+  return system
+    .filter((b) => isObject(b) && b.type === 'text' && typeof b.text === 'string')
+    .map((b) => (b as { text: string }).text)
+    .join('\n\n');
 }
 
 /** An image block's source as a URL the canonical shape carries (data URI for base64). */
@@ -44,7 +47,8 @@ function imageUrl(block: Json, where: string): string | null {
   const source = block.source;
   if (!isObject(source)) throw badRequest(`${where}.source: an image block needs a source.`, `${where}.source`);
   if (source.type === 'base64') {
-    if (typeof source.data !== 'string' || typeof source.media_type !== 'string') throw badRequest(`${where}.source: base64 images need media_type and data.`, `${where}.source`);
+    if (typeof source.data !== 'string' || typeof source.media_type !== 'string')
+      throw badRequest(`${where}.source: base64 images need media_type and data.`, `${where}.source`);
     return `data:${source.media_type};base64,${source.data}`;
   }
   if (source.type === 'url') {
@@ -79,7 +83,10 @@ function toolResultContent(content: unknown, where: string): { text: string; ima
   if (!Array.isArray(content)) throw badRequest(`${where}.content: must be a string or a list of blocks.`, `${where}.content`);
   const parts = userParts(content.filter(isObject), `${where}.content`);
   return {
-    text: parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('\n'),
+    text: parts
+      .filter((p) => p.type === 'text')
+      .map((p) => (p as { text: string }).text)
+      .join('\n'),
     images: parts.filter((p) => p.type === 'image_url'),
   };
 }
@@ -99,11 +106,15 @@ export function toCanonicalMessages(body: Pick<MessagesBody, 'system' | 'message
     const where = `messages[${m}]`;
     const blocks = blocksOf(message.content, where);
     if (message.role === 'assistant') {
-      const text = blocks.filter((b) => b.type === 'text' && typeof b.text === 'string').map((b) => b.text as string).join('');
+      const text = blocks
+        .filter((b) => b.type === 'text' && typeof b.text === 'string')
+        .map((b) => b.text as string)
+        .join('');
       const toolCalls: ToolCall[] = [];
       blocks.forEach((b, i) => {
         if (b.type !== 'tool_use') return;
-        if (typeof b.id !== 'string' || typeof b.name !== 'string') throw badRequest(`${where}.content[${i}]: tool_use blocks need an id and a name.`, `${where}.content[${i}]`);
+        if (typeof b.id !== 'string' || typeof b.name !== 'string')
+          throw badRequest(`${where}.content[${i}]: tool_use blocks need an id and a name.`, `${where}.content[${i}]`);
         toolCalls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } });
       });
       // thinking, redacted_thinking, server tool blocks and the like carry nothing we forward.
@@ -142,7 +153,10 @@ export function toCanonicalTools(tools: unknown): ToolDefinition[] | undefined {
   tools.forEach((t, i) => {
     if (!isObject(t) || !isObject(t.input_schema)) return;
     if (typeof t.name !== 'string' || !t.name) throw badRequest(`tools[${i}].name: required.`, `tools[${i}].name`);
-    out.push({ type: 'function', function: { name: t.name, ...(typeof t.description === 'string' ? { description: t.description } : {}), parameters: t.input_schema } });
+    out.push({
+      type: 'function',
+      function: { name: t.name, ...(typeof t.description === 'string' ? { description: t.description } : {}), parameters: t.input_schema },
+    });
   });
   return out.length ? out : undefined;
 }
@@ -151,13 +165,17 @@ export function toCanonicalToolChoice(choice: unknown, params: Record<string, un
   if (!isObject(choice)) return undefined;
   if (choice.disable_parallel_tool_use === true) params.parallel_tool_calls = false;
   switch (choice.type) {
-    case 'auto': return 'auto';
-    case 'any': return 'required';
-    case 'none': return 'none';
+    case 'auto':
+      return 'auto';
+    case 'any':
+      return 'required';
+    case 'none':
+      return 'none';
     case 'tool':
       if (typeof choice.name !== 'string') throw badRequest('tool_choice.name: required when tool_choice.type is "tool".', 'tool_choice.name');
       return { type: 'function', function: { name: choice.name } };
-    default: return undefined;
+    default:
+      return undefined;
   }
 }
 
@@ -172,7 +190,10 @@ export function toCanonical(body: MessagesBody): CanonicalRequest {
   // has no faithful mapping and is ignored.
   const effort = body.output_config?.effort;
   return {
-    messages: toCanonicalMessages(body), tools, toolChoice, params,
+    messages: toCanonicalMessages(body),
+    tools,
+    toolChoice,
+    params,
     reasoningEffort: typeof effort === 'string' && EFFORTS.has(effort) ? effort : undefined,
   };
 }
@@ -182,8 +203,17 @@ export function toCanonical(body: MessagesBody): CanonicalRequest {
 export const stopReason = (r: FinishReason) => (r === 'length' ? 'max_tokens' : r === 'tool_calls' ? 'tool_use' : 'end_turn');
 export const messageId = () => `msg_${randomUUID().replace(/-/g, '')}`;
 
+/** Anthropic's usage: input_tokens leaves out the tokens read from or written to the cache. */
 export function usageBody(u: Usage) {
-  return { input_tokens: u.prompt_tokens, output_tokens: u.completion_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, service_tier: 'standard' };
+  const read = u.cached_tokens ?? 0;
+  const write = u.cache_write_tokens ?? 0;
+  return {
+    input_tokens: u.prompt_tokens - read - write,
+    output_tokens: u.completion_tokens,
+    cache_creation_input_tokens: write,
+    cache_read_input_tokens: read,
+    service_tier: 'standard',
+  };
 }
 
 function parseInput(args: string): unknown {
@@ -200,8 +230,14 @@ export function messageBody(id: string, model: string, outcome: ChatOutcome) {
   if (outcome.content || outcome.toolCalls.length === 0) content.push({ type: 'text', text: outcome.content });
   for (const call of outcome.toolCalls) content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseInput(call.function.arguments) });
   return {
-    id, type: 'message', role: 'assistant', model, content,
-    stop_reason: stopReason(outcome.finishReason), stop_sequence: null, usage: usageBody(outcome.usage),
+    id,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content,
+    stop_reason: stopReason(outcome.finishReason),
+    stop_sequence: null,
+    usage: usageBody(outcome.usage),
   };
 }
 
@@ -211,7 +247,12 @@ export function messagesStreamRenderer(sse: SseWriter, id: string, model: string
   let open: { index: number; kind: 'text' | 'tool' } | null = null;
   let pinged = false;
   const toolBlocks = new Map<number, number>(); // canonical tool-call index -> block index
-  const ping = () => { if (!pinged) { pinged = true; sse.event('ping', { type: 'ping' }); } };
+  const ping = () => {
+    if (!pinged) {
+      pinged = true;
+      sse.event('ping', { type: 'ping' });
+    }
+  };
   const close = () => {
     if (open) sse.event('content_block_stop', { type: 'content_block_stop', index: open.index });
     open = null;
@@ -226,7 +267,16 @@ export function messagesStreamRenderer(sse: SseWriter, id: string, model: string
 
   sse.event('message_start', {
     type: 'message_start',
-    message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usageBody({ prompt_tokens: promptTokens, completion_tokens: 0 }) } },
+    message: {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { ...usageBody({ prompt_tokens: promptTokens, completion_tokens: 0 }) },
+    },
   });
 
   return {
@@ -240,14 +290,16 @@ export function messagesStreamRenderer(sse: SseWriter, id: string, model: string
         index = start('tool', { type: 'tool_use', id: part.id ?? `toolu_${randomUUID().replace(/-/g, '')}`, name: part.name ?? '', input: {} });
         toolBlocks.set(part.index, index);
       }
-      if (part.arguments) sse.event('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: part.arguments } });
+      if (part.arguments)
+        sse.event('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: part.arguments } });
     },
-    finish(reason, usage) {
+    finish(reason, usage, billing) {
       close();
       ping();
       sse.event('message_delta', {
-        type: 'message_delta', delta: { stop_reason: stopReason(reason), stop_sequence: null },
-        usage: { input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+        type: 'message_delta',
+        delta: { stop_reason: stopReason(reason), stop_sequence: null },
+        usage: { ...(({ service_tier: _tier, ...counts }) => counts)(usageBody(usage)), billed_tokens: billing.billed },
       });
       sse.event('message_stop', { type: 'message_stop' });
     },
@@ -260,9 +312,18 @@ export function messagesStreamRenderer(sse: SseWriter, id: string, model: string
 // ------------------------------------------------------------------ errors
 
 const ERROR_TYPES: Record<number, string> = {
-  400: 'invalid_request_error', 401: 'authentication_error', 402: 'billing_error', 403: 'permission_error',
-  404: 'not_found_error', 413: 'request_too_large', 429: 'rate_limit_error', 500: 'api_error', 502: 'api_error',
-  503: 'overloaded_error', 504: 'timeout_error', 529: 'overloaded_error',
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  502: 'api_error',
+  503: 'overloaded_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
 };
 
 export function anthropicErrorType(status: number): string {

@@ -1,12 +1,12 @@
 // First start on an empty ledger: a demo plan with every model, an account and a key, so a
 // newcomer can make a call at once. The key is returned here and printed once by the CLI.
 import type { Ledger } from '../ledger/ledger.ts';
+import * as plans from '../../projections/plans.ts';
 
-export const DEMO_PLAN = { planId: 'demo', name: 'Demo', quota: 10_000_000, validityDays: 365, requestsPerMinute: 600, models: ['*'] };
+const DEMO_PLAN = { planId: 'demo', name: 'Demo', quota: 10_000_000, validityDays: 365, requestsPerMinute: 600, models: ['*'] };
 
 export async function bootstrapDemo(ledger: Ledger): Promise<{ keySecret: string; accountId: string } | null> {
-  const [{ n }] = await ledger.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${ledger.rmSchema}".plans`);
-  if (Number(n) > 0) return null;
+  if ((await plans.count(ledger.readModels.db, ledger.rmSchema)) > 0) return null;
   const actor = 'system:bootstrap';
   await ledger.definePlan(DEMO_PLAN, actor);
   const accountId = await ledger.openAccount({ accountId: 'demo', name: 'Demo account' }, actor);

@@ -1,23 +1,42 @@
 // One metered chat call, whatever the dialect (chat completions, Anthropic Messages, Responses):
-// resolve the model, hold the upper bound, call the upstream capped at the hold, settle the
-// actual usage or release the hold. Dialects only translate requests and render replies.
+// resolve the model, hold the upper bound, call the model's channels (failover before anything
+// reached the caller) capped at the hold, settle what the upstream reported or release the hold.
+// A channel that speaks the caller's dialect gets the caller's own body (pass-through); any
+// other is called in the canonical chat shape, which the dialect renders back.
 import { abortWhenClientGone } from '../http/client-gone.ts';
 import type { Context } from 'koa';
 import type { GatewayDeps } from './deps.ts';
 import { resolveCallerModel } from './model-access.ts';
 import { countMessageTokens, countTextTokens } from '../upstream/tokenizer.ts';
-import type { ChatCall, ChatMessage, ChatOutcome, ChatStreamPart, FinishReason, ToolDefinition, Usage } from '../upstream/port.ts';
-import type { ChatApi } from '../ledger/events.ts';
+import {
+  UpstreamError,
+  type ChatCall,
+  type ChatMessage,
+  type ChatOutcome,
+  type ChatStreamPart,
+  type Dialect,
+  type FinishReason,
+  type NativeCall,
+  type NativeProvider,
+  type NativeReply,
+  type NativeStreamEvent,
+  type ToolDefinition,
+  type Usage,
+} from '../upstream/port.ts';
+import type { UpstreamTrail } from '../ledger/events.ts';
 import { setBillingHeaders } from './billing-headers.ts';
 import { applyRateHeaders } from '../http/rate-limit.ts';
 import { isAbortError } from '../upstream/abort.ts';
 import type { SseWriter } from './sse.ts';
+import { isResizable, releaseReasonOf } from './metering.ts';
+import { eventWithBilledTokens, withBilledTokens } from './billed-usage.ts';
 import type { CatalogModel } from './model-catalog.ts';
-import type { Hold } from './metering.ts';
-import { DomainError } from '../ledger/errors.ts';
+import { failedAttemptsOf, failureCode, openWithFailover, withFailover, type FailedAttempt } from '../upstream/channels/failover.ts';
+import type { Channel } from '../upstream/channels/registry.ts';
+import type { Route } from './models-config.ts';
 
 export interface ChatRequest {
-  api: ChatApi;
+  api: Dialect;
   model: string;
   messages: ChatMessage[];
   tools?: ToolDefinition[];
@@ -27,20 +46,45 @@ export interface ChatRequest {
   params: Record<string, unknown>;
   /** Streamed replies commit their status with the first byte, so their hold must be committed first. */
   stream: boolean;
+  /** The caller's validated body: what a channel speaking `api` natively receives (model and cap changed). */
+  body: Record<string, unknown>;
+  /** Dialect headers passed on with the body to a channel that speaks `api` natively (anthropic-beta). */
+  headers?: Record<string, string>;
 }
 
 /** What a dialect translates its request into, before the gateway adds model and limits. */
 export type CanonicalRequest = Pick<ChatRequest, 'messages' | 'tools' | 'toolChoice' | 'reasoningEffort' | 'params'>;
 
-export interface Billing { billed: number; remaining: number }
+export interface Billing {
+  billed: number;
+  remaining: number;
+}
+
+/** A whole reply: the upstream's own body (pass-through) or the canonical outcome to render. */
+export type ChatReply = { native: NativeReply } | { canonical: ChatOutcome };
+
+export interface StreamWriters {
+  /** The dialect's renderer of canonical parts; made only when a translated channel answers (it writes its own opening events). */
+  renderer(): StreamRenderer;
+  /** The dialect's error event, for a pass-through stream that fails after it began. */
+  nativeError(message: string): void;
+}
+
+export interface OpenedChatStream {
+  /** Writes the reply to the caller; settles before the final event leaves. */
+  pipe(sse: SseWriter, writers: StreamWriters): void;
+}
 
 export interface PreparedChat {
-  model: CatalogModel;
+  model: CatalogModel & { route: Route };
   promptTokens: number;
   /** Non-streamed: the upstream's reply, already settled. */
-  complete(): Promise<{ outcome: ChatOutcome; billing: Billing }>;
-  /** Streamed: feeds parts to the renderer; settles before `finish` is rendered. */
-  stream(sse: SseWriter, render: StreamRenderer): void;
+  complete(): Promise<{ reply: ChatReply; billing: Billing }>;
+  /**
+   * Streamed: opens the upstream stream (with failover until its first event). Throws, with the
+   * hold released, when no channel could start it: the caller then gets an error status, not a 200.
+   */
+  openStream(): Promise<OpenedChatStream>;
 }
 
 export interface StreamRenderer {
@@ -50,6 +94,13 @@ export interface StreamRenderer {
   error(message: string): void;
 }
 
+const trailOf = (channel: Channel, failed: FailedAttempt[], upstreamId: string | undefined): UpstreamTrail => ({
+  channel: channel.id,
+  upstreamModel: channel.upstreamModel,
+  upstreamId: upstreamId ?? null,
+  failovers: failed,
+});
+
 export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequest): Promise<PreparedChat> {
   const model = await resolveCallerModel(deps, ctx, req.model);
   const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
@@ -57,30 +108,53 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
   // A streamed reply commits its status with its first byte, so its hold is committed first; a
   // whole reply is only sent once settled, so its upstream call may start as soon as the hold is
   // decided (complete() below).
-  const takeHold = (early: boolean) => deps.metering.reserveChat(caller, model.id, model.multiplierMilli, promptTokens, req.maxTokens, { early });
+  const takeHold = (early: boolean) => deps.metering.reserveChat(caller, model.id, model, promptTokens, req.maxTokens, { early });
   let hold = await takeHold(!req.stream);
   applyRateHeaders(ctx, hold.rate);
-  const callWith = (h: Hold, signal: AbortSignal): ChatCall => ({
-    upstreamModel: model.route.upstreamModel, messages: req.messages, maxTokens: h.maxCompletionTokens,
-    reasoningEffort: req.reasoningEffort, tools: req.tools, toolChoice: req.toolChoice, params: req.params, signal,
+  const nativeOf = (channel: Channel): NativeProvider | null => (channel.provider.native?.dialects.has(req.api) ? channel.provider.native : null);
+  const nativeCall = (channel: Channel, signal: AbortSignal): NativeCall => ({
+    dialect: req.api,
+    upstreamModel: channel.upstreamModel,
+    publicModel: model.id,
+    body: req.body,
+    maxTokens: hold.maxCompletionTokens,
+    signal,
+    headers: req.headers,
   });
+  const chatCall = (channel: Channel, signal: AbortSignal): ChatCall => ({
+    upstreamModel: channel.upstreamModel,
+    messages: req.messages,
+    maxTokens: hold.maxCompletionTokens,
+    reasoningEffort: req.reasoningEffort,
+    tools: req.tools,
+    toolChoice: req.toolChoice,
+    params: req.params,
+    signal,
+  });
+  const failover = (signal: AbortSignal) => ({ registry: deps.channels, signal });
   // A client that left (even while the call was being prepared) stops the upstream too.
   let abort = abortWhenClientGone(ctx);
-  let call = callWith(hold, abort.signal);
   const effort = req.reasoningEffort ?? null;
-  const settle = async (usage: Usage, streamed: boolean, aborted: boolean): Promise<Billing> => {
-    const b = await deps.metering.settleChat(hold, { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens }, { reasoningEffort: effort, api: req.api, streamed, aborted });
-    deps.noteAppended(b.position);
+  const settle = async (usage: Usage, streamed: boolean, aborted: boolean, trail: UpstreamTrail): Promise<Billing> => {
+    const b = await deps.metering.settleChat(hold, usage, { reasoningEffort: effort, api: req.api, streamed, aborted, trail });
     ctx.state.billed = b.billed;
     return b;
   };
+  const release = (err: unknown, clientLeft: boolean, attempts = failedAttemptsOf(err)) =>
+    deps.metering.release(hold, releaseReasonOf(err, clientLeft), attempts);
   const startUpstream = () => {
-    const reply = model.route.provider.chat(call);
+    const signal = abort.signal;
+    const reply = withFailover(model.route.channels, failover(signal), async (channel): Promise<ChatReply> => {
+      const native = nativeOf(channel);
+      return native ? { native: await native.call(nativeCall(channel, signal)) } : { canonical: await channel.provider.chat(chatCall(channel, signal)) };
+    });
     reply.catch(() => undefined); // awaited later; not an unhandled rejection meanwhile
     return reply;
   };
+
   return {
-    model, promptTokens,
+    model,
+    promptTokens,
     async complete() {
       // The upstream call runs while the hold's append is in flight; nothing is answered or
       // charged before the hold is committed.
@@ -92,57 +166,112 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
         // call's reply must never reach the client. Hold again on the fresh state (re-sized,
         // committed before anything starts) and call the upstream again within that hold.
         abort.abort();
-        if (!(err instanceof DomainError && err.code === 'insufficient_quota')) throw err;
+        if (!isResizable(err)) throw err;
         hold = await takeHold(false);
         applyRateHeaders(ctx, hold.rate);
         abort = abortWhenClientGone(ctx);
-        call = callWith(hold, abort.signal);
         upstream = startUpstream();
       }
-      let outcome: ChatOutcome;
+      let answered: Awaited<typeof upstream>;
       try {
-        outcome = await upstream;
+        answered = await upstream;
       } catch (err) {
-        await deps.metering.release(hold, abort.signal.aborted ? 'client_aborted' : 'upstream_error');
+        await release(err, abort.signal.aborted);
         throw err;
       }
-      const billing = await settle(outcome.usage, false, false);
+      const answer = answered.value;
+      const { usage, upstreamId } = 'native' in answer ? answer.native : answer.canonical;
+      const billing = await settle(usage, false, false, trailOf(answered.channel, answered.failed, upstreamId));
       setBillingHeaders(ctx, billing.billed, billing.remaining);
-      return { outcome, billing };
+      // The upstream's own body, with what the call cost added to its usage.
+      const reply: ChatReply = 'native' in answer ? { native: { ...answer.native, body: withBilledTokens(answer.native.body, billing.billed) } } : answer;
+      return { reply, billing };
     },
-    stream(sse, render) {
-      let streamedText = '';
-      void (async () => {
-        try {
-          for await (const part of model.route.provider.chatStream(call)) {
-            if (part.type === 'text') {
-              streamedText += part.text;
-              render.text(part.text);
-            } else if (part.type === 'tool_call') {
-              streamedText += (part.name ?? '') + (part.arguments ?? '');
-              render.toolCall(part);
-            } else {
-              // The charge is durable before the client is told the stream is complete.
-              const billing = await settle(part.usage, true, false);
-              render.finish(part.finishReason, part.usage, billing);
+
+    async openStream() {
+      const signal = abort.signal;
+      let opened: Awaited<ReturnType<typeof openWithFailover<NativeStreamEvent | ChatStreamPart>>>;
+      try {
+        opened = await openWithFailover<NativeStreamEvent | ChatStreamPart>(model.route.channels, failover(signal), (channel) => {
+          const native = nativeOf(channel);
+          return native ? native.stream(nativeCall(channel, signal)) : channel.provider.chatStream(chatCall(channel, signal));
+        });
+      } catch (err) {
+        await release(err, signal.aborted);
+        throw err;
+      }
+      const { channel, failed } = opened;
+      const native = nativeOf(channel) !== null;
+      const items = opened.value;
+      return {
+        pipe(sse, writers) {
+          // What the caller has received so far: charged (with the prompt) if the caller leaves.
+          let generated = '';
+          let upstreamId: string | undefined;
+          // The prompt as the upstream counted it, once it said (else the gateway's own count).
+          let prompt: Usage = { prompt_tokens: promptTokens, completion_tokens: 0 };
+          let settled = false;
+          const settleOnce = async (usage: Usage, aborted: boolean, upstreamId?: string) => {
+            settled = true;
+            return settle(usage, true, aborted, trailOf(channel, failed, upstreamId));
+          };
+          const renderer = native ? null : writers.renderer();
+          void (async () => {
+            try {
+              for await (const item of items) {
+                if (native) {
+                  const event = item as NativeStreamEvent;
+                  if (event.generated) generated += event.generated;
+                  if (event.upstreamId) upstreamId = event.upstreamId;
+                  if (event.promptUsage) prompt = event.promptUsage;
+                  // The charge is durable before the event that completes the reply is forwarded,
+                  // and that event's usage says what it cost.
+                  let data = event.data;
+                  if (event.usage && !settled) data = eventWithBilledTokens(data, (await settleOnce(event.usage, false, event.upstreamId)).billed);
+                  if (!event.hidden) sse.raw(event.event ? `event: ${event.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`);
+                  continue;
+                }
+                const part = item as ChatStreamPart;
+                if (part.type === 'text') {
+                  generated += part.text;
+                  renderer!.text(part.text);
+                } else if (part.type === 'tool_call') {
+                  generated += (part.name ?? '') + (part.arguments ?? '');
+                  renderer!.toolCall(part);
+                } else {
+                  const billing = await settleOnce(part.usage, false, part.upstreamId);
+                  renderer!.finish(part.finishReason, part.usage, billing);
+                  sse.end();
+                  return;
+                }
+              }
+              if (!native) throw new UpstreamError('upstream stream ended without a finish');
+              // A pass-through stream that completed without a usage report: charge what it carried.
+              if (!settled) await settleOnce({ ...prompt, completion_tokens: countTextTokens(generated) }, false, upstreamId);
               sse.end();
-              return;
+            } catch (err) {
+              if (settled) {
+                // Charged already: the reply was complete; only its tail was lost.
+              } else if (sse.clientGone.aborted || isAbortError(err)) {
+                // The client left: charge the prompt and what was streamed so far, and stop.
+                await settleOnce({ ...prompt, completion_tokens: countTextTokens(generated) }, true, upstreamId).catch((e) =>
+                  deps.log.error({ err: (e as Error).message, requestId: caller.requestId }, 'settle after client abort failed'),
+                );
+              } else {
+                // The channel that broke mid-stream is on the record too (for reconciliation).
+                await release(err, false, [...failed, { channel: channel.id, upstreamModel: channel.upstreamModel, error: failureCode(err) }]).catch(
+                  () => undefined,
+                );
+                ctx.state.errorCode = 'upstream_error';
+                const message = 'The upstream model provider failed mid-stream; nothing was charged.';
+                if (renderer) renderer.error(message);
+                else writers.nativeError(message);
+              }
+              sse.end();
             }
-          }
-          throw new Error('upstream stream ended without a finish');
-        } catch (err) {
-          if (sse.clientGone.aborted || isAbortError(err)) {
-            // The client left: charge the prompt and what was streamed so far, and stop.
-            await settle({ prompt_tokens: promptTokens, completion_tokens: countTextTokens(streamedText) }, true, true)
-              .catch((e) => deps.log.error({ err: (e as Error).message, requestId: caller.requestId }, 'settle after client abort failed'));
-          } else {
-            await deps.metering.release(hold, 'upstream_error').catch(() => undefined);
-            ctx.state.errorCode = 'upstream_error';
-            render.error('The upstream model provider failed mid-stream; nothing was charged.');
-          }
-          sse.end();
-        }
-      })();
+          })();
+        },
+      };
     },
   };
 }

@@ -45,7 +45,9 @@ export function pollingEventFeed(store: Pick<EventStore, 'readAll' | 'headPositi
     timer = setTimeout(() => {
       timer = null;
       // A failed read is retried at the next tick; caughtUp() reports failures to its caller.
-      readNow().catch(() => undefined).finally(schedule);
+      readNow()
+        .catch(() => undefined)
+        .finally(schedule);
     }, opts.pollMs ?? POLL_MS);
     timer.unref();
   };
@@ -66,7 +68,9 @@ export function pollingEventFeed(store: Pick<EventStore, 'readAll' | 'headPositi
             await readNow();
           }
         },
-        async close() { handlers.delete(handler); },
+        async close() {
+          handlers.delete(handler);
+        },
       };
     },
     async close() {

@@ -26,15 +26,38 @@ export function decodeDataUri(uri: string): { bytes: Buffer; mime: string } {
 // (::ffff:a.b.c.d, in any spelling) are checked against the IPv4 rules by BlockList itself.
 const NON_PUBLIC = new BlockList();
 for (const [net, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) NON_PUBLIC.addSubnet(net, prefix, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  NON_PUBLIC.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of [
   // ::/96 covers ::, ::1 and the deprecated IPv4-compatible form (::7f00:1 is 127.0.0.1).
-  ['::', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32],
-  ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) NON_PUBLIC.addSubnet(net, prefix, 'ipv6');
+  ['::', 96],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+] as const)
+  NON_PUBLIC.addSubnet(net, prefix, 'ipv6');
 
 /** True for loopback, private, link-local (metadata), CGNAT, multicast, reserved and unspecified addresses. */
 export function isNonPublicAddress(ip: string): boolean {
@@ -67,7 +90,7 @@ class BlockedAddress extends Error {
 }
 
 /** A lookup for the connection that refuses the host when any of its addresses is not allowed. */
-function guardedLookup(resolve: LookupFunction, allowed: (ip: string) => boolean): LookupFunction {
+export function guardedLookup(resolve: LookupFunction, allowed: (ip: string) => boolean): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 0);
@@ -79,12 +102,24 @@ function guardedLookup(resolve: LookupFunction, allowed: (ip: string) => boolean
   };
 }
 
-function get(url: URL, opts: Required<Pick<ImageFetchOptions, 'lookup' | 'isAllowedAddress'>> & ImageFetchOptions, signal: AbortSignal): Promise<IncomingMessage> {
+function get(
+  url: URL,
+  opts: Required<Pick<ImageFetchOptions, 'lookup' | 'isAllowedAddress'>> & ImageFetchOptions,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = request(url, {
-      method: 'GET', signal, agent: false, ca: opts.ca, lookup: guardedLookup(opts.lookup, opts.isAllowedAddress),
-      headers: { accept: 'image/*', 'user-agent': 'tollgate-image-fetch/1' },
-    }, resolve);
+    const req = request(
+      url,
+      {
+        method: 'GET',
+        signal,
+        agent: false,
+        ca: opts.ca,
+        lookup: guardedLookup(opts.lookup, opts.isAllowedAddress),
+        headers: { accept: 'image/*', 'user-agent': 'tollgate-image-fetch/1' },
+      },
+      resolve,
+    );
     req.on('error', reject);
     req.end();
   });
@@ -112,7 +147,11 @@ export async function fetchImageUrl(raw: string, options: ImageFetchOptions = im
   };
   const maxBytes = opts.maxBytes ?? MAX_SOURCE_BYTES;
   let url: URL;
-  try { url = new URL(raw); } catch { throw badRequest("'image' is not a valid URL or data URI.", 'image', 'invalid_image_url'); }
+  try {
+    url = new URL(raw);
+  } catch {
+    throw badRequest("'image' is not a valid URL or data URI.", 'image', 'invalid_image_url');
+  }
   const deadline = AbortSignal.timeout(opts.timeoutMs ?? FETCH_TIMEOUT_MS);
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
     if (url.protocol !== 'https:') throw badRequest("'image' URLs must use https.", 'image', 'invalid_image_url');
@@ -132,7 +171,11 @@ export async function fetchImageUrl(raw: string, options: ImageFetchOptions = im
     const status = res.statusCode ?? 0;
     if (status >= 300 && status < 400 && res.headers.location) {
       res.resume();
-      try { url = new URL(res.headers.location, url); } catch { throw fetchFailed('it redirected to an invalid URL'); }
+      try {
+        url = new URL(res.headers.location, url);
+      } catch {
+        throw fetchFailed('it redirected to an invalid URL');
+      }
       continue;
     }
     if (status < 200 || status >= 300) {

@@ -3,16 +3,41 @@
 import { randomUUID } from 'node:crypto';
 import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor } from '../ledger/ledger.ts';
-import { availableTokens, isModelEnabled, type AccountState } from '../ledger/account.ts';
+import {
+  availableTokens,
+  balanceOf,
+  isKeyExpired,
+  isModelAllowedForKey,
+  isModelEnabled,
+  keyAvailableTokens,
+  keyExpired,
+  keyLimitExceeded,
+  type AccountState,
+} from '../ledger/account.ts';
+import { isPlanActive } from '../ledger/balance.ts';
 import { DomainError } from '../ledger/errors.ts';
-import type { ChatApi, ReleaseReason } from '../ledger/events.ts';
-import { chatCharge, imageCharge, rawTokensCoveredBy, DEFAULT_TOKENS_PER_IMAGE } from '../ledger/pricing.ts';
+import { definedOnly, type CachePrice, type ChatApi, type FailedChannel, type ReleaseReason, type UpstreamTrail } from '../ledger/events.ts';
+import { chatCharge, imageCharge, DEFAULT_TOKENS_PER_IMAGE } from '../ledger/pricing.ts';
+import { UpstreamError, type Usage } from '../upstream/port.ts';
+import { isAbortError } from '../upstream/abort.ts';
 import { rateStatus, type RateDecision } from '../ledger/call-rate.ts';
 
-export interface Caller { keyId: string; accountId: string; requestId: string }
+export interface Caller {
+  keyId: string;
+  accountId: string;
+  requestId: string;
+}
 
 export interface Hold {
-  holdId: string; accountId: string; amount: number; multiplierMilli: number; model: string; maxCompletionTokens: number; metadata: ReturnType<typeof metadataFor>;
+  holdId: string;
+  accountId: string;
+  amount: number;
+  multiplierMilli: number;
+  model: string;
+  maxCompletionTokens: number;
+  metadata: ReturnType<typeof metadataFor>;
+  /** The model's cache weights when the hold was taken: the charge uses the same price. */
+  cache: CachePrice;
   /** Where the account stands on its plan's call rate after this call (none without a rate). */
   rate: RateDecision | null;
   /**
@@ -25,10 +50,19 @@ export interface Hold {
 
 export const DEFAULT_MAX_COMPLETION_TOKENS = 8192;
 
+/** Why a hold is released when its upstream call failed: the caller left, the request was refused, or the upstream failed. */
+export function releaseReasonOf(err: unknown, clientLeft: boolean): 'client_aborted' | 'invalid_request' | 'upstream_error' {
+  if (clientLeft || isAbortError(err)) return 'client_aborted';
+  return err instanceof UpstreamError && err.kind === 'request' ? 'invalid_request' : 'upstream_error';
+}
+
+/** A refusal for want of tokens (the account's, or the key's limit): a chat hold may be re-sized on a fresher state. */
+export const isResizable = (err: unknown): boolean => err instanceof DomainError && (err.code === 'insufficient_quota' || err.code === 'key_limit_exceeded');
+
 /** How often a chat hold is re-sized after concurrent calls won the race for the same tokens. */
 const MAX_RESIZES = 100;
 
-export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; imageHoldTtlMs?: number; tokensPerImage?: number; onAppended?: (position: number) => void } = {}) {
+export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; imageHoldTtlMs?: number; tokensPerImage?: number } = {}) {
   const chatTtl = opts.chatHoldTtlMs ?? 15 * 60_000;
   const imageTtl = opts.imageHoldTtlMs ?? 5 * 60_000;
   const tokensPerImage = opts.tokensPerImage ?? DEFAULT_TOKENS_PER_IMAGE;
@@ -38,16 +72,26 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
     return ledger.accountState(accountId);
   }
 
-  function chatHoldSize(s: AccountState, promptTokens: number, requestedMax: number | undefined, milli: number) {
-    const available = availableTokens(s, new Date());
+  function chatHoldSize(s: AccountState, keyId: string, promptTokens: number, requestedMax: number | undefined, milli: number, cache: CachePrice) {
+    const now = new Date();
+    // What the account may spend, and what the key's own limit leaves of it.
+    const accountAvailable = availableTokens(s, now);
+    const keyAvailable = keyAvailableTokens(s, keyId, now);
+    const available = Math.min(accountAvailable, keyAvailable);
+    // The upper bound: every prompt token at the dearest of its possible weights (plain, cache read, cache write).
+    const w = Math.max(1000, cache.cacheReadMilli ?? 1000, cache.cacheWriteMilli ?? 1000);
+    const bound = (completion: number) => chatCharge(promptTokens, completion, milli, { cacheWriteTokens: promptTokens }, { readMilli: w, writeMilli: w });
     let maxCompletion = requestedMax ?? DEFAULT_MAX_COMPLETION_TOKENS;
-    if (chatCharge(promptTokens, maxCompletion, milli) > available) maxCompletion = rawTokensCoveredBy(available, milli) - promptTokens;
+    if (bound(maxCompletion) > available) maxCompletion = Math.floor((Math.floor((available * 1_000_000) / milli) - promptTokens * w) / 1000);
     if (maxCompletion < 1) {
+      if (keyAvailable < accountAvailable) throw keyLimitExceeded(s, keyId, now, bound(1));
       throw new DomainError('insufficient_quota', 'insufficient quota', {
-        available, needed: chatCharge(promptTokens, 1, milli), planActive: s.subscription ? Date.parse(s.subscription.expiresAt) > Date.now() : false,
+        available,
+        needed: bound(1),
+        planActive: isPlanActive(balanceOf(s), new Date()),
       });
     }
-    return { maxCompletion, amount: chatCharge(promptTokens, maxCompletion, milli) };
+    return { maxCompletion, amount: bound(maxCompletion) };
   }
 
   /**
@@ -55,17 +99,37 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
    * rest); otherwise once it is committed, so a hold a concurrent process overturns is re-sized
    * here like one refused at once.
    */
-  async function reserve(caller: Caller, model: string, kind: 'chat' | 'image', size: (s: AccountState) => { amount: number; maxCompletion: number }, milli: number, early: boolean): Promise<Hold> {
+  async function reserve(
+    caller: Caller,
+    model: string,
+    kind: 'chat' | 'image',
+    size: (s: AccountState) => { amount: number; maxCompletion: number },
+    milli: number,
+    early: boolean,
+    cache: CachePrice = {},
+  ): Promise<Hold> {
     for (let attempt = 0; ; attempt++) {
       const s = await state(caller.accountId);
       if (!s.opened) throw new DomainError('not_found', 'account not found');
-      if (!isModelEnabled(s, model)) throw new DomainError('model_not_enabled', `model ${model} is not enabled`, { model });
+      if (!isModelEnabled(s, model) || !isModelAllowedForKey(s, caller.keyId, model))
+        throw new DomainError('model_not_enabled', `model ${model} is not enabled`, { model });
+      if (isKeyExpired(s, caller.keyId, new Date())) throw keyExpired(s, caller.keyId);
       const { amount, maxCompletion } = size(s);
       const holdId = randomUUID();
       const md = meta(caller);
       try {
         const now = new Date();
-        const command = { type: 'Reserve' as const, holdId, requestId: caller.requestId, keyId: caller.keyId, model, kind, amount, now, ttlMs: kind === 'chat' ? chatTtl : imageTtl };
+        const command = {
+          type: 'Reserve' as const,
+          holdId,
+          requestId: caller.requestId,
+          keyId: caller.keyId,
+          model,
+          kind,
+          amount,
+          now,
+          ttlMs: kind === 'chat' ? chatTtl : imageTtl,
+        };
         const { decided, committed } = ledger.accountDecideEarly(caller.accountId, command, md);
         // A refusal rejects `decided` (handled below) and `committed` alike; only one is awaited here.
         const held = committed.then(() => undefined);
@@ -74,39 +138,95 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
         if (!early) await held;
         const perMinute = after.subscription?.requestsPerMinute;
         const rate = perMinute && after.rateTat !== undefined ? rateStatus(after.rateTat, perMinute, now.getTime()) : null;
-        return { holdId, accountId: caller.accountId, amount, multiplierMilli: milli, model, maxCompletionTokens: maxCompletion, metadata: md, rate, committed: held };
+        return {
+          holdId,
+          accountId: caller.accountId,
+          amount,
+          multiplierMilli: milli,
+          model,
+          maxCompletionTokens: maxCompletion,
+          metadata: md,
+          rate,
+          committed: held,
+          cache,
+        };
       } catch (err) {
         // A concurrent call took tokens between sizing this hold and granting it: size it again on
         // the newer state. Each refusal means another hold was granted, so this ends; a call is
         // turned away only when the fresh state cannot cover it (size() throws). An image hold
         // has a fixed size, so its refusal is final.
-        if (!(err instanceof DomainError && err.code === 'insufficient_quota') || attempt >= MAX_RESIZES || kind === 'image') throw err;
+        if (!isResizable(err) || attempt >= MAX_RESIZES || kind === 'image') throw err;
       }
     }
   }
 
   return {
-    reserveChat(caller: Caller, model: string, milli: number, promptTokens: number, requestedMax: number | undefined, opts: { early: boolean }): Promise<Hold> {
-      return reserve(caller, model, 'chat', (s) => chatHoldSize(s, promptTokens, requestedMax, milli), milli, opts.early);
+    reserveChat(
+      caller: Caller,
+      model: string,
+      price: { multiplierMilli: number } & CachePrice,
+      promptTokens: number,
+      requestedMax: number | undefined,
+      opts: { early: boolean },
+    ): Promise<Hold> {
+      const cache = definedOnly({ cacheReadMilli: price.cacheReadMilli, cacheWriteMilli: price.cacheWriteMilli });
+      return reserve(
+        caller,
+        model,
+        'chat',
+        (s) => chatHoldSize(s, caller.keyId, promptTokens, requestedMax, price.multiplierMilli, cache),
+        price.multiplierMilli,
+        opts.early,
+        cache,
+      );
     },
     reserveImage(caller: Caller, model: string, milli: number): Promise<Hold> {
       // An image call takes seconds: nothing to gain from starting it before its hold commits.
       return reserve(caller, model, 'image', () => ({ amount: imageCharge(milli, 1, tokensPerImage), maxCompletion: 0 }), milli, false);
     },
-    async settleChat(hold: Hold, usage: { promptTokens: number; completionTokens: number }, extra: { reasoningEffort: string | null; api: ChatApi; streamed: boolean; aborted: boolean }) {
-      const r = await ledger.account(hold.accountId, { type: 'SettleChat', holdId: hold.holdId, multiplierMilli: hold.multiplierMilli, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, ...extra }, hold.metadata);
+    /** Charges what the upstream reported (cached, cache-written and reasoning counts kept), at the hold's price. */
+    async settleChat(
+      hold: Hold,
+      usage: Usage,
+      extra: { reasoningEffort: string | null; api: ChatApi; streamed: boolean; aborted: boolean; trail?: UpstreamTrail },
+    ) {
+      const { trail, ...flags } = extra;
+      const detail = definedOnly({ cachedTokens: usage.cached_tokens, cacheWriteTokens: usage.cache_write_tokens, reasoningTokens: usage.reasoning_tokens });
+      const r = await ledger.account(
+        hold.accountId,
+        {
+          type: 'SettleChat',
+          holdId: hold.holdId,
+          multiplierMilli: hold.multiplierMilli,
+          promptTokens: usage.prompt_tokens,
+          completionTokens: usage.completion_tokens,
+          ...flags,
+          ...detail,
+          ...hold.cache,
+          ...trail,
+        },
+        hold.metadata,
+      );
       return { billed: (r.events[0].data as { billed: number }).billed, remaining: availableTokens(r.state, new Date()), position: r.lastPosition };
     },
-    async settleImage(hold: Hold, detail: { size: string; edit: boolean }) {
-      const r = await ledger.account(hold.accountId, { type: 'SettleImage', holdId: hold.holdId, multiplierMilli: hold.multiplierMilli, images: 1, tokensPerImage, ...detail }, hold.metadata);
+    async settleImage(hold: Hold, detail: { size: string; edit: boolean }, trail: UpstreamTrail = {}) {
+      const r = await ledger.account(
+        hold.accountId,
+        { type: 'SettleImage', holdId: hold.holdId, multiplierMilli: hold.multiplierMilli, images: 1, tokensPerImage, ...detail, ...trail },
+        hold.metadata,
+      );
       return { billed: (r.events[0].data as { billed: number }).billed, remaining: availableTokens(r.state, new Date()), position: r.lastPosition };
     },
-    async release(hold: Hold, reason: ReleaseReason) {
+    async release(hold: Hold, reason: ReleaseReason, failovers: FailedChannel[] = []) {
       // A hold whose decision was overturned before it committed holds nothing to release.
-      if (!(await hold.committed.then(() => true, () => false))) return;
-      const r = await ledger.account(hold.accountId, { type: 'Release', holdId: hold.holdId, reason }, hold.metadata);
-      // Reads that follow (subscription) must not show the released hold as still reserved.
-      opts.onAppended?.(r.lastPosition);
+      if (
+        !(await hold.committed.then(
+          () => true,
+          () => false,
+        ))
+      )
+        return;
+      await ledger.account(hold.accountId, { type: 'Release', holdId: hold.holdId, reason, failovers }, hold.metadata);
     },
     async remaining(accountId: string): Promise<number> {
       return availableTokens(await state(accountId), new Date());

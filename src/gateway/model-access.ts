@@ -1,15 +1,18 @@
 import type { Context } from 'koa';
 import type { GatewayDeps } from './deps.ts';
 import { modelNotFound } from '../http/errors.ts';
-import { isModelEnabled } from '../ledger/account.ts';
+import { isModelAllowedForKey, isModelEnabled } from '../ledger/account.ts';
 
 /**
- * The model a caller may use, by id or alias. One outside the caller's plan reads exactly like
- * an unknown one (403 model_not_found pointing to GET /models), so ids are not disclosed.
+ * The model a caller may use, by id or alias. One outside the caller's plan, or outside its key's
+ * own list, reads exactly like an unknown one (403 model_not_found pointing to GET /models), so
+ * ids are not disclosed.
  */
 export async function resolveCallerModel(deps: GatewayDeps, ctx: Context, idOrAlias: string) {
   const model = deps.catalog.resolve(idOrAlias);
-  if (!model || !isModelEnabled(await deps.metering.state(ctx.state.auth.accountId), model.id)) throw modelNotFound(idOrAlias, deps.baseUrl(ctx));
+  const state = model ? await deps.metering.state(ctx.state.auth.accountId) : null;
+  if (!model || !state || !isModelEnabled(state, model.id) || !isModelAllowedForKey(state, ctx.state.auth.keyId, model.id))
+    throw modelNotFound(idOrAlias, deps.baseUrl(ctx));
   ctx.state.model = model.id;
   return model;
 }

@@ -5,6 +5,8 @@ import type { Database } from '../eventstore/db.ts';
 import type { EventEmitter } from 'node:events';
 import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
 import type { Route } from './models-config.ts';
+import { definedOnly, type EventDataByType } from '../ledger/events.ts';
+import * as models from '../../projections/models.ts';
 
 export interface CatalogModel {
   id: string;
@@ -12,9 +14,18 @@ export interface CatalogModel {
   multiplierMilli: number;
   status: 'ACTIVE' | 'INACTIVE';
   pricedAt: string;
+  /** Optional cache weights of the price (thousandths; absent: the specification's rule). */
+  cacheReadMilli?: number;
+  cacheWriteMilli?: number;
 }
 
-export async function createModelCatalog(opts: { db: Database; store: Pick<EventStore, 'subscribe' | 'headPosition'>; rmSchema: string; routes: Map<string, Route>; localEvents?: EventEmitter }) {
+export async function createModelCatalog(opts: {
+  db: Database;
+  store: Pick<EventStore, 'subscribe' | 'headPosition'>;
+  rmSchema: string;
+  routes: Map<string, Route>;
+  localEvents?: EventEmitter;
+}) {
   const byId = new Map<string, CatalogModel>();
   const byAlias = new Map<string, string>();
 
@@ -28,8 +39,15 @@ export async function createModelCatalog(opts: { db: Database; store: Pick<Event
   const apply = (events: StoredEvent[]) => {
     for (const e of events) {
       if (e.type !== 'ModelPriced') continue;
-      const d = e.data as { modelId: string; alias: string | null; multiplierMilli: number; status: 'ACTIVE' | 'INACTIVE' };
-      put({ id: d.modelId, alias: d.alias, multiplierMilli: d.multiplierMilli, status: d.status, pricedAt: e.timestamp });
+      const d = e.data as unknown as EventDataByType['ModelPriced'];
+      put({
+        id: d.modelId,
+        alias: d.alias,
+        multiplierMilli: d.multiplierMilli,
+        status: d.status,
+        pricedAt: e.timestamp,
+        ...definedOnly({ cacheReadMilli: d.cacheReadMilli, cacheWriteMilli: d.cacheWriteMilli }),
+      });
     }
   };
   // A price set by this process is in force before the call that set it returns.
@@ -39,12 +57,12 @@ export async function createModelCatalog(opts: { db: Database; store: Pick<Event
   await reload();
 
   async function reload() {
-    const rows = await opts.db.query<{ model_id: string; alias: string | null; multiplier_milli: number; status: 'ACTIVE' | 'INACTIVE'; updated_at: Date }>(
-      `SELECT model_id, alias, multiplier_milli, status, updated_at FROM "${opts.rmSchema}".models`);
-    for (const r of rows) {
+    for (const r of await models.all(opts.db, opts.rmSchema)) {
       const current = byId.get(r.model_id);
-      const pricedAt = new Date(r.updated_at).toISOString();
-      if (!current || current.pricedAt <= pricedAt) put({ id: r.model_id, alias: r.alias, multiplierMilli: Number(r.multiplier_milli), status: r.status, pricedAt });
+      const pricedAt = r.updated_at;
+      const cache = definedOnly({ cacheReadMilli: r.cache_read_milli ?? undefined, cacheWriteMilli: r.cache_write_milli ?? undefined });
+      if (!current || current.pricedAt <= pricedAt)
+        put({ id: r.model_id, alias: r.alias, multiplierMilli: Number(r.multiplier_milli), status: r.status, pricedAt, ...cache });
     }
   }
 
@@ -61,7 +79,10 @@ export async function createModelCatalog(opts: { db: Database; store: Pick<Event
       return [...byId.values()].filter((m) => m.status === 'ACTIVE' && opts.routes.has(m.id)).sort((a, b) => a.id.localeCompare(b.id));
     },
     reload,
-    close: () => { opts.localEvents?.off('events', apply); return subscription.close(); },
+    close: () => {
+      opts.localEvents?.off('events', apply);
+      return subscription.close();
+    },
   };
 }
 

@@ -7,6 +7,7 @@ import { badRequest } from '../http/errors.ts';
 import type { ChatMessage, ChatOutcome, ChatStreamPart, ContentPart, FinishReason, ToolCall, ToolDefinition, Usage } from '../upstream/port.ts';
 import type { SseWriter } from './sse.ts';
 import type { StreamRenderer } from './chat-call.ts';
+import { withBilledTokens } from './billed-usage.ts';
 
 type Json = Record<string, unknown>;
 
@@ -57,7 +58,11 @@ function contentParts(content: unknown, where: string): ContentPart[] {
   return parts;
 }
 
-const textOf = (parts: ContentPart[]) => parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('\n');
+const textOf = (parts: ContentPart[]) =>
+  parts
+    .filter((p) => p.type === 'text')
+    .map((p) => (p as { text: string }).text)
+    .join('\n');
 const simplify = (parts: ContentPart[]): string | ContentPart[] => (parts.every((p) => p.type === 'text') ? textOf(parts) : parts);
 
 function outputText(output: unknown): string {
@@ -104,11 +109,17 @@ export function toCanonicalMessages(body: Pick<ResponsesBody, 'instructions' | '
         return;
       }
       case 'function_call':
-        if (typeof item.call_id !== 'string' || typeof item.name !== 'string') throw badRequest(`'${where}': a function_call item needs call_id and name.`, where);
-        addToolCall({ id: item.call_id, type: 'function', function: { name: item.name, arguments: typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments ?? {}) } });
+        if (typeof item.call_id !== 'string' || typeof item.name !== 'string')
+          throw badRequest(`'${where}': a function_call item needs call_id and name.`, where);
+        addToolCall({
+          id: item.call_id,
+          type: 'function',
+          function: { name: item.name, arguments: typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments ?? {}) },
+        });
         return;
       case 'custom_tool_call':
-        if (typeof item.call_id !== 'string' || typeof item.name !== 'string') throw badRequest(`'${where}': a custom_tool_call item needs call_id and name.`, where);
+        if (typeof item.call_id !== 'string' || typeof item.name !== 'string')
+          throw badRequest(`'${where}': a custom_tool_call item needs call_id and name.`, where);
         addToolCall({ id: item.call_id, type: 'function', function: { name: item.name, arguments: JSON.stringify({ input: item.input ?? '' }) } });
         return;
       case 'local_shell_call':
@@ -140,7 +151,11 @@ export function toCanonicalTools(tools: unknown): ToolDefinition[] | undefined {
     if (typeof t.name !== 'string' || !t.name) throw badRequest(`Missing required parameter: 'tools[${i}].name'.`, `tools[${i}].name`);
     out.push({
       type: 'function',
-      function: { name: t.name, ...(typeof t.description === 'string' ? { description: t.description } : {}), ...(isObject(t.parameters) ? { parameters: t.parameters } : {}) },
+      function: {
+        name: t.name,
+        ...(typeof t.description === 'string' ? { description: t.description } : {}),
+        ...(isObject(t.parameters) ? { parameters: t.parameters } : {}),
+      },
     });
   });
   return out.length ? out : undefined;
@@ -150,7 +165,8 @@ export function toCanonicalTools(tools: unknown): ToolDefinition[] | undefined {
 export function toolChoiceOf(choice: unknown): { canonical: unknown; echo: string | Json } {
   if (choice === 'auto' || choice === 'none' || choice === 'required') return { canonical: choice, echo: choice };
   if (isObject(choice)) {
-    if (choice.type === 'function' && typeof choice.name === 'string') return { canonical: { type: 'function', function: { name: choice.name } }, echo: { type: 'function', name: choice.name } };
+    if (choice.type === 'function' && typeof choice.name === 'string')
+      return { canonical: { type: 'function', function: { name: choice.name } }, echo: { type: 'function', name: choice.name } };
     if (choice.type === 'allowed_tools' && (choice.mode === 'auto' || choice.mode === 'required')) return { canonical: choice.mode, echo: choice.mode };
   }
   return { canonical: undefined, echo: 'auto' };
@@ -158,10 +174,18 @@ export function toolChoiceOf(choice: unknown): { canonical: unknown; echo: strin
 
 export function toCanonical(body: ResponsesBody): CanonicalRequest {
   if (body.previous_response_id) {
-    throw badRequest("'previous_response_id' is not supported: this gateway stores no responses. Send the whole conversation in 'input' (with store: false).", 'previous_response_id', 'unsupported_parameter');
+    throw badRequest(
+      "'previous_response_id' is not supported: this gateway stores no responses. Send the whole conversation in 'input' (with store: false).",
+      'previous_response_id',
+      'unsupported_parameter',
+    );
   }
   if (body.conversation !== undefined && body.conversation !== null) {
-    throw badRequest("'conversation' is not supported: this gateway stores no conversations. Send the whole conversation in 'input'.", 'conversation', 'unsupported_parameter');
+    throw badRequest(
+      "'conversation' is not supported: this gateway stores no conversations. Send the whole conversation in 'input'.",
+      'conversation',
+      'unsupported_parameter',
+    );
   }
   if (body.background) throw badRequest("'background' is not supported: responses are returned directly or streamed.", 'background', 'unsupported_parameter');
   const params: Record<string, unknown> = {};
@@ -170,7 +194,14 @@ export function toCanonical(body: ResponsesBody): CanonicalRequest {
   if (typeof body.parallel_tool_calls === 'boolean') params.parallel_tool_calls = body.parallel_tool_calls;
   const format = body.text?.format;
   if (isObject(format) && format.type === 'json_schema' && isObject(format.schema)) {
-    params.response_format = { type: 'json_schema', json_schema: { name: typeof format.name === 'string' ? format.name : 'response', schema: format.schema, ...(typeof format.strict === 'boolean' ? { strict: format.strict } : {}) } };
+    params.response_format = {
+      type: 'json_schema',
+      json_schema: {
+        name: typeof format.name === 'string' ? format.name : 'response',
+        schema: format.schema,
+        ...(typeof format.strict === 'boolean' ? { strict: format.strict } : {}),
+      },
+    };
   } else if (isObject(format) && format.type === 'json_object') {
     params.response_format = { type: 'json_object' };
   }
@@ -188,7 +219,9 @@ export function toCanonical(body: ResponsesBody): CanonicalRequest {
   const tools = toCanonicalTools(body.tools);
   const effort = body.reasoning?.effort;
   return {
-    messages, tools, params,
+    messages,
+    tools,
+    params,
     toolChoice: tools ? toolChoiceOf(body.tool_choice).canonical : undefined,
     reasoningEffort: typeof effort === 'string' && EFFORTS.has(effort) ? effort : undefined,
   };
@@ -198,8 +231,10 @@ export function toCanonical(body: ResponsesBody): CanonicalRequest {
 
 export function usageBody(u: Usage) {
   return {
-    input_tokens: u.prompt_tokens, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
-    output_tokens: u.completion_tokens, output_tokens_details: { reasoning_tokens: 0 },
+    input_tokens: u.prompt_tokens,
+    input_tokens_details: { cached_tokens: u.cached_tokens ?? 0, cache_write_tokens: u.cache_write_tokens ?? 0 },
+    output_tokens: u.completion_tokens,
+    output_tokens_details: { reasoning_tokens: u.reasoning_tokens ?? 0 },
     total_tokens: u.prompt_tokens + u.completion_tokens,
   };
 }
@@ -216,7 +251,13 @@ export interface ResponseShell {
 function echoedTools(body: ResponsesBody) {
   return (toCanonicalTools(body.tools) ?? []).map((t) => {
     const sent = (body.tools ?? []).find((x) => x.type === 'function' && x.name === t.function.name) ?? {};
-    return { type: 'function', name: t.function.name, description: t.function.description ?? null, parameters: t.function.parameters ?? null, strict: typeof sent.strict === 'boolean' ? sent.strict : null };
+    return {
+      type: 'function',
+      name: t.function.name,
+      description: t.function.description ?? null,
+      parameters: t.function.parameters ?? null,
+      strict: typeof sent.strict === 'boolean' ? sent.strict : null,
+    };
   });
 }
 
@@ -227,17 +268,22 @@ export function responseObject(shell: ResponseShell, status: Status, output: Jso
   const b = shell.body;
   const done = status !== 'in_progress';
   return {
-    id: shell.id, object: 'response', created_at: shell.createdAt, status,
+    id: shell.id,
+    object: 'response',
+    created_at: shell.createdAt,
+    status,
     completed_at: status === 'completed' ? Math.floor(Date.now() / 1000) : null,
     error: extra.error ?? null,
     incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
     instructions: typeof b.instructions === 'string' ? b.instructions : null,
     max_output_tokens: b.max_output_tokens ?? null,
-    model: shell.model, output,
+    model: shell.model,
+    output,
     parallel_tool_calls: b.parallel_tool_calls ?? true,
     previous_response_id: null,
     reasoning: { effort: shell.reasoningEffort ?? null, summary: null },
-    service_tier: 'default', store: false,
+    service_tier: 'default',
+    store: false,
     temperature: b.temperature ?? 1,
     text: { format: isObject(b.text?.format) ? b.text!.format : { type: 'text' } },
     tool_choice: toolChoiceOf(b.tool_choice).echo,
@@ -263,7 +309,8 @@ export function completedResponse(shell: ResponseShell, outcome: ChatOutcome) {
   const status = statusOf(outcome.finishReason);
   const output: Json[] = [];
   if (outcome.content || outcome.toolCalls.length === 0) output.push(messageItem(newId('msg'), outcome.content, status));
-  for (const call of outcome.toolCalls) output.push(functionCallItem(newId('fc'), { id: call.id, name: call.function.name, arguments: call.function.arguments }, 'completed'));
+  for (const call of outcome.toolCalls)
+    output.push(functionCallItem(newId('fc'), { id: call.id, name: call.function.name, arguments: call.function.arguments }, 'completed'));
   return responseObject(shell, status, output, { usage: outcome.usage });
 }
 
@@ -314,8 +361,16 @@ export function responsesStreamRenderer(sse: SseWriter, shell: ResponseShell): S
         const o: Open = { kind: 'message', id: newId('msg'), index: output.length, text: '' };
         output.push(messageItem(o.id, '', 'in_progress'));
         open = o;
-        emit('response.output_item.added', { output_index: o.index, item: { id: o.id, type: 'message', status: 'in_progress', role: 'assistant', content: [] } });
-        emit('response.content_part.added', { item_id: o.id, output_index: o.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } });
+        emit('response.output_item.added', {
+          output_index: o.index,
+          item: { id: o.id, type: 'message', status: 'in_progress', role: 'assistant', content: [] },
+        });
+        emit('response.content_part.added', {
+          item_id: o.id,
+          output_index: o.index,
+          content_index: 0,
+          part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
+        });
       }
       const o = open as Extract<Open, { kind: 'message' }>;
       o.text += text;
@@ -337,7 +392,7 @@ export function responsesStreamRenderer(sse: SseWriter, shell: ResponseShell): S
         emit('response.function_call_arguments.delta', { item_id: o.id, output_index: o.index, delta: part.arguments });
       }
     },
-    finish(reason, usage) {
+    finish(reason, usage, billing) {
       const status = statusOf(reason);
       close(status);
       if (output.length === 0) {
@@ -347,7 +402,10 @@ export function responsesStreamRenderer(sse: SseWriter, shell: ResponseShell): S
         emit('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', content: [] } });
         emit('response.output_item.done', { output_index: 0, item });
       }
-      emit(status === 'completed' ? 'response.completed' : 'response.incomplete', { response: responseObject(shell, status, output, { usage }) });
+      emit(
+        status === 'completed' ? 'response.completed' : 'response.incomplete',
+        withBilledTokens({ response: responseObject(shell, status, output, { usage }) }, billing.billed),
+      );
     },
     error(message) {
       emit('response.failed', { response: responseObject(shell, 'failed', output.filter(Boolean), { error: { code: 'server_error', message } }) });

@@ -21,12 +21,19 @@ export function openSse(ctx: Context): SseWriter {
   ctx.set('cache-control', 'no-cache');
   ctx.set('x-accel-buffering', 'no');
   ctx.body = out;
-  const write = (text: string) => { if (!ended && !gone.aborted) out.write(text); };
+  const write = (text: string) => {
+    if (!ended && !gone.aborted) out.write(text);
+  };
   return {
     clientGone: gone,
     data: (payload) => write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`),
     event: (name, payload) => write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`),
     raw: write,
-    end: () => { if (!ended) { ended = true; out.end(); } },
+    end: () => {
+      if (!ended) {
+        ended = true;
+        out.end();
+      }
+    },
   };
 }

@@ -11,11 +11,22 @@ export function accessLog(log: Logger) {
       const done = () => {
         const s = ctx.state;
         const entry = {
-          requestId: s.requestId, method: ctx.method, route: s.route ?? ctx.path.slice(0, 80), status: ctx.status,
-          latencyMs: Number(process.hrtime.bigint() - started) / 1e6, keyId: s.auth?.keyId, account: s.auth?.accountId,
-          model: s.model, billed: s.billed, errorCode: s.errorCode,
+          requestId: s.requestId,
+          method: ctx.method,
+          route: s.route ?? ctx.path.slice(0, 80),
+          status: ctx.status,
+          latencyMs: Number(process.hrtime.bigint() - started) / 1e6,
+          keyId: s.auth?.keyId,
+          account: s.auth?.accountId,
+          model: s.model,
+          billed: s.billed,
+          errorCode: s.errorCode,
         };
-        if (s.internalError) log.error({ ...entry, err: { name: (s.internalError as Error).name, message: (s.internalError as Error).message, stack: (s.internalError as Error).stack } }, 'request failed');
+        if (s.internalError)
+          log.error(
+            { ...entry, err: { name: (s.internalError as Error).name, message: (s.internalError as Error).message, stack: (s.internalError as Error).stack } },
+            'request failed',
+          );
         else log.info(entry, 'request');
       };
       // Streams finish after the middleware returns; log when the response really ends.

@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { ApiError } from './errors.ts';
+import { ApiError, keyExpiredError } from './errors.ts';
 import { isWellFormedKey, KEY_PREFIX } from '../ledger/keys.ts';
 import type { KeyDirectory } from './key-directory.ts';
 
@@ -23,6 +23,13 @@ export function requireApiKey(keys: KeyDirectory) {
     if (!secret.startsWith(KEY_PREFIX) || !isWellFormedKey(secret)) throw invalidKey(`Invalid API key format: keys begin with ${KEY_PREFIX}.`);
     const rec = await keys.lookup(secret);
     if (!rec) throw invalidKey('Incorrect API key provided, or the key was revoked.');
+    // Exact to the millisecond, whether or not a later event has said so yet.
+    const now = Date.now();
+    if (rec.rotationDeadline && now >= Date.parse(rec.rotationDeadline)) {
+      keys.noticeRotationDue(rec);
+      throw invalidKey(`This API key was rotated and stopped working at ${new Date(rec.rotationDeadline).toISOString()}: use the key that replaced it.`);
+    }
+    if (rec.expiresAt && now >= Date.parse(rec.expiresAt)) throw keyExpiredError(new Date(rec.expiresAt).toISOString());
     ctx.state.auth = rec;
     await next();
   };

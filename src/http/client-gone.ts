@@ -7,7 +7,9 @@ import type { Context, Next } from 'koa';
 export async function watchClient(ctx: Context, next: Next): Promise<void> {
   const gone = new AbortController();
   const res = ctx.res;
-  res.once('close', () => { if (!res.writableFinished) gone.abort(); });
+  res.once('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
   ctx.state.clientGone = gone.signal;
   await next();
 }

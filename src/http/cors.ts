@@ -7,8 +7,14 @@ import type { Context, Next } from 'koa';
 
 /** Response headers a browser client may read: costs, limits, ids, replay marker. */
 const EXPOSED = [
-  'x-request-id', 'x-tollgate-billed-tokens', 'x-tollgate-remaining-tokens', 'x-ratelimit-limit-requests',
-  'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests', 'retry-after', 'idempotent-replayed',
+  'x-request-id',
+  'x-tollgate-billed-tokens',
+  'x-tollgate-remaining-tokens',
+  'x-ratelimit-limit-requests',
+  'x-ratelimit-remaining-requests',
+  'x-ratelimit-reset-requests',
+  'retry-after',
+  'idempotent-replayed',
 ].join(', ');
 const DEFAULT_ALLOWED_HEADERS = 'authorization, content-type, idempotency-key, x-api-key, anthropic-version, anthropic-beta';
 /** A comma-separated list of header names (RFC 9110 tokens), as a preflight sends it. */

@@ -12,12 +12,14 @@
 import { createHash } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Context, Next } from 'koa';
-import type { Database } from '../eventstore/db.ts';
+import type { Queryable } from '../eventstore/db.ts';
 import { canonicalJson } from '../eventstore/canonical.ts';
+import { idempotencyStore } from '../eventstore/idempotency-store.ts';
 import { ApiError, errorBody, toApiError } from './errors.ts';
 import { assertNestingDepth } from './validate.ts';
 
-const TTL_MS = 24 * 3600_000;
+/** How long a key's claim and response are kept (24 hours). */
+const TTL_S = 24 * 3600;
 const WAIT_MS = 120_000;
 /** How often a running request renews its claim, and how old a claim's heartbeat may get before it counts as abandoned. */
 const HEARTBEAT_MS = 5_000;
@@ -26,44 +28,36 @@ const ABANDONED_AFTER_S = 20;
 const RETRY_LATER = new Set([402, 429]);
 const REPLAYED_HEADERS = ['content-type', 'x-tollgate-billed-tokens', 'x-tollgate-remaining-tokens'];
 
-export async function ensureIdempotencyTable(db: Database, schema: string): Promise<void> {
-  await db.exec(`CREATE TABLE IF NOT EXISTS "${schema}".idempotency (
-    account_id text NOT NULL, key text NOT NULL, body_hash text NOT NULL, created_at timestamptz NOT NULL,
-    status integer, headers jsonb, body text, PRIMARY KEY (account_id, key))`);
-  await db.exec(`ALTER TABLE "${schema}".idempotency ADD COLUMN IF NOT EXISTS heartbeat_at timestamptz`);
-}
-
-interface Row { body_hash: string; created_at: Date; status: number | null; headers: Record<string, string> | null; body: string | null; abandoned: boolean }
-
-export function idempotency(db: Database, schema: string, opts: { heartbeatMs?: number } = {}) {
+export function idempotency(db: Queryable, schema: string, opts: { heartbeatMs?: number } = {}) {
   const heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS;
-  const table = `"${schema}".idempotency`;
+  const claims = idempotencyStore(db, schema);
   return async (ctx: Context, next: Next): Promise<void> => {
     const key = ctx.get('idempotency-key');
     if (!key || ctx.method !== 'POST') return next();
-    if (key.length > 255) throw new ApiError(400, 'Idempotency-Key must be at most 255 characters.', 'invalid_request_error', 'invalid_idempotency_key', 'Idempotency-Key');
+    if (key.length > 255)
+      throw new ApiError(400, 'Idempotency-Key must be at most 255 characters.', 'invalid_request_error', 'invalid_idempotency_key', 'Idempotency-Key');
     const account = ctx.state.auth.accountId as string;
     assertNestingDepth(ctx.request.body); // before hashing it recursively
     const files = (ctx.request as unknown as { files?: Record<string, { size: number; originalFilename?: string }> }).files;
-    const bodyHash = createHash('sha256').update(ctx.path + '\n' + canonicalJson(ctx.request.body ?? null) + canonicalJson(files ? Object.entries(files).map(([k, f]) => [k, ([] as { size: number }[]).concat(f).map((x) => x.size)]) : null)).digest('hex');
+    const bodyHash = createHash('sha256')
+      .update(
+        ctx.path +
+          '\n' +
+          canonicalJson(ctx.request.body ?? null) +
+          canonicalJson(files ? Object.entries(files).map(([k, f]) => [k, ([] as { size: number }[]).concat(f).map((x) => x.size)]) : null),
+      )
+      .digest('hex');
 
-    const claimed = await db.query(
-      `INSERT INTO ${table} (account_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, $2, $3, now(), now())
-       ON CONFLICT (account_id, key) DO UPDATE SET body_hash = excluded.body_hash, created_at = excluded.created_at, heartbeat_at = excluded.heartbeat_at, status = NULL, headers = NULL, body = NULL
-         WHERE ${table}.created_at < now() - interval '24 hours'
-       RETURNING 1`, [account, key, bodyHash]);
-    if (claimed.length === 0) return replay(ctx, account, key, bodyHash);
+    if (!(await claims.claim(account, key, bodyHash, TTL_S))) return replay(ctx, account, key, bodyHash);
 
     const heartbeat = setInterval(() => {
-      void db.query(`UPDATE ${table} SET heartbeat_at = now() WHERE account_id = $1 AND key = $2 AND status IS NULL`, [account, key]).catch(() => undefined);
+      void claims.heartbeat(account, key).catch(() => undefined);
     }, heartbeatMs);
     heartbeat.unref();
     const settled = <T>(p: Promise<T>) => p.finally(() => clearInterval(heartbeat));
-    const forget = () => settled(db.query(`DELETE FROM ${table} WHERE account_id = $1 AND key = $2`, [account, key]));
+    const forget = () => settled(claims.forget(account, key));
     const record = (status: number, headers: Record<string, string>, body: string) =>
-      status >= 500 || RETRY_LATER.has(status)
-        ? forget()
-        : settled(db.query(`UPDATE ${table} SET status = $3, headers = $4, body = $5 WHERE account_id = $1 AND key = $2`, [account, key, status, JSON.stringify(headers), body]));
+      status >= 500 || RETRY_LATER.has(status) ? forget() : settled(claims.record(account, key, status, headers, body));
     try {
       await next();
     } catch (err) {
@@ -74,7 +68,10 @@ export function idempotency(db: Database, schema: string, opts: { heartbeatMs?: 
       throw err;
     }
     const headers: Record<string, string> = {};
-    for (const h of REPLAYED_HEADERS) { const v = ctx.response.get(h); if (v) headers[h] = v; }
+    for (const h of REPLAYED_HEADERS) {
+      const v = ctx.response.get(h);
+      if (v) headers[h] = v;
+    }
     const body = ctx.body as unknown;
     if (body && typeof (body as Readable).pipe === 'function') {
       // A stream: pass it on and record it as it goes. Only a stream that ran to its end is the
@@ -91,10 +88,19 @@ export function idempotency(db: Database, schema: string, opts: { heartbeatMs?: 
         const outcome = complete && !ctx.state.errorCode ? record(ctx.status, headers, Buffer.concat(chunks).toString('utf8')) : forget();
         void outcome.catch(() => undefined);
       };
-      source.on('data', (c: Buffer) => { chunks.push(Buffer.from(c)); tee.write(c); });
-      source.on('end', () => { tee.end(); finish(true); });
+      source.on('data', (c: Buffer) => {
+        chunks.push(Buffer.from(c));
+        tee.write(c);
+      });
+      source.on('end', () => {
+        tee.end();
+        finish(true);
+      });
       source.on('close', () => finish(false));
-      source.on('error', (e) => { tee.destroy(e); finish(false); });
+      source.on('error', (e) => {
+        tee.destroy(e);
+        finish(false);
+      });
       ctx.body = tee;
     } else {
       await record(ctx.status, headers, typeof body === 'string' ? body : JSON.stringify(body ?? null));
@@ -104,12 +110,17 @@ export function idempotency(db: Database, schema: string, opts: { heartbeatMs?: 
   async function replay(ctx: Context, account: string, key: string, bodyHash: string): Promise<void> {
     const until = Date.now() + WAIT_MS;
     for (let wait = 10; ; wait = Math.min(wait * 1.5, 200)) {
-      const [row] = await db.query<Row>(
-        `SELECT body_hash, created_at, status, headers, body,
-                coalesce(heartbeat_at, created_at) < now() - interval '${ABANDONED_AFTER_S} seconds' AS abandoned
-           FROM ${table} WHERE account_id = $1 AND key = $2`, [account, key]);
-      if (!row) throw new ApiError(409, 'The first request with this Idempotency-Key failed; retry with the same key.', 'invalid_request_error', 'idempotency_retry');
-      if (row.body_hash !== bodyHash) throw new ApiError(409, 'This Idempotency-Key was already used with a different request body.', 'invalid_request_error', 'idempotency_key_reused', 'Idempotency-Key');
+      const row = await claims.find(account, key, ABANDONED_AFTER_S);
+      if (!row)
+        throw new ApiError(409, 'The first request with this Idempotency-Key failed; retry with the same key.', 'invalid_request_error', 'idempotency_retry');
+      if (row.body_hash !== bodyHash)
+        throw new ApiError(
+          409,
+          'This Idempotency-Key was already used with a different request body.',
+          'invalid_request_error',
+          'idempotency_key_reused',
+          'Idempotency-Key',
+        );
       if (row.status !== null) {
         ctx.status = row.status;
         for (const [h, v] of Object.entries(row.headers ?? {})) ctx.set(h, v);
@@ -118,13 +129,18 @@ export function idempotency(db: Database, schema: string, opts: { heartbeatMs?: 
         return;
       }
       if (row.abandoned) {
-        throw new ApiError(409, 'The first request with this Idempotency-Key was interrupted (the gateway running it stopped) before its response was recorded. '
-          + 'It may have been charged: check GET /v1/usage, then retry with a new Idempotency-Key.', 'invalid_request_error', 'idempotency_interrupted', 'Idempotency-Key');
+        throw new ApiError(
+          409,
+          'The first request with this Idempotency-Key was interrupted (the gateway running it stopped) before its response was recorded. ' +
+            'It may have been charged: check GET /v1/usage, then retry with a new Idempotency-Key.',
+          'invalid_request_error',
+          'idempotency_interrupted',
+          'Idempotency-Key',
+        );
       }
-      if (Date.now() > until) throw new ApiError(409, 'A request with this Idempotency-Key is still in progress.', 'invalid_request_error', 'idempotency_in_progress');
+      if (Date.now() > until)
+        throw new ApiError(409, 'A request with this Idempotency-Key is still in progress.', 'invalid_request_error', 'idempotency_in_progress');
       await new Promise((r) => setTimeout(r, wait));
     }
   }
 }
-
-export const IDEMPOTENCY_TTL_MS = TTL_MS;

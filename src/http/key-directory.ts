@@ -2,6 +2,10 @@
 // arrive as events, so every process refuses a revoked key within the event feed's poll
 // interval (src/gateway/event-feed.ts, 250 ms).
 //
+// A key's expiry (KeyControlsSet) and its rotation deadline (KeyRotated) come the same way; the
+// record carries both, and authentication refuses the key from that instant on, even before any
+// later event says so (a rotated key's KeyRevoked follows: see noticeRotationDue).
+//
 // Misses are cached too, briefly: a flood of one unknown key would otherwise cost ~4 queries per
 // request (read model, event store head and read, read model again). A negative entry is dropped
 // as soon as a KeyIssued event with its hash is heard (at once for this process's issues, within
@@ -9,20 +13,64 @@
 import type { Database } from '../eventstore/db.ts';
 import type { EventEmitter } from 'node:events';
 import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
+import { hashKey } from '../ledger/keys.ts';
+import * as keys from '../../projections/keys.ts';
 
 /** What the directory reads events from: the store, or a feed shared with other caches. */
 type EventSource = Pick<EventStore, 'subscribe' | 'headPosition'>;
-import { hashKey } from '../ledger/keys.ts';
 
-export interface KeyRecord { keyId: string; accountId: string; status: 'active' | 'revoked' }
+export interface KeyRecord {
+  keyId: string;
+  accountId: string;
+  status: 'active' | 'revoked';
+  /** ISO 8601 times: the key's own expiry, and the end of a rotated key's grace period. */
+  expiresAt: string | null;
+  rotationDeadline: string | null;
+}
+
+/** What events said of a key's times (they win over a read model row that may be behind). */
+interface KeyTimes {
+  expiresAt?: string | null;
+  rotationDeadline?: string | null;
+}
 
 /** Unknown key hashes remembered (oldest dropped first) and for how long. */
-export const NEGATIVE_CACHE_SIZE = 4096;
-export const NEGATIVE_CACHE_TTL_MS = 30_000;
+const NEGATIVE_CACHE_SIZE = 4096;
+const NEGATIVE_CACHE_TTL_MS = 30_000;
 
-export async function createKeyDirectory(opts: { db: Database; store: EventSource; rmSchema: string; waitForProjections?: () => Promise<void>; localEvents?: EventEmitter }) {
+export async function createKeyDirectory(opts: {
+  db: Database;
+  store: EventSource;
+  rmSchema: string;
+  waitForProjections?: () => Promise<void>;
+  localEvents?: EventEmitter;
+  /** Revokes a rotated key whose grace period is over (reason 'rotated'); called once per key and process. */
+  revokeRotated?: (keyId: string) => Promise<unknown>;
+}) {
   const byHash = new Map<string, KeyRecord>();
+  const byKeyId = new Map<string, KeyRecord>();
   const revoked = new Set<string>();
+  const times = new Map<string, KeyTimes>();
+  const revoking = new Set<string>();
+  const withTimes = (rec: KeyRecord): KeyRecord => {
+    const t = times.get(rec.keyId);
+    if (t?.expiresAt !== undefined) rec.expiresAt = t.expiresAt;
+    if (t?.rotationDeadline !== undefined) rec.rotationDeadline = t.rotationDeadline;
+    return rec;
+  };
+  const heard = (keyId: string, t: KeyTimes) => {
+    times.set(keyId, { ...times.get(keyId), ...t });
+    const rec = byKeyId.get(keyId);
+    if (rec) withTimes(rec);
+  };
+  const remember = (hash: string, rec: KeyRecord) => {
+    if (byHash.size > 100_000) {
+      byHash.clear();
+      byKeyId.clear();
+    }
+    byHash.set(hash, rec);
+    byKeyId.set(rec.keyId, rec);
+  };
   // hash -> when the miss expires; a Map keeps insertion order, so the first entry is the oldest.
   const unknown = new Map<string, number>();
   // One lookup at a time per unknown hash: concurrent requests with it share the queries.
@@ -46,10 +94,19 @@ export async function createKeyDirectory(opts: { db: Database; store: EventSourc
       if (e.type === 'KeyIssued') {
         const d = e.data as { keyId: string; accountId: string; hash: string };
         unknown.delete(d.hash);
-        if (!byHash.has(d.hash)) byHash.set(d.hash, { keyId: d.keyId, accountId: d.accountId, status: revoked.has(d.keyId) ? 'revoked' : 'active' });
+        if (!byHash.has(d.hash))
+          remember(
+            d.hash,
+            withTimes({ keyId: d.keyId, accountId: d.accountId, status: revoked.has(d.keyId) ? 'revoked' : 'active', expiresAt: null, rotationDeadline: null }),
+          );
       } else if (e.type === 'KeyRevoked') {
         revoked.add(String(e.data.keyId));
-        for (const rec of byHash.values()) if (rec.keyId === e.data.keyId) rec.status = 'revoked';
+        const rec = byKeyId.get(String(e.data.keyId));
+        if (rec) rec.status = 'revoked';
+      } else if (e.type === 'KeyControlsSet') {
+        heard(String(e.data.keyId), { expiresAt: (e.data.expiresAt as string | null) ?? null });
+      } else if (e.type === 'KeyRotated') {
+        heard(String(e.data.keyId), { rotationDeadline: String(e.data.revokeAt) });
       }
     }
   };
@@ -59,9 +116,16 @@ export async function createKeyDirectory(opts: { db: Database; store: EventSourc
   const subscription: Subscription = opts.store.subscribe(await opts.store.headPosition(), async (events) => apply(events));
 
   async function fromReadModel(hash: string): Promise<KeyRecord | null> {
-    const rows = await opts.db.query<{ key_id: string; account_id: string; status: 'active' | 'revoked' }>(
-      `SELECT key_id, account_id, status FROM "${opts.rmSchema}".keys WHERE hash = $1`, [hash]);
-    return rows[0] ? { keyId: rows[0].key_id, accountId: rows[0].account_id, status: rows[0].status } : null;
+    const row = await keys.byHash(opts.db, opts.rmSchema, hash);
+    return row
+      ? withTimes({
+          keyId: row.key_id,
+          accountId: row.account_id,
+          status: row.status,
+          expiresAt: row.expires_at ?? null,
+          rotationDeadline: row.rotation_deadline ?? null,
+        })
+      : null;
   }
 
   /** A hash not in memory: the read model, then the store up to its head, then the projections. */
@@ -78,8 +142,7 @@ export async function createKeyDirectory(opts: { db: Database; store: EventSourc
       rec = await fromReadModel(hash);
     }
     if (rec) {
-      if (byHash.size > 100_000) byHash.clear();
-      byHash.set(hash, rec);
+      remember(hash, rec);
       return rec;
     }
     // Its KeyIssued may have been heard while the queries ran: then it is not unknown.
@@ -105,9 +168,23 @@ export async function createKeyDirectory(opts: { db: Database; store: EventSourc
       if (!rec || rec.status !== 'active' || revoked.has(rec.keyId)) return null;
       return rec;
     },
+    /**
+     * A rotated key was refused after its deadline: revoke it now if no KeyRevoked says so yet
+     * (once per key in this process; the sweeper does it too, and a conflict means another did).
+     */
+    noticeRotationDue(rec: KeyRecord): void {
+      if (!opts.revokeRotated || revoking.has(rec.keyId) || rec.status !== 'active') return;
+      revoking.add(rec.keyId);
+      opts.revokeRotated(rec.keyId).catch(() => revoking.delete(rec.keyId));
+    },
     /** Unknown hashes currently remembered (for tests and metrics). */
-    get negativeCacheSize() { return unknown.size; },
-    close: () => { opts.localEvents?.off('events', apply); return subscription.close(); },
+    get negativeCacheSize() {
+      return unknown.size;
+    },
+    close: () => {
+      opts.localEvents?.off('events', apply);
+      return subscription.close();
+    },
   };
 }
 

@@ -3,7 +3,10 @@
 import type { Context } from 'koa';
 import type { RateDecision } from '../ledger/call-rate.ts';
 
-export const seconds = (ms: number) => `${Math.max(0, ms / 1000).toFixed(3).replace(/\.?0+$/, '')}s`;
+export const seconds = (ms: number) =>
+  `${Math.max(0, ms / 1000)
+    .toFixed(3)
+    .replace(/\.?0+$/, '')}s`;
 
 export function applyRateHeaders(ctx: Context, d: RateDecision | null): void {
   if (!d) return;

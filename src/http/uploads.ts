@@ -7,11 +7,16 @@ import { unlink } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 
-interface Upload { filepath?: string }
+interface Upload {
+  filepath?: string;
+}
 
 const started = new WeakMap<IncomingMessage, string[]>();
 
-interface Form { req?: IncomingMessage | null; error?: unknown }
+interface Form {
+  req?: IncomingMessage | null;
+  error?: unknown;
+}
 
 /** formidable's onFileBegin; `this` is the form, which holds the request while it parses. */
 export function trackUpload(this: unknown, _field: string, file: Upload & { destroy?: () => void }): void {

@@ -18,14 +18,21 @@ function compiled(name: string): ValidateFunction {
 
 /** Names the offending field the way OpenAI does: messages[0].role */
 export function paramOf(e: ErrorObject): string {
-  const path = e.instancePath.split('/').slice(1).map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`)).join('').replace(/^\./, '');
-  if (e.keyword === 'required') return path ? `${path}.${(e.params as { missingProperty: string }).missingProperty}` : (e.params as { missingProperty: string }).missingProperty;
+  const path = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`))
+    .join('')
+    .replace(/^\./, '');
+  if (e.keyword === 'required')
+    return path ? `${path}.${(e.params as { missingProperty: string }).missingProperty}` : (e.params as { missingProperty: string }).missingProperty;
   return path || '(body)';
 }
 
 function describe(e: ErrorObject, param: string): string {
   if (e.keyword === 'required') return `Missing required parameter: '${param}'.`;
-  if (e.keyword === 'enum') return `Invalid value for '${param}': expected one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}.`;
+  if (e.keyword === 'enum')
+    return `Invalid value for '${param}': expected one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}.`;
   if (e.keyword === 'const') return `Invalid value for '${param}': only ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)} is supported.`;
   if (e.keyword === 'maxLength' && param === 'prompt') return `'prompt' is too long: at most ${(e.params as { limit: number }).limit} characters.`;
   return `Invalid value for '${param}': ${e.message}.`;

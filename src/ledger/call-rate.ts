@@ -3,19 +3,23 @@
 // account's decider state and advances with every hold, so the limit is decided together with
 // the hold (no extra round trip) and is one budget across every gateway process (the account
 // stream's expected revision orders them).
-export interface RateDecision { allowed: boolean; limit: number; remaining: number; resetMs: number; retryAfterMs: number }
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  resetMs: number;
+  retryAfterMs: number;
+}
 
 export const RATE_WINDOW_MS = 60_000;
 
 export const rateInterval = (perMinute: number): number => RATE_WINDOW_MS / perMinute;
 
 /** The theoretical arrival time after one more call at `now` (whether or not it is allowed). */
-export const nextArrival = (tat: number | undefined, perMinute: number, now: number): number =>
-  Math.max(tat ?? now, now) + rateInterval(perMinute);
+export const nextArrival = (tat: number | undefined, perMinute: number, now: number): number => Math.max(tat ?? now, now) + rateInterval(perMinute);
 
 /** Pure GCRA step: the new theoretical arrival time and the decision. */
 export function gcra(tat: number | undefined, perMinute: number, now: number): { tat: number; decision: RateDecision } {
-  const interval = rateInterval(perMinute);
   const base = Math.max(tat ?? now, now);
   const next = nextArrival(tat, perMinute, now);
   if (next - now > RATE_WINDOW_MS + 1e-9) {

@@ -14,7 +14,7 @@ import type { AppendRequest, AppendResult, EventMetadata, EventStore, StoredEven
 import { WrongExpectedRevisionError } from '../eventstore/errors.ts';
 
 /** Bump when a decider's state shape changes: older snapshots are then ignored and refolded. */
-export const SNAPSHOT_VERSION = 2;
+export const SNAPSHOT_VERSION = 4; // 3: per-charge nets of adjusted charges (account), stream revision and correction components (model); 4: key controls and key spend (account), rotation (key)
 /**
  * A snapshot is stored when a stream's revision crosses a multiple of this, so loading a stream
  * reads at most this many events after its snapshot while a busy stream does not write its whole
@@ -22,7 +22,10 @@ export const SNAPSHOT_VERSION = 2;
  */
 export const SNAPSHOT_EVERY = 32;
 
-interface Cached { revision: number; state: unknown }
+interface Cached {
+  revision: number;
+  state: unknown;
+}
 
 export interface CommandResult<S> {
   events: StoredEvent[];
@@ -59,9 +62,18 @@ interface Pending {
 }
 
 /** One command's part of a batch: its events, or why it was refused. */
-interface Decided { p: Pending; events: DomainEvent[]; ids: string[]; state: unknown; error?: unknown }
+interface Decided {
+  p: Pending;
+  events: DomainEvent[];
+  ids: string[];
+  state: unknown;
+  error?: unknown;
+}
 
-interface Lane { queue: Pending[]; running: boolean }
+interface Lane {
+  queue: Pending[];
+  running: boolean;
+}
 
 /** Whether an append taking the stream past `revision` crosses a snapshot mark. */
 function crossesSnapshotMark(revision: number, decided: Decided[]): boolean {
@@ -100,7 +112,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string);
   }
 
-    /** Decides every command in order against the state the previous ones leave. */
+  /** Decides every command in order against the state the previous ones leave. */
   function decideAll(batch: Pending[], start: unknown): Decided[] {
     let state = start;
     return batch.map((p) => {
@@ -121,7 +133,10 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
       const tell = d.p.onDecided;
       if (!tell) continue;
       d.p.onDecided = undefined;
-      if (d.error !== undefined) { d.p.refused = { error: d.error }; tell({ error: d.error }); } else tell({ events: d.events, state: d.state });
+      if (d.error !== undefined) {
+        d.p.refused = { error: d.error };
+        tell({ error: d.error });
+      } else tell({ events: d.events, state: d.state });
     }
   }
 
@@ -149,7 +164,9 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         result = await append({
           stream,
           expectedRevision: current.revision,
-          events: withEvents.flatMap((d) => d.events.map((e, i) => ({ id: d.ids[i], type: e.type, data: e.data as unknown as Record<string, unknown>, metadata: d.p.metadata }))),
+          events: withEvents.flatMap((d) =>
+            d.events.map((e, i) => ({ id: d.ids[i], type: e.type, data: e.data as unknown as Record<string, unknown>, metadata: d.p.metadata })),
+          ),
           snapshot: crossesSnapshotMark(current.revision, withEvents) ? { v: SNAPSHOT_VERSION, s: finalState } : undefined,
           durable: !withEvents.every((d) => d.events.every((e) => PROVISIONAL_EVENT_TYPES.has(e.type))),
         });
@@ -163,19 +180,39 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
       const all: StoredEvent[] = [];
       const outcomes: Array<() => void> = [];
       for (const d of decided) {
-        if (d.error !== undefined) { outcomes.push(() => d.p.reject(d.error)); continue; }
+        if (d.error !== undefined) {
+          outcomes.push(() => d.p.reject(d.error));
+          continue;
+        }
         const offset = all.length;
         const stored = d.events.map((e, i) => ({
-          id: d.ids[i], type: e.type, stream, revision: current.revision + 1 + offset + i, position: result.firstPosition + offset + i, timestamp,
-          data: e.data as never, metadata: d.p.metadata, prevHash: '', hash: '',
+          id: d.ids[i],
+          type: e.type,
+          stream,
+          revision: current.revision + 1 + offset + i,
+          position: result.firstPosition + offset + i,
+          timestamp,
+          data: e.data as never,
+          metadata: d.p.metadata,
+          prevHash: '',
+          hash: '',
         }));
         all.push(...stored);
-        const r = { events: stored, state: d.state, revision: current.revision + all.length, lastPosition: stored.length ? stored[stored.length - 1].position : 0 };
+        const r = {
+          events: stored,
+          state: d.state,
+          revision: current.revision + all.length,
+          lastPosition: stored.length ? stored[stored.length - 1].position : 0,
+        };
         outcomes.push(() => d.p.resolve(r));
       }
       // Caches hear of the events before any caller resumes. Committed: nothing here may throw
       // into drain(), which would run the commands again.
-      try { opts.onAppended?.(all); } catch { /* a listener's failure does not undo a commit */ }
+      try {
+        opts.onAppended?.(all);
+      } catch {
+        /* a listener's failure does not undo a commit */
+      }
       for (const settle of outcomes) settle();
       return;
     }
@@ -209,7 +246,10 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
   function enqueue<S>(stream: string, p: Omit<Pending, 'resolve' | 'reject'>): Promise<CommandResult<S>> {
     return new Promise<CommandResult<S>>((resolve, reject) => {
       let lane = lanes.get(stream);
-      if (!lane) { lane = { queue: [], running: false }; lanes.set(stream, lane); }
+      if (!lane) {
+        lane = { queue: [], running: false };
+        lanes.set(stream, lane);
+      }
       lane.queue.push({ ...p, resolve: resolve as Pending['resolve'], reject });
       if (!lane.running) void drain(stream, lane);
     });
@@ -227,7 +267,12 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
      * that must not happen without it. A refusal rejects both and is final; a decision that a
      * concurrent writer overturns (the stream moved, the command decided again) rejects `committed`.
      */
-    decideEarly<S, C>(decider: Decider<S, C>, stream: string, command: C, metadata: EventMetadata): { decided: Promise<{ events: DomainEvent[]; state: S }>; committed: Promise<CommandResult<S>> } {
+    decideEarly<S, C>(
+      decider: Decider<S, C>,
+      stream: string,
+      command: C,
+      metadata: EventMetadata,
+    ): { decided: Promise<{ events: DomainEvent[]; state: S }>; committed: Promise<CommandResult<S>> } {
       let onDecided!: Pending['onDecided'];
       const decided = new Promise<{ events: DomainEvent[]; state: S }>((resolve, reject) => {
         onDecided = (d) => ('error' in d ? reject(d.error) : resolve(d as { events: DomainEvent[]; state: S }));
@@ -244,7 +289,9 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
       const c = await load(decider as Decider<unknown, unknown>, stream);
       return { state: c.state as S, revision: c.revision };
     },
-    forget(stream: string) { cache.delete(stream); },
+    forget(stream: string) {
+      cache.delete(stream);
+    },
   };
 }
 

@@ -1,8 +1,13 @@
 // Domain failures. The HTTP layer maps `code` to a status; the message is safe to show a caller.
-export type DomainErrorCode = 'not_found' | 'already_exists' | 'invalid' | 'insufficient_quota' | 'rate_limited' | 'model_not_enabled' | 'conflict';
+export type DomainErrorCode =
+  'not_found' | 'already_exists' | 'invalid' | 'insufficient_quota' | 'rate_limited' | 'model_not_enabled' | 'conflict' | 'key_limit_exceeded' | 'key_expired';
 
 export class DomainError extends Error {
-  constructor(readonly code: DomainErrorCode, message: string, readonly facts: Record<string, unknown> = {}) {
+  constructor(
+    readonly code: DomainErrorCode,
+    message: string,
+    readonly facts: Record<string, unknown> = {},
+  ) {
     super(message);
     this.name = 'DomainError';
   }

@@ -37,7 +37,55 @@ interface ChargeCommon {
 }
 
 export type ChatApi = 'chat.completions' | 'messages' | 'responses';
+
+/** A channel tried and failed before the one that answered (or before the call gave up). */
+export interface FailedChannel {
+  channel: string;
+  error: string;
+  upstreamModel?: string;
+}
+
+/** Which upstream answered a call, for reconciliation against the provider's own usage export. */
+export interface UpstreamTrail {
+  channel?: string;
+  /** The model name the channel's upstream knows. */
+  upstreamModel?: string;
+  upstreamId?: string | null;
+  failovers?: FailedChannel[];
+}
+
+/** How the upstream split the counts it reported (each within promptTokens or completionTokens). */
+export interface UsageDetail {
+  cachedTokens?: number;
+  cacheWriteTokens?: number;
+  reasoningTokens?: number;
+}
+
+/**
+ * The priced inputs a retroactive correction can fix: the multiplier (chat and image charges), the
+ * cache weights (chat charges) and the tokens counted per image (image charges).
+ */
+export type CorrectionComponent = 'multiplier' | 'cache_read_weight' | 'cache_write_weight' | 'image_tokens';
+export const CORRECTION_COMPONENTS: readonly CorrectionComponent[] = ['multiplier', 'cache_read_weight', 'cache_write_weight', 'image_tokens'];
+
+/** A model's optional cache weights (thousandths; absent: 1000, the specification's rule). */
+export interface CachePrice {
+  cacheReadMilli?: number;
+  cacheWriteMilli?: number;
+}
 export type ReleaseReason = 'upstream_error' | 'client_aborted' | 'expired' | 'shutdown' | 'invalid_request' | 'other';
+
+/** A key's own controls (each null: none). */
+export interface KeyControls {
+  name: string;
+  /** At most `tokens` billed tokens per UTC period (daily, weekly from Monday, monthly; 'none': ever). */
+  spendLimit: { tokens: number; period: 'none' | 'daily' | 'weekly' | 'monthly' } | null;
+  /** Model ids the key may call (each also in the plan); null: every model of the plan. */
+  models: string[] | null;
+  /** ISO 8601: the key is refused from this instant on. */
+  expiresAt: string | null;
+}
+export type KeyControlField = 'name' | 'spend_limit' | 'models' | 'expires_at';
 
 export interface EventDataByType {
   PlanDefined: PlanTerms;
@@ -48,34 +96,131 @@ export interface EventDataByType {
   ExtraTokensGranted: { accountId: string; amount: number; reason: string };
   KeyIssued: { keyId: string; accountId: string; name: string; hash: string; last4: string };
   KeyRevoked: { keyId: string; accountId: string; reason: string };
-  ModelPriced: { modelId: string; multiplierMilli: number; status: 'ACTIVE' | 'INACTIVE'; alias: string | null };
+  /**
+   * A key's controls as they are from now on (on the ACCOUNT stream, so that its holds are decided
+   * with them): a spend limit in billed tokens per UTC period, the models it may call (within the
+   * plan's), when it expires, its name. `changed` names the fields this act changed; `rotatedFrom`
+   * (rotation) makes the key count its spend with that key's.
+   */
+  KeyControlsSet: KeyControls & { accountId: string; keyId: string; changed: KeyControlField[]; rotatedFrom?: string };
+  /** A key is replaced by `replacedBy`; it keeps working until `revokeAt`, then is revoked (reason 'rotated'). */
+  KeyRotated: { keyId: string; accountId: string; replacedBy: string; revokeAt: string };
+  ModelPriced: { modelId: string; multiplierMilli: number; status: 'ACTIVE' | 'INACTIVE'; alias: string | null } & CachePrice;
   QuotaReserved: {
-    accountId: string; holdId: string; requestId: string; keyId: string; model: string;
-    kind: 'chat' | 'image'; amount: number; expiresAt: string;
+    accountId: string;
+    holdId: string;
+    requestId: string;
+    keyId: string;
+    model: string;
+    kind: 'chat' | 'image';
+    amount: number;
+    expiresAt: string;
     /** When the hold was taken: advances the plan's call rate (absent on holds from before it was kept here). */
     at?: string;
   };
-  ChatCharged: ChargeCommon & {
-    promptTokens: number; completionTokens: number; reasoningEffort: string | null;
-    api: ChatApi; streamed: boolean; aborted: boolean;
+  ChatCharged: ChargeCommon &
+    UsageDetail &
+    CachePrice &
+    UpstreamTrail & {
+      promptTokens: number;
+      completionTokens: number;
+      reasoningEffort: string | null;
+      api: ChatApi;
+      streamed: boolean;
+      aborted: boolean;
+    };
+  ImageCharged: ChargeCommon & UpstreamTrail & { images: number; tokensPerImage: number; size: string; edit: boolean };
+  ReservationReleased: { accountId: string; holdId: string; requestId: string; amount: number; reason: ReleaseReason; failovers?: FailedChannel[] };
+  MultiplierCorrected: {
+    modelId: string;
+    correctionId: string;
+    from: string;
+    to: string;
+    multiplierMilli: number;
+    reason: string;
+    /** The same act also set the multiplier from now on (the ModelPriced appended with it). */
+    alsoFromNow?: boolean;
   };
-  ImageCharged: ChargeCommon & { images: number; tokensPerImage: number; size: string; edit: boolean };
-  ReservationReleased: { accountId: string; holdId: string; requestId: string; amount: number; reason: ReleaseReason };
-  MultiplierCorrected: { modelId: string; correctionId: string; from: string; to: string; multiplierMilli: number; reason: string };
+  /** A retroactive fix of another priced input than the multiplier (see CorrectionComponent). */
+  PriceComponentCorrected: {
+    modelId: string;
+    correctionId: string;
+    from: string;
+    to: string;
+    component: Exclude<CorrectionComponent, 'multiplier'>;
+    /** Thousandths for a cache weight, tokens for image_tokens. */
+    value: number;
+    reason: string;
+    alsoFromNow?: boolean;
+  };
   ChargeAdjusted: {
-    accountId: string; correctionId: string; chargeEventId: string; requestId: string; model: string;
-    chargedAt: string; billedBefore: number; billedCorrected: number;
-    multiplierMilliBefore: number; multiplierMilliCorrected: number;
+    accountId: string;
+    correctionId: string;
+    chargeEventId: string;
+    requestId: string;
+    model: string;
+    /** What was billed for the charge just before this adjustment (the charge plus earlier adjustments) and what it is after. */
+    chargedAt: string;
+    billedBefore: number;
+    billedCorrected: number;
+    multiplierMilliBefore: number;
+    multiplierMilliCorrected: number;
     /** billedCorrected - billedBefore, split into the pools it comes from or returns to. */
-    delta: number; quotaDelta: number; extraDelta: number;
+    delta: number;
+    quotaDelta: number;
+    extraDelta: number;
+    /** A refund's part credited as extra tokens (its pools were reset since: a renewed plan). */
+    extraCredited?: number;
+    /** The key of the charge adjusted (absent on adjustments made before usage was kept per key). */
+    keyId?: string;
+    /** Model stream revision of the correction that decided this figure (absent on adjustments made before corrections could overlap). */
+    correctionRevision?: number;
+    /** Corrected price inputs other than the multiplier, when a correction changed them. */
+    cacheReadMilliCorrected?: number;
+    cacheWriteMilliCorrected?: number;
+    tokensPerImageCorrected?: number;
   };
+  ChannelDisabled: { channelId: string; reason: string };
+  ChannelEnabled: { channelId: string; reason: string };
+  /** A webhook endpoint for an account's notifications (src/webhooks). The signing secret is derived, never stored. */
+  WebhookRegistered: {
+    webhookId: string;
+    accountId: string;
+    url: string;
+    events: string[];
+    thresholds: number[];
+    expiringDays: number;
+    /** Fingerprint of the master secret the webhook's signing secret is derived from (not the secret). */
+    signingKeyId: string;
+    registeredAt: string;
+  };
+  WebhookRemoved: { webhookId: string; accountId: string; reason: string };
 }
 
 export type EventType = keyof EventDataByType;
 export const EVENT_TYPES = [
-  'PlanDefined', 'PlanUpdated', 'AccountOpened', 'SubscriptionStarted', 'SubscriptionRenewed',
-  'ExtraTokensGranted', 'KeyIssued', 'KeyRevoked', 'ModelPriced', 'QuotaReserved', 'ChatCharged',
-  'ImageCharged', 'ReservationReleased', 'MultiplierCorrected', 'ChargeAdjusted',
+  'PlanDefined',
+  'PlanUpdated',
+  'AccountOpened',
+  'SubscriptionStarted',
+  'SubscriptionRenewed',
+  'ExtraTokensGranted',
+  'KeyIssued',
+  'KeyRevoked',
+  'KeyControlsSet',
+  'KeyRotated',
+  'ModelPriced',
+  'QuotaReserved',
+  'ChatCharged',
+  'ImageCharged',
+  'ReservationReleased',
+  'MultiplierCorrected',
+  'ChargeAdjusted',
+  'ChannelDisabled',
+  'ChannelEnabled',
+  'PriceComponentCorrected',
+  'WebhookRegistered',
+  'WebhookRemoved',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -96,4 +241,14 @@ export const streams = {
   account: (id: string) => `account-${id}`,
   key: (id: string) => `key-${id}`,
   model: (id: string) => `model-${id}`,
+  channel: (id: string) => `channel-${id}`,
+  /** An account's webhook registrations (src/webhooks). */
+  webhooks: (accountId: string) => `webhooks-${accountId}`,
 };
+
+/** The fields that are set: optional event fields are left out, never stored as undefined or null. */
+export function definedOnly<T extends Record<string, unknown>>(fields: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fields)) if (v !== undefined) out[k] = v;
+  return out as { [K in keyof T]?: Exclude<T[K], undefined> };
+}

@@ -3,32 +3,55 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Database } from '../eventstore/db.ts';
-import type { EventMetadata, EventStore } from '../eventstore/port.ts';
+import type { EventMetadata, EventReader, EventStore } from '../eventstore/port.ts';
 import { createPostgresEventStore } from '../eventstore/postgres.ts';
 import { createGroupCommitter } from '../eventstore/group-commit.ts';
 import { validateEvent } from './catalogue.ts';
 import { createCommandHandler, type CommandHandler } from './command-handler.ts';
 import { accountDecider, type AccountCommand, type AccountState } from './account.ts';
-import { keyDecider } from './key.ts';
+import { keyDecider, type KeyCommand } from './key.ts';
 import { planDecider, type PlanState } from './plan.ts';
 import { modelDecider, type ModelCommand } from './model.ts';
+import { channelDecider } from './channel.ts';
 import { streams, type DomainEvent, type PlanTerms } from './events.ts';
 import { DomainError, invalid } from './errors.ts';
 import { generateKeySecret, hashKey, lastFour } from './keys.ts';
 import { SEED_MODELS } from './price-list.ts';
 import { toMilli } from './pricing.ts';
-import { startProjectionRunner, ensureReadModels, readCheckpoint, type ProjectionRunner } from '../../projections/runner.ts';
+import { ReadModelsBehind, trackAppends } from './read-your-writes.ts';
+
+/** The read models' database and schema, for the typed reads beside each projection. */
+export interface ReadModelsHandle {
+  db: Database;
+  schema: string;
+}
+
+/** What the ledger needs of the read side (projections/read-side.ts `ReadSide`). */
+export interface ReadSideHandle {
+  readonly schema: string;
+  readonly projectsHere: boolean;
+  waitForPosition(position: number, timeoutMs: number): Promise<boolean>;
+  stop(): Promise<void>;
+}
 
 export interface LedgerOptions {
   db: Database;
-  /** Schema of the event store; read models live in `<schema>_rm`. */
+  /** Schema of the event store (the read side names the read models' own). */
   schema?: string;
-  /** Run the projections in this process (default true). */
-  projections?: boolean;
+  /**
+   * The read models and how a read waits for them (projections/read-side.ts builds it; the
+   * ledger only calls it, so the write side depends on no read model).
+   */
+  readSide: (store: EventStore) => Promise<ReadSideHandle>;
   /** Told how long each group-committed append took (seconds). */
   onAppendTimed?: (seconds: number) => void;
   store?: EventStore;
 }
+
+/** How long a request's read waits for the read models before it is answered 503. */
+export const READ_WAIT_MS = 2000;
+/** How long start-up, shutdown and tests wait for them (a large batch may be projecting). */
+const CATCH_UP_WAIT_MS = 30_000;
 
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 
@@ -43,23 +66,31 @@ export function metadataFor(actor: string, correlationId: string = randomUUID(),
 
 export async function openLedger(opts: LedgerOptions) {
   const schema = opts.schema ?? 'tollgate';
-  const rmSchema = `${schema}_rm`;
-  const store = opts.store ?? await createPostgresEventStore(opts.db, { schema, validate: validateEvent });
-  const timed: EventStore = opts.onAppendTimed ? {
-    ...store,
-    appendMany: async (requests) => {
-      const started = process.hrtime.bigint();
-      try { return await store.appendMany(requests); } finally { opts.onAppendTimed!(Number(process.hrtime.bigint() - started) / 1e9); }
-    },
-  } : store;
+  const tracker = trackAppends(opts.store ?? (await createPostgresEventStore(opts.db, { schema, validate: validateEvent })));
+  const store = tracker.store;
+  // Embedded PGlite lives inside this process: nobody else can append to its log.
+  const logIsShared = !(store.kind === 'pglite' && opts.db.kind === 'pglite');
+  const timed: EventStore = opts.onAppendTimed
+    ? {
+        ...store,
+        appendMany: async (requests) => {
+          const started = process.hrtime.bigint();
+          try {
+            return await store.appendMany(requests);
+          } finally {
+            opts.onAppendTimed!(Number(process.hrtime.bigint() - started) / 1e9);
+          }
+        },
+      }
+    : store;
   const committer = createGroupCommitter(timed);
   // In-process listeners (caches) hear of this process's own appends at once; other processes'
   // appends reach them through the store's subscription.
   const appended = new EventEmitter();
   appended.setMaxListeners(0);
   const handler: CommandHandler = createCommandHandler({ store, append: committer.append, onAppended: (events) => appended.emit('events', events) });
-  await ensureReadModels(opts.db, rmSchema);
-  const runner: ProjectionRunner | null = opts.projections === false ? null : await startProjectionRunner({ db: opts.db, store, schema: rmSchema });
+  const reads = await opts.readSide(store);
+  const rmSchema = reads.schema;
 
   const account = (accountId: string, command: AccountCommand, md: EventMetadata, eventIds?: (e: DomainEvent, i: number) => string) =>
     handler.handle(accountDecider, streams.account(accountId), command, md, eventIds);
@@ -71,7 +102,24 @@ export async function openLedger(opts: LedgerOptions) {
   }
 
   const ledger = {
-    db: opts.db, store, schema, rmSchema, handler, runner, committer,
+    schema,
+    rmSchema,
+    /** Where the read models live, for their typed queries (projections/*.ts). */
+    readModels: { db: opts.db, schema: rmSchema } as ReadModelsHandle,
+    /** The event log, to read: every write goes through the commands below. */
+    events: store as EventReader,
+    /** Whether this process runs the projections (else a separate projector does). */
+    projectsHere: reads.projectsHere,
+    /** Waits (bounded) until the read models include `position`; false on timeout. */
+    waitForPosition: (position: number, timeoutMs: number): Promise<boolean> => reads.waitForPosition(position, timeoutMs),
+    /** Resolves once appends in flight are committed (shutdown). */
+    drain: () => committer.drain(),
+    /** Drops this process's cached state of an account, so the next command reads it from the log (another process may have written it). */
+    forgetAccount: (accountId: string) => handler.forget(streams.account(accountId)),
+    /** A key command through the key decider (issueKey is the way to issue one with a fresh secret). */
+    key: (keyId: string, command: KeyCommand, md: EventMetadata) => handler.handle(keyDecider, streams.key(keyId), command, md),
+    /** A model command (price, correction) through the model decider. */
+    model: (modelId: string, command: ModelCommand, md: EventMetadata) => handler.handle(modelDecider, streams.model(modelId), command, md),
     /** Subscribe with `appended.on('events', (events: StoredEvent[]) => ...)`. */
     appended,
 
@@ -104,7 +152,12 @@ export async function openLedger(opts: LedgerOptions) {
       if (!acct.opened) throw new DomainError('not_found', `account ${accountId} not found`);
       const secret = generateKeySecret();
       const keyId = `key_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-      await handler.handle(keyDecider, streams.key(keyId), { type: 'Issue', keyId, accountId, name, hash: hashKey(secret), last4: lastFour(secret) }, metadataFor(actor));
+      await handler.handle(
+        keyDecider,
+        streams.key(keyId),
+        { type: 'Issue', keyId, accountId, name, hash: hashKey(secret), last4: lastFour(secret) },
+        metadataFor(actor),
+      );
       return { keyId, secret, last4: lastFour(secret) };
     },
     async revokeKey(keyId: string, reason: string, actor: string) {
@@ -113,6 +166,10 @@ export async function openLedger(opts: LedgerOptions) {
     },
     async priceModel(cmd: Omit<Extract<ModelCommand, { type: 'Price' }>, 'type'>, actor: string) {
       return handler.handle(modelDecider, streams.model(cmd.modelId), { type: 'Price', ...cmd }, metadataFor(actor));
+    },
+    /** Takes an upstream channel out of rotation, or puts it back (no event if it already is). */
+    async setChannelEnabled(channelId: string, enabled: boolean, reason: string, actor: string) {
+      return handler.handle(channelDecider, streams.channel(channelId), { type: enabled ? 'Enable' : 'Disable', channelId, reason }, metadataFor(actor));
     },
     /** Prices the spec's models once, on a ledger that has none. */
     async seedModels(actor = 'system:seed') {
@@ -127,26 +184,21 @@ export async function openLedger(opts: LedgerOptions) {
     accountDecideEarly: (accountId: string, command: AccountCommand, md: EventMetadata) =>
       handler.decideEarly<AccountState, AccountCommand>(accountDecider, streams.account(accountId), command, md),
     /**
-     * Waits until the read models include everything appended so far. With projections in
-     * another process (`tollgate projector`) this process cannot hurry them: it waits, at most
-     * `boundMs`, for their checkpoint to reach the head of the log as of the call.
+     * Waits until the read models include every event this process appended and, when other
+     * processes can append to the same log, everything committed before the call (an account
+     * opened through another gateway a moment ago). Throws ReadModelsBehind after `boundMs`.
      */
-    async caughtUp(boundMs = 2000) {
-      if (runner) return runner.caughtUp();
-      const head = await store.headPosition();
-      for (const until = Date.now() + boundMs; Date.now() < until && (await readCheckpoint(opts.db, rmSchema)) < head;) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
+    async readYourWrites(boundMs = READ_WAIT_MS) {
+      const target = Math.max(tracker.lastAppended(), logIsShared ? await store.headPosition() : 0);
+      if (!(await ledger.waitForPosition(target, boundMs))) throw new ReadModelsBehind(`the read models have not reached position ${target} yet`);
     },
+    /** readYourWrites with the patience of start-up, shutdown and tests. */
+    caughtUp: (boundMs = CATCH_UP_WAIT_MS): Promise<void> => ledger.readYourWrites(boundMs),
     async close() {
       // Leave the read models with what this process appended, so readers do not wait for a
       // restart; bounded, so a lost database cannot hold the shutdown.
-      if (runner) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([runner.caughtUp().catch(() => undefined), new Promise((r) => { timer = setTimeout(r, 10_000); })]);
-        clearTimeout(timer);
-      }
-      await runner?.stop();
+      if (reads.projectsHere) await ledger.readYourWrites(10_000).catch(() => undefined);
+      await reads.stop();
       await store.close();
     },
   };

@@ -3,14 +3,19 @@ import type { Decider } from './decider.ts';
 import type { PlanTerms } from './events.ts';
 import { DomainError, invalid, requireTokenAmount } from './errors.ts';
 
-export interface PlanState { exists: boolean; terms: PlanTerms | null }
+export interface PlanState {
+  exists: boolean;
+  terms: PlanTerms | null;
+}
 
 export type PlanCommand = { type: 'Define' | 'Update'; terms: PlanTerms };
 
 function checkTerms(t: PlanTerms): void {
   requireTokenAmount(t.quota, 'quota', { allowZero: true });
-  if (!Number.isSafeInteger(t.validityDays) || t.validityDays < 1 || t.validityDays > 3650) throw invalid('validity_days must be a whole number from 1 to 3650', { param: 'validity_days' });
-  if (!Number.isSafeInteger(t.requestsPerMinute) || t.requestsPerMinute < 1) throw invalid('requests_per_minute must be a whole number >= 1', { param: 'requests_per_minute' });
+  if (!Number.isSafeInteger(t.validityDays) || t.validityDays < 1 || t.validityDays > 3650)
+    throw invalid('validity_days must be a whole number from 1 to 3650', { param: 'validity_days' });
+  if (!Number.isSafeInteger(t.requestsPerMinute) || t.requestsPerMinute < 1)
+    throw invalid('requests_per_minute must be a whole number >= 1', { param: 'requests_per_minute' });
   if (!Array.isArray(t.models) || t.models.length === 0) throw invalid('models must list at least one model id, or "*"', { param: 'models' });
 }
 

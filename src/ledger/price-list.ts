@@ -1,5 +1,9 @@
 // The seed price list, from the two model tables of the service specification.
-export interface SeedModel { id: string; alias: string | null; multiplier: number }
+export interface SeedModel {
+  id: string;
+  alias: string | null;
+  multiplier: number;
+}
 
 export const SEED_MODELS: readonly SeedModel[] = [
   { id: 'cx/gen-6-astra', alias: 'gen-6-astra', multiplier: 2 },

@@ -9,12 +9,19 @@ import { toMilli } from '../ledger/pricing.ts';
 import { requireId } from '../ledger/ledger.ts';
 import { requireTokenAmount } from '../ledger/errors.ts';
 import { maskKey } from '../ledger/keys.ts';
-import { applyCorrection, dryRunCorrection } from '../admin/corrections.ts';
+import { applyCorrection, correctionInput, dryRunCorrection, type CorrectionInput } from '../admin/corrections.ts';
 import { buildStatement, statementCsv } from '../admin/statements.ts';
+import { buildUpstreamReport, upstreamReportCsv, upstreamReportQuery } from '../admin/upstream-report.ts';
 import { verifyLedger } from '../admin/audit.ts';
 import { rebuildReadModels } from '../../projections/rebuild.ts';
+import * as accounts from '../../projections/accounts.ts';
+import * as models from '../../projections/models.ts';
+import * as plans from '../../projections/plans.ts';
 import { sweepExpiredHolds } from '../gateway/sweeper.ts';
+import { adminConsoleRoutes } from './admin-console.ts';
+import { adminKeysRoutes } from './admin-keys.ts';
 import type { PlanTerms } from '../ledger/events.ts';
+import { webhookAdminRouter } from './admin-webhooks.ts';
 
 type Body = Record<string, unknown>;
 
@@ -37,7 +44,8 @@ const body = (ctx: Context): Body => {
 function str(b: Body, name: string, opts: { optional?: boolean; max?: number } = {}): string {
   const v = b[name];
   if (v === undefined && opts.optional) return '';
-  if (typeof v !== 'string' || v.length === 0 || v.length > (opts.max ?? 200)) throw badRequest(`'${name}' must be a non-empty string of at most ${opts.max ?? 200} characters.`, name);
+  if (typeof v !== 'string' || v.length === 0 || v.length > (opts.max ?? 200))
+    throw badRequest(`'${name}' must be a non-empty string of at most ${opts.max ?? 200} characters.`, name);
   return v;
 }
 
@@ -49,18 +57,28 @@ const MAX_PLAN_MODELS = 500;
 
 function planTerms(b: Body, planId: string): PlanTerms {
   const models = b.models;
-  if (!Array.isArray(models) || models.length === 0 || models.length > MAX_PLAN_MODELS || new Set(models).size !== models.length ||
-    !models.every((m) => typeof m === 'string' && m.length > 0 && m.length <= 100)) {
+  if (
+    !Array.isArray(models) ||
+    models.length === 0 ||
+    models.length > MAX_PLAN_MODELS ||
+    new Set(models).size !== models.length ||
+    !models.every((m) => typeof m === 'string' && m.length > 0 && m.length <= 100)
+  ) {
     throw badRequest(`'models' must list distinct model ids (at most ${MAX_PLAN_MODELS}), or ["*"] for all.`, 'models');
   }
   const int = (name: string, min: number, max = Number.MAX_SAFE_INTEGER) => {
     const v = b[name];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max) throw badRequest(`'${name}' must be a whole number from ${min} to ${max}.`, name);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max)
+      throw badRequest(`'${name}' must be a whole number from ${min} to ${max}.`, name);
     return v;
   };
   return {
-    planId, name: str(b, 'name'), quota: int('quota', 0), validityDays: int('validity_days', 1, MAX_VALIDITY_DAYS),
-    requestsPerMinute: int('requests_per_minute', 1, MAX_REQUESTS_PER_MINUTE), models: models as string[],
+    planId,
+    name: str(b, 'name'),
+    quota: int('quota', 0),
+    validityDays: int('validity_days', 1, MAX_VALIDITY_DAYS),
+    requestsPerMinute: int('requests_per_minute', 1, MAX_REQUESTS_PER_MINUTE),
+    models: models as string[],
   };
 }
 
@@ -84,13 +102,17 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
   r.use(adminAuth(adminToken));
   // Ids in paths reach SQL as parameters; PostgreSQL text cannot hold a NUL, and no id is that long.
   r.param('id', (id: unknown, ctx, next) => {
+    // eslint-disable-next-line no-control-regex
     if (typeof id === 'string' && (id.length > 200 || /[\u0000-\u001f]/.test(id))) throw badRequest('That id is not valid.', 'id');
     return next();
   });
+  r.use(adminConsoleRoutes(deps).routes()); // GET /accounts (paginated) and /accounts/:id/balance, for the console
+  r.use(adminKeysRoutes(deps).routes()); // GET /accounts/:id/keys (with controls and spend), PATCH /keys/:id, POST /keys/:id/rotate
 
-  const plans = async () => ledger.db.query(`SELECT plan_id, name, quota, validity_days, requests_per_minute, models, updated_at FROM "${ledger.rmSchema}".plans ORDER BY plan_id`);
-
-  r.get('/plans', async (ctx) => { await ledger.caughtUp(); ctx.body = { object: 'list', data: await plans() }; });
+  r.get('/plans', async (ctx) => {
+    await ledger.readYourWrites();
+    ctx.body = { object: 'list', data: await plans.list(ledger.readModels.db, ledger.rmSchema) };
+  });
   r.post('/plans', async (ctx) => {
     const b = body(ctx);
     const terms = planTerms(b, requireId(b.plan_id, 'plan_id'));
@@ -106,14 +128,15 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
 
   r.post('/accounts', async (ctx) => {
     const b = body(ctx);
-    if (b.account_id !== undefined && typeof b.account_id !== 'string') throw badRequest("'account_id' must be a string (or left out to generate one).", 'account_id');
+    if (b.account_id !== undefined && typeof b.account_id !== 'string')
+      throw badRequest("'account_id' must be a string (or left out to generate one).", 'account_id');
     const accountId = await ledger.openAccount({ accountId: b.account_id, name: str(b, 'name') }, ctx.state.actor);
     ctx.status = 201;
     ctx.body = { object: 'account', account_id: accountId };
   });
   r.get('/accounts/:id', async (ctx) => {
-    await ledger.caughtUp();
-    const [row] = await ledger.db.query(`SELECT * FROM "${ledger.rmSchema}".accounts WHERE account_id = $1`, [ctx.params.id]);
+    await ledger.readYourWrites();
+    const row = await accounts.byId(ledger.readModels.db, ledger.rmSchema, ctx.params.id);
     if (!row) throw new ApiError(404, `account ${ctx.params.id} not found`, 'invalid_request_error', 'not_found');
     ctx.body = { object: 'account', ...row };
   });
@@ -129,57 +152,107 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
     ctx.body = { object: 'extra_tokens', account_id: ctx.params.id, granted: amount };
   });
   r.post('/accounts/:id/keys', async (ctx) => {
-    const b = ctx.request.body && typeof ctx.request.body === 'object' ? ctx.request.body as Body : {};
-    const key = await ledger.issueKey(requireId(ctx.params.id, 'account_id'), typeof b.name === 'string' && b.name ? b.name.slice(0, 200) : 'default', ctx.state.actor);
+    const b = ctx.request.body && typeof ctx.request.body === 'object' ? (ctx.request.body as Body) : {};
+    const key = await ledger.issueKey(
+      requireId(ctx.params.id, 'account_id'),
+      typeof b.name === 'string' && b.name ? b.name.slice(0, 200) : 'default',
+      ctx.state.actor,
+    );
     ctx.status = 201;
     // The only time the secret leaves the gateway.
     ctx.body = { object: 'api_key', key_id: key.keyId, account_id: ctx.params.id, key: key.secret, masked: maskKey(key.last4) };
   });
-  r.get('/accounts/:id/keys', async (ctx) => {
-    await ledger.caughtUp();
-    const rows = await ledger.db.query<{ key_id: string; name: string; last4: string; status: string; issued_at: Date; revoked_at: Date | null; last_used_at: Date | null }>(
-      `SELECT key_id, name, last4, status, issued_at, revoked_at, last_used_at FROM "${ledger.rmSchema}".keys WHERE account_id = $1 ORDER BY issued_at`, [ctx.params.id]);
-    ctx.body = { object: 'list', data: rows.map((k) => ({ key_id: k.key_id, name: k.name, masked: maskKey(k.last4), status: k.status, issued_at: k.issued_at, revoked_at: k.revoked_at, last_used_at: k.last_used_at })) };
-  });
   r.post('/keys/:id/revoke', async (ctx) => {
-    const b = ctx.request.body && typeof ctx.request.body === 'object' ? ctx.request.body as Body : {};
+    const b = ctx.request.body && typeof ctx.request.body === 'object' ? (ctx.request.body as Body) : {};
     await ledger.revokeKey(ctx.params.id, typeof b.reason === 'string' ? b.reason.slice(0, 500) : '', ctx.state.actor);
     ctx.body = { object: 'api_key', key_id: ctx.params.id, status: 'revoked' };
   });
 
   r.get('/models', async (ctx) => {
-    await ledger.caughtUp();
-    ctx.body = { object: 'list', data: await ledger.db.query(`SELECT model_id, alias, multiplier_milli, status, updated_at FROM "${ledger.rmSchema}".models ORDER BY model_id`) };
+    await ledger.readYourWrites();
+    ctx.body = { object: 'list', data: await models.all(ledger.readModels.db, ledger.rmSchema) };
+  });
+
+  // Upstream channels: their health, and an operator's switch (each change an event with its actor).
+  r.get('/channels', (ctx) => {
+    ctx.body = { object: 'list', data: deps.channels.list() };
+  });
+  // Channel ids contain '/' (provider/upstream model).
+  r.patch('/channels/*id', async (ctx) => {
+    const channelId = ([] as string[]).concat(ctx.params.id as unknown as string[]).join('/');
+    if (!deps.channels.has(channelId))
+      throw new ApiError(
+        404,
+        `No channel ${channelId.slice(0, 200)} in the models config; GET /admin/v1/channels lists them.`,
+        'invalid_request_error',
+        'not_found',
+        'channel',
+      );
+    const b = body(ctx);
+    if (typeof b.enabled !== 'boolean') throw badRequest("'enabled' must be true or false.", 'enabled');
+    const reason = typeof b.reason === 'string' ? b.reason.slice(0, 500) : '';
+    const res = await ledger.setChannelEnabled(channelId, b.enabled, reason, ctx.state.actor);
+    ctx.body = { object: 'channel', changed: res.events.length > 0, ...deps.channels.list().find((c) => c.id === channelId) };
   });
   // Model ids may contain '/', e.g. cx/gen-6-terra.
   r.patch('/models/*id', async (ctx) => {
     const modelId = ([] as string[]).concat(ctx.params.id as unknown as string[]).join('/');
     if (modelId.length > MAX_MODEL_ID) throw badRequest(`A model id has at most ${MAX_MODEL_ID} characters.`, 'model');
     const b = body(ctx);
-    const cmd: { modelId: string; multiplierMilli?: number; status?: 'ACTIVE' | 'INACTIVE'; alias?: string | null } = { modelId };
+    const cmd: {
+      modelId: string;
+      multiplierMilli?: number;
+      status?: 'ACTIVE' | 'INACTIVE';
+      alias?: string | null;
+      cacheReadMilli?: number | null;
+      cacheWriteMilli?: number | null;
+    } = { modelId };
     if (b.multiplier !== undefined) cmd.multiplierMilli = toMilli(b.multiplier as number);
+    // Cache weights as fractions of a plain prompt token (0.1 = a tenth); null removes one.
+    for (const [field, key] of [
+      ['cache_read_weight', 'cacheReadMilli'],
+      ['cache_write_weight', 'cacheWriteMilli'],
+    ] as const) {
+      if (b[field] === undefined) continue;
+      if (b[field] !== null && !(typeof b[field] === 'number' && b[field] >= 0 && b[field] <= 1000))
+        throw badRequest(`'${field}' must be a number from 0 to 1000 (1 = a plain prompt token), or null.`, field);
+      cmd[key] = b[field] === null ? null : Math.round((b[field] as number) * 1000);
+    }
     if (b.status !== undefined) {
       if (b.status !== 'ACTIVE' && b.status !== 'INACTIVE') throw badRequest("'status' must be ACTIVE or INACTIVE.", 'status');
       cmd.status = b.status;
     }
     if (b.alias !== undefined) {
-      if (b.alias !== null && (typeof b.alias !== 'string' || !b.alias || b.alias.length > MAX_MODEL_ID)) throw badRequest(`'alias' must be a string of at most ${MAX_MODEL_ID} characters, or null.`, 'alias');
+      if (b.alias !== null && (typeof b.alias !== 'string' || !b.alias || b.alias.length > MAX_MODEL_ID))
+        throw badRequest(`'alias' must be a string of at most ${MAX_MODEL_ID} characters, or null.`, 'alias');
       cmd.alias = b.alias as string | null;
     }
     const res = await ledger.priceModel(cmd, ctx.state.actor);
     ctx.body = { object: 'model', ...res.events[0].data };
   });
 
-  const correction = (b: Body) => ({
-    modelId: str(b, 'model', { max: MAX_MODEL_ID }), from: parseTime(b.from, 'from'), to: parseTime(b.to, 'to'),
-    multiplierMilli: toMilli(b.multiplier as number), reason: typeof b.reason === 'string' ? b.reason.slice(0, 500) : '',
-  });
+  const correction = (b: Body): CorrectionInput =>
+    correctionInput(b, {
+      modelId: str(b, 'model', { max: MAX_MODEL_ID }),
+      from: parseTime(b.from, 'from'),
+      to: b.to === undefined && b.also_from_now === true ? undefined : parseTime(b.to, 'to'),
+    });
   r.post('/corrections', async (ctx) => {
     const b = body(ctx);
     const c = correction(b);
-    if (b.dry_run === true) { ctx.body = { object: 'reconciliation', dry_run: true, ...(await dryRunCorrection(ledger, c)) }; return; }
+    if (b.dry_run === true) {
+      ctx.body = { object: 'reconciliation', dry_run: true, ...(await dryRunCorrection(ledger, c)) };
+      return;
+    }
     const result = await applyCorrection(ledger, c, ctx.state.actor);
-    ctx.body = { object: 'reconciliation', dry_run: false, appended: result.appended, already_applied: result.alreadyApplied, ...result.report };
+    ctx.body = {
+      object: 'reconciliation',
+      dry_run: false,
+      appended: result.appended,
+      already_applied: result.alreadyApplied,
+      passes: result.passes,
+      ...result.report,
+    };
   });
 
   r.get('/accounts/:id/statement', async (ctx) => {
@@ -187,12 +260,27 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
     const to = parseTime(ctx.query.to, 'to');
     if (from >= to) throw badRequest("'from' must be before 'to'.", 'from');
     const s = await buildStatement(ledger, requireId(ctx.params.id, 'account_id'), from, to);
-    if (ctx.query.format === 'csv') { ctx.type = 'text/csv; charset=utf-8'; ctx.body = statementCsv(s); }
-    else ctx.body = { object: 'statement', ...s };
+    if (ctx.query.format === 'csv') {
+      ctx.type = 'text/csv; charset=utf-8';
+      ctx.body = statementCsv(s);
+    } else ctx.body = { object: 'statement', ...s };
+  });
+  r.get('/upstream-report', async (ctx) => {
+    const query = upstreamReportQuery(ctx.query);
+    await ledger.readYourWrites();
+    const report = await buildUpstreamReport(ledger, query);
+    if (query.format === 'csv') {
+      ctx.type = 'text/csv; charset=utf-8';
+      ctx.body = upstreamReportCsv(report);
+    } else ctx.body = { object: 'upstream_report', ...report };
   });
 
-  r.post('/verify', async (ctx) => { ctx.body = { object: 'verification', ...(await verifyLedger(ledger)) }; });
-  r.post('/sweep', async (ctx) => { ctx.body = { object: 'sweep', released: await sweepExpiredHolds(ledger) }; });
+  r.post('/verify', async (ctx) => {
+    ctx.body = { object: 'verification', ...(await verifyLedger(ledger)) };
+  });
+  r.post('/sweep', async (ctx) => {
+    ctx.body = { object: 'sweep', released: await sweepExpiredHolds(ledger) };
+  });
   r.get('/events', async (ctx) => {
     // Checked before the stream starts: a failure once it runs can only cut the connection.
     const after = ctx.query.after === undefined ? 0 : Number(ctx.query.after);
@@ -205,7 +293,7 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
     void (async () => {
       let position = after;
       for (;;) {
-        const page = await ledger.store.readAll(position, 5000);
+        const page = await ledger.events.readAll(position, 5000);
         if (page.length === 0) break;
         out.write(page.map((e) => JSON.stringify(e)).join('\n') + '\n');
         position = page[page.length - 1].position;
@@ -219,9 +307,16 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
     const out = new PassThrough();
     ctx.type = 'application/x-ndjson';
     ctx.body = out;
-    void rebuildReadModels(ledger.db, ledger.store, ledger.rmSchema, { onProgress: (p) => out.write(JSON.stringify({ type: 'progress', ...p }) + '\n') })
-      .then((done) => { out.end(JSON.stringify({ type: 'done', ...done }) + '\n'); })
-      .catch((e) => { out.end(JSON.stringify({ type: 'error', message: (e as Error).message }) + '\n'); });
+    void rebuildReadModels(ledger.readModels.db, ledger.events, ledger.rmSchema, {
+      onProgress: (p) => out.write(JSON.stringify({ type: 'progress', ...p }) + '\n'),
+    })
+      .then((done) => {
+        out.end(JSON.stringify({ type: 'done', ...done }) + '\n');
+      })
+      .catch((e) => {
+        out.end(JSON.stringify({ type: 'error', message: (e as Error).message }) + '\n');
+      });
   });
+  r.use(webhookAdminRouter(deps).routes());
   return r;
 }

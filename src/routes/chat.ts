@@ -7,6 +7,7 @@ import type { ChatMessage, ToolDefinition, Usage } from '../upstream/port.ts';
 import { openSse } from '../gateway/sse.ts';
 import { setBillingHeaders } from '../gateway/billing-headers.ts';
 import { prepareChat } from '../gateway/chat-call.ts';
+import { withBilledTokens } from '../gateway/billed-usage.ts';
 
 interface ChatBody {
   model: string;
@@ -25,7 +26,18 @@ interface ChatBody {
 const FINGERPRINT = 'fp_tollgate_1';
 
 /** Common parameters handed to the upstream as they are. */
-const PASSTHROUGH = ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'seed', 'stop', 'user', 'response_format', 'logit_bias', 'parallel_tool_calls'];
+const PASSTHROUGH = [
+  'temperature',
+  'top_p',
+  'presence_penalty',
+  'frequency_penalty',
+  'seed',
+  'stop',
+  'user',
+  'response_format',
+  'logit_bias',
+  'parallel_tool_calls',
+];
 
 export function chatCompletions(deps: GatewayDeps) {
   return async (ctx: Context) => {
@@ -33,46 +45,115 @@ export function chatCompletions(deps: GatewayDeps) {
     const params: Record<string, unknown> = {};
     for (const p of PASSTHROUGH) if (body[p] !== undefined && body[p] !== null) params[p] = body[p];
     const prepared = await prepareChat(deps, ctx, {
-      api: 'chat.completions', model: body.model, messages: body.messages, tools: body.tools, toolChoice: body.tool_choice,
-      maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined, reasoningEffort: body.reasoning_effort, params, stream: !!body.stream,
+      api: 'chat.completions',
+      model: body.model,
+      messages: body.messages,
+      tools: body.tools,
+      toolChoice: body.tool_choice,
+      maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
+      reasoningEffort: body.reasoning_effort,
+      params,
+      stream: !!body.stream,
+      body,
     });
     const id = `chatcmpl-${randomUUID().replace(/-/g, '')}`;
     const created = Math.floor(Date.now() / 1000);
     const model = prepared.model.id;
 
     if (!body.stream) {
-      const { outcome } = await prepared.complete();
-      ctx.body = {
-        id, object: 'chat.completion', created, model, system_fingerprint: FINGERPRINT,
-        choices: [{
-          index: 0, finish_reason: outcome.finishReason, logprobs: null,
-          message: { role: 'assistant', content: outcome.toolCalls.length && !outcome.content ? null : outcome.content, refusal: null, ...(outcome.toolCalls.length ? { tool_calls: outcome.toolCalls } : {}) },
-        }],
-        usage: usageBody(outcome.usage),
-      };
+      const { reply, billing } = await prepared.complete();
+      if ('native' in reply) {
+        ctx.body = reply.native.body;
+        return;
+      }
+      const outcome = reply.canonical;
+      ctx.body = withBilledTokens(
+        {
+          id,
+          object: 'chat.completion',
+          created,
+          model,
+          system_fingerprint: FINGERPRINT,
+          choices: [
+            {
+              index: 0,
+              finish_reason: outcome.finishReason,
+              logprobs: null,
+              message: {
+                role: 'assistant',
+                content: outcome.toolCalls.length && !outcome.content ? null : outcome.content,
+                refusal: null,
+                ...(outcome.toolCalls.length ? { tool_calls: outcome.toolCalls } : {}),
+              },
+            },
+          ],
+          usage: usageBody(outcome.usage),
+        },
+        billing.billed,
+      );
       return;
     }
 
+    const stream = await prepared.openStream();
     const sse = openSse(ctx);
     setBillingHeaders(ctx, 0, await deps.metering.remaining(ctx.state.auth.accountId));
-    const chunk = (delta: Record<string, unknown>, finish: string | null) => ({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: FINGERPRINT, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] });
-    sse.data(chunk({ role: 'assistant', content: '' }, null));
-    prepared.stream(sse, {
-      text: (text) => sse.data(chunk({ content: text }, null)),
-      toolCall: (part) => sse.data(chunk({ tool_calls: [{ index: part.index, ...(part.id ? { id: part.id, type: 'function' } : {}), function: { ...(part.name ? { name: part.name } : {}), arguments: part.arguments ?? '' } }] }, null)),
-      finish: (reason, usage) => {
-        sse.data(chunk({}, reason));
-        if (body.stream_options?.include_usage) sse.data({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: FINGERPRINT, choices: [], usage: usageBody(usage) });
-        sse.data('[DONE]');
+    const chunk = (delta: Record<string, unknown>, finish: string | null) => ({
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      system_fingerprint: FINGERPRINT,
+      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+    });
+    const streamError = (message: string) => sse.data({ error: { message, type: 'upstream_error', param: null, code: 'upstream_error' } });
+    stream.pipe(sse, {
+      renderer: () => {
+        sse.data(chunk({ role: 'assistant', content: '' }, null));
+        return {
+          text: (text) => sse.data(chunk({ content: text }, null)),
+          toolCall: (part) =>
+            sse.data(
+              chunk(
+                {
+                  tool_calls: [
+                    {
+                      index: part.index,
+                      ...(part.id ? { id: part.id, type: 'function' } : {}),
+                      function: { ...(part.name ? { name: part.name } : {}), arguments: part.arguments ?? '' },
+                    },
+                  ],
+                },
+                null,
+              ),
+            ),
+          finish: (reason, usage, billing) => {
+            sse.data(chunk({}, reason));
+            if (body.stream_options?.include_usage)
+              sse.data({
+                id,
+                object: 'chat.completion.chunk',
+                created,
+                model,
+                system_fingerprint: FINGERPRINT,
+                choices: [],
+                usage: { ...usageBody(usage), billed_tokens: billing.billed },
+              });
+            sse.data('[DONE]');
+          },
+          error: streamError,
+        };
       },
-      error: (message) => sse.data({ error: { message, type: 'upstream_error', param: null, code: 'upstream_error' } }),
+      nativeError: streamError,
     });
   };
 }
 
 export function usageBody(u: Usage) {
   return {
-    prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.prompt_tokens + u.completion_tokens,
-    prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 },
+    prompt_tokens: u.prompt_tokens,
+    completion_tokens: u.completion_tokens,
+    total_tokens: u.prompt_tokens + u.completion_tokens,
+    prompt_tokens_details: { cached_tokens: u.cached_tokens ?? 0 },
+    completion_tokens_details: { reasoning_tokens: u.reasoning_tokens ?? 0 },
   };
 }

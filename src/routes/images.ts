@@ -1,4 +1,7 @@
 // POST /v1/images/generations and /v1/images/edits (JSON, or multipart as the openai SDK sends).
+import { releaseReasonOf } from '../gateway/metering.ts';
+import { failedAttemptsOf, withFailover } from '../upstream/channels/failover.ts';
+import type { ImageOutcome } from '../upstream/port.ts';
 import { applyRateHeaders } from '../http/rate-limit.ts';
 import { abortWhenClientGone } from '../http/client-gone.ts';
 import { readFile } from 'node:fs/promises';
@@ -12,9 +15,20 @@ import { setBillingHeaders } from '../gateway/billing-headers.ts';
 import { assertSourceImage } from '../upstream/image-source.ts';
 import type { ImageSize } from '../upstream/port.ts';
 
-interface ImageBody { model: string; prompt: string; image?: string; size?: ImageSize; n?: number; response_format?: string }
+interface ImageBody {
+  model: string;
+  prompt: string;
+  image?: string;
+  size?: ImageSize;
+  n?: number;
+  response_format?: string;
+}
 
-interface UploadedFile { filepath: string; mimetype?: string | null; size: number }
+interface UploadedFile {
+  filepath: string;
+  mimetype?: string | null;
+  size: number;
+}
 
 /** Multipart fields arrive as strings; n is a number in JSON. */
 function fromMultipart(fields: Record<string, unknown>): Record<string, unknown> {
@@ -43,7 +57,12 @@ export function images(deps: GatewayDeps, mode: 'generations' | 'edits') {
     // The multipart parser reads the body as it is; a body declared compressed was not understood.
     const encoding = ctx.get('content-encoding').trim().toLowerCase();
     if (multipart && encoding && encoding !== 'identity') {
-      throw new ApiError(415, `Unsupported Content-Encoding '${encoding.slice(0, 40)}' for a multipart body: send it uncompressed.`, 'invalid_request_error', 'unsupported_media_type');
+      throw new ApiError(
+        415,
+        `Unsupported Content-Encoding '${encoding.slice(0, 40)}' for a multipart body: send it uncompressed.`,
+        'invalid_request_error',
+        'unsupported_media_type',
+      );
     }
     const raw = multipart ? fromMultipart(ctx.request.body as Record<string, unknown>) : ctx.request.body;
     const body = validateBody<ImageBody>('images', raw);
@@ -60,17 +79,34 @@ export function images(deps: GatewayDeps, mode: 'generations' | 'edits') {
     applyRateHeaders(ctx, hold.rate);
     // Aborted at once if the client already left while the call was prepared.
     const abort = abortWhenClientGone(ctx);
-    let jpeg: Buffer;
+    let made: Awaited<ReturnType<typeof withFailover<ImageOutcome>>>;
     try {
-      ({ jpeg } = await model.route.provider.image({ upstreamModel: model.route.upstreamModel, prompt: body.prompt, size, source, signal: abort.signal }));
+      // Channels whose upstream makes no images are passed over.
+      made = await withFailover(
+        model.route.channels,
+        { registry: deps.channels, signal: abort.signal, capable: (c) => c.provider.images !== false },
+        (channel) => channel.provider.image({ upstreamModel: channel.upstreamModel, prompt: body.prompt, size, source, signal: abort.signal }),
+      );
     } catch (err) {
-      await deps.metering.release(hold, abort.signal.aborted ? 'client_aborted' : 'upstream_error');
+      await deps.metering.release(hold, releaseReasonOf(err, abort.signal.aborted), failedAttemptsOf(err));
       throw err;
     }
+    const { jpeg } = made.value;
     // Charged only once the image exists, and durably before the caller receives it.
-    const billing = await deps.metering.settleImage(hold, { size, edit: !!source });
-    deps.noteAppended(billing.position);
+    const billing = await deps.metering.settleImage(
+      hold,
+      { size, edit: !!source },
+      { channel: made.channel.id, upstreamModel: made.channel.upstreamModel, upstreamId: null, failovers: made.failed },
+    );
     setBillingHeaders(ctx, billing.billed, billing.remaining);
-    ctx.body = { created: Math.floor(Date.now() / 1000), data: [{ b64_json: jpeg.toString('base64') }], output_format: 'jpeg', size };
+    // What the call cost: a top-level field, as OpenAI's `usage` of an image reply requires token
+    // counts (input, output, text and image tokens) that a per-image price does not have.
+    ctx.body = {
+      created: Math.floor(Date.now() / 1000),
+      data: [{ b64_json: jpeg.toString('base64') }],
+      output_format: 'jpeg',
+      size,
+      billed_tokens: billing.billed,
+    };
   };
 }

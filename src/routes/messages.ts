@@ -7,13 +7,31 @@ import { validateBody } from '../http/validate.ts';
 import type { ApiError } from '../http/errors.ts';
 import { resolveCallerModel } from '../gateway/model-access.ts';
 import { prepareChat } from '../gateway/chat-call.ts';
+import { withBilledTokens } from '../gateway/billed-usage.ts';
 import { openSse } from '../gateway/sse.ts';
 import { setBillingHeaders } from '../gateway/billing-headers.ts';
 import { countMessageTokens } from '../upstream/tokenizer.ts';
+import { withFailover } from '../upstream/channels/failover.ts';
+import { abortWhenClientGone } from '../http/client-gone.ts';
 import {
-  anthropicErrorBody, messageBody, messageId, messagesStreamRenderer, toCanonical, toCanonicalMessages, toCanonicalTools,
+  anthropicErrorBody,
+  messageBody,
+  messageId,
+  messagesStreamRenderer,
+  toCanonical,
+  toCanonicalMessages,
+  toCanonicalTools,
   type MessagesBody,
 } from '../gateway/anthropic-messages.ts';
+
+/**
+ * The beta features the caller asked for (Claude Code sends several): an Anthropic channel gets
+ * them with the body, whose beta-only fields they allow. Only well-formed feature names pass.
+ */
+function betaHeaders(ctx: Context): Record<string, string> | undefined {
+  const beta = ctx.get('anthropic-beta').trim();
+  return beta && beta.length <= 1000 && /^[A-Za-z0-9._-]+(\s*,\s*[A-Za-z0-9._-]+)*$/.test(beta) ? { 'anthropic-beta': beta } : undefined;
+}
 
 /** Mounted before auth on the Anthropic routes, so that every failure there, 401 included, is in Anthropic's shape. */
 export async function anthropicErrors(ctx: Context, next: Next): Promise<void> {
@@ -26,26 +44,57 @@ export function messages(deps: GatewayDeps) {
     const body = validateBody<MessagesBody>('messages', ctx.request.body);
     const canonical = toCanonical(body);
     const prepared = await prepareChat(deps, ctx, {
-      ...canonical, api: 'messages', model: body.model, maxTokens: body.max_tokens, stream: !!body.stream,
+      ...canonical,
+      api: 'messages',
+      model: body.model,
+      maxTokens: body.max_tokens,
+      stream: !!body.stream,
+      body: body as unknown as Record<string, unknown>,
+      headers: betaHeaders(ctx),
     });
     const id = messageId();
     const model = prepared.model.id;
     if (!body.stream) {
-      const { outcome } = await prepared.complete();
-      ctx.body = messageBody(id, model, outcome);
+      const { reply, billing } = await prepared.complete();
+      ctx.body = 'native' in reply ? reply.native.body : withBilledTokens(messageBody(id, model, reply.canonical), billing.billed);
       return;
     }
+    const stream = await prepared.openStream();
     const sse = openSse(ctx);
     setBillingHeaders(ctx, 0, await deps.metering.remaining(ctx.state.auth.accountId));
-    prepared.stream(sse, messagesStreamRenderer(sse, id, model, prepared.promptTokens));
+    stream.pipe(sse, {
+      renderer: () => messagesStreamRenderer(sse, id, model, prepared.promptTokens),
+      nativeError: (message) => sse.event('error', { type: 'error', error: { type: 'api_error', message } }),
+    });
   };
 }
 
-/** Counts what a /v1/messages call with this body would send as input; nothing is charged. */
+/**
+ * Counts what a /v1/messages call with this body would send as input; nothing is charged. A model
+ * served by an Anthropic channel is counted by that upstream (its own tokenizer); if it cannot
+ * answer, or the model has no such channel, the gateway's tokenizer counts.
+ */
 export function countTokens(deps: GatewayDeps) {
   return async (ctx: Context) => {
     const body = validateBody<Pick<MessagesBody, 'model' | 'messages' | 'system' | 'tools'>>('messages-count-tokens', ctx.request.body);
-    await resolveCallerModel(deps, ctx, body.model);
-    ctx.body = { input_tokens: countMessageTokens(toCanonicalMessages(body), toCanonicalTools(body.tools)) };
+    const model = await resolveCallerModel(deps, ctx, body.model);
+    const signal = abortWhenClientGone(ctx).signal;
+    const counted = await withFailover(
+      model.route.channels,
+      { registry: deps.channels, signal, capable: (c) => !!c.provider.native?.countTokens && c.provider.native.dialects.has('messages') },
+      (c) =>
+        c.provider.native!.countTokens!({
+          dialect: 'messages',
+          upstreamModel: c.upstreamModel,
+          publicModel: model.id,
+          body: body as unknown as Record<string, unknown>,
+          signal,
+          headers: betaHeaders(ctx),
+        }),
+    ).then(
+      (r) => r.value,
+      () => null,
+    );
+    ctx.body = { input_tokens: counted ?? countMessageTokens(toCanonicalMessages(body), toCanonicalTools(body.tools)) };
   };
 }

@@ -5,6 +5,7 @@ import type { Context } from 'koa';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { validateBody } from '../http/validate.ts';
 import { prepareChat } from '../gateway/chat-call.ts';
+import { withBilledTokens } from '../gateway/billed-usage.ts';
 import { openSse } from '../gateway/sse.ts';
 import { setBillingHeaders } from '../gateway/billing-headers.ts';
 import { completedResponse, newId, responsesStreamRenderer, toCanonical, type ResponseShell, type ResponsesBody } from '../gateway/responses-dialect.ts';
@@ -14,16 +15,32 @@ export function responses(deps: GatewayDeps) {
     const body = validateBody<ResponsesBody>('responses', ctx.request.body);
     const canonical = toCanonical(body);
     const prepared = await prepareChat(deps, ctx, {
-      ...canonical, api: 'responses', model: body.model, maxTokens: body.max_output_tokens ?? undefined, stream: !!body.stream,
+      ...canonical,
+      api: 'responses',
+      model: body.model,
+      maxTokens: body.max_output_tokens ?? undefined,
+      stream: !!body.stream,
+      body: body as unknown as Record<string, unknown>,
     });
-    const shell: ResponseShell = { id: newId('resp'), createdAt: Math.floor(Date.now() / 1000), model: prepared.model.id, body, reasoningEffort: canonical.reasoningEffort };
+    const shell: ResponseShell = {
+      id: newId('resp'),
+      createdAt: Math.floor(Date.now() / 1000),
+      model: prepared.model.id,
+      body,
+      reasoningEffort: canonical.reasoningEffort,
+    };
     if (!body.stream) {
-      const { outcome } = await prepared.complete();
-      ctx.body = completedResponse(shell, outcome);
+      const { reply, billing } = await prepared.complete();
+      ctx.body = 'native' in reply ? reply.native.body : withBilledTokens(completedResponse(shell, reply.canonical), billing.billed);
       return;
     }
+    const stream = await prepared.openStream();
     const sse = openSse(ctx);
     setBillingHeaders(ctx, 0, await deps.metering.remaining(ctx.state.auth.accountId));
-    prepared.stream(sse, responsesStreamRenderer(sse, shell));
+    stream.pipe(sse, {
+      renderer: () => responsesStreamRenderer(sse, shell),
+      // Codex and the SDK stop at an `error` event; its payload is the code and message.
+      nativeError: (message) => sse.event('error', { type: 'error', code: 'upstream_error', message, param: null, sequence_number: 0 }),
+    });
   };
 }

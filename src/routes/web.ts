@@ -1,6 +1,7 @@
 // The web pages under /app: the chat page, the usage page and their static assets (web/), with
 // strict security headers. The pages call this gateway's /v1 endpoints from the browser with the
-// key the user typed; the server holds no session for them.
+// key the user typed; the server holds no session for them. The operator console at /admin
+// (web/admin/) is served the same way and calls /admin/v1 with the admin token typed into it.
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Context, Middleware, Next } from 'koa';
@@ -19,8 +20,16 @@ const TYPES: Record<string, string> = {
 
 /** Only the gateway's own scripts, styles and API; images may also be data: and blob: (results, previews). */
 export const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data: blob:", "connect-src 'self'",
-  "font-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
 ].join('; ');
 
 function securityHeaders(ctx: Context): void {
@@ -56,9 +65,26 @@ async function serveFile(ctx: Context, file: string, ext: string): Promise<boole
   return true;
 }
 
+/** The operator console (web/admin/): one page at /admin, its assets under /admin/assets/, the same headers. */
+const CONSOLE_ASSET = /^\/admin\/assets\/([a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*\.(js|css|svg))$/i;
+
+async function adminConsole(ctx: Context, next: Next): Promise<void> {
+  securityHeaders(ctx);
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+    throw new ApiError(405, `Method not allowed: ${ctx.path} only answers GET and HEAD.`, 'invalid_request_error', 'method_not_allowed', null, {
+      Allow: 'GET, HEAD',
+    });
+  }
+  // The page loads its assets as admin/assets/…, relative to /admin.
+  if (ctx.path === '/admin/') return ctx.redirect('/admin' + (ctx.querystring ? `?${ctx.querystring}` : ''));
+  const asset = CONSOLE_ASSET.exec(ctx.path);
+  if (!(asset ? await serveFile(ctx, `admin/assets/${asset[1]}`, asset[2]) : await serveFile(ctx, 'admin/console.html', 'html'))) return next();
+}
+
 export function webRoutes(): Middleware {
   return async (ctx: Context, next: Next) => {
     const path = ctx.path;
+    if (path === '/admin' || path === '/admin/' || CONSOLE_ASSET.test(path)) return adminConsole(ctx, next);
     if (path !== '/app' && !path.startsWith('/app/')) return next();
     securityHeaders(ctx);
     const page = PAGES[path];
@@ -66,7 +92,9 @@ export function webRoutes(): Middleware {
     const slashed = PAGES[path.replace(/\/+$/, '')] || path === '/app/';
     if (!page && !asset && path !== '/app' && !slashed) return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      throw new ApiError(405, `Method not allowed: ${path} only answers GET and HEAD.`, 'invalid_request_error', 'method_not_allowed', null, { Allow: 'GET, HEAD' });
+      throw new ApiError(405, `Method not allowed: ${path} only answers GET and HEAD.`, 'invalid_request_error', 'method_not_allowed', null, {
+        Allow: 'GET, HEAD',
+      });
     }
     if (path === '/app' || path === '/app/') return ctx.redirect('/app/chat');
     // The pages load their assets by relative URL, so a trailing slash would break them.

@@ -10,9 +10,7 @@ const FORMATS = new Set(['png', 'jpeg', 'webp', 'gif']);
 function invalid(error: unknown): InvalidImageError {
   if (error instanceof InvalidImageError) return error;
   const tooLarge = error instanceof Error && /pixel limit/i.test(error.message);
-  return new InvalidImageError(
-    tooLarge ? 'source image is too large' : 'source image could not be decoded; send a png, jpeg, webp or gif image',
-  );
+  return new InvalidImageError(tooLarge ? 'source image is too large' : 'source image could not be decoded; send a png, jpeg, webp or gif image');
 }
 
 /** Checks the bytes are a png, jpeg, webp or gif sharp can fully decode; returns the format. */

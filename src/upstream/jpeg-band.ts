@@ -46,10 +46,8 @@ async function encode(image: RawImage, pixels: Buffer, quality: number): Promise
 type Search = { jpeg: Buffer; verdict: 'in' | 'small' | 'large' };
 
 const TARGET = (JPEG_BAND.min + JPEG_BAND.max) / 2;
-const verdictOf = (bytes: number): Search['verdict'] =>
-  bytes < JPEG_BAND.min ? 'small' : bytes > JPEG_BAND.max ? 'large' : 'in';
-const closer = (a: Buffer | undefined, b: Buffer): Buffer =>
-  a && Math.abs(a.length - TARGET) <= Math.abs(b.length - TARGET) ? a : b;
+const verdictOf = (bytes: number): Search['verdict'] => (bytes < JPEG_BAND.min ? 'small' : bytes > JPEG_BAND.max ? 'large' : 'in');
+const closer = (a: Buffer | undefined, b: Buffer): Buffer => (a && Math.abs(a.length - TARGET) <= Math.abs(b.length - TARGET) ? a : b);
 
 /** Binary search on quality; size grows with quality, so this finds the band if it exists. */
 async function searchQuality(image: RawImage, pixels: Buffer): Promise<Search> {

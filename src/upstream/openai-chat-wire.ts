@@ -7,8 +7,16 @@ export type MaxTokensField = 'max_tokens' | 'max_completion_tokens';
 // Fields the gateway controls; a caller's params must not override them (max_tokens is what
 // the quota hold covers, n > 1 would multiply the output).
 const CONTROLLED = new Set([
-  'model', 'messages', 'max_tokens', 'max_completion_tokens', 'stream', 'stream_options', 'n',
-  'tools', 'tool_choice', 'reasoning_effort',
+  'model',
+  'messages',
+  'max_tokens',
+  'max_completion_tokens',
+  'stream',
+  'stream_options',
+  'n',
+  'tools',
+  'tool_choice',
+  'reasoning_effort',
 ]);
 
 export function chatRequestBody(call: ChatCall, stream: boolean, maxTokensField: MaxTokensField): Record<string, unknown> {
@@ -47,8 +55,7 @@ export function finishReasonOf(raw: unknown, sawToolCalls: boolean): FinishReaso
   return sawToolCalls && (raw == null || raw === 'stop') ? 'tool_calls' : 'stop';
 }
 
-const count = (value: unknown): number | undefined =>
-  typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
+const count = (value: unknown): number | undefined => (typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined);
 
 /** The upstream's usage, or a tokenizer count when it sent none. */
 export function usageOf(raw: unknown, call: ChatCall, content: string, toolCalls: ToolCall[]): Usage {
@@ -77,18 +84,19 @@ function toolCallsOf(raw: unknown): ToolCall[] {
   return raw.flatMap((item, index): ToolCall[] => {
     const fn = item?.function;
     if (!fn || typeof fn.name !== 'string') return [];
-    return [{
-      id: typeof item.id === 'string' ? item.id : `call_${index}`,
-      type: 'function',
-      function: { name: fn.name, arguments: typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? {}) },
-    }];
+    return [
+      {
+        id: typeof item.id === 'string' ? item.id : `call_${index}`,
+        type: 'function',
+        function: { name: fn.name, arguments: typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? {}) },
+      },
+    ];
   });
 }
 
 export function chatOutcomeOf(body: unknown, call: ChatCall): ChatOutcome {
   const choice = (body as { choices?: unknown[] } | null)?.choices?.[0] as
-    | { message?: { content?: unknown; tool_calls?: unknown }; finish_reason?: unknown }
-    | undefined;
+    { message?: { content?: unknown; tool_calls?: unknown }; finish_reason?: unknown } | undefined;
   if (!choice?.message || typeof choice.message !== 'object') {
     throw new UpstreamError('upstream chat returned no choices[0].message');
   }

@@ -8,7 +8,14 @@ import { abortError } from './abort.ts';
 export interface UpstreamTarget {
   baseURL: string;
   apiKey: string;
+  /** Longest silence accepted once the response has begun (between stream chunks). */
   timeoutMs: number;
+  /** Longest wait for the TCP (and TLS) connection; default: timeoutMs. */
+  connectTimeoutMs?: number;
+  /** Longest wait from sending the request to the response's first byte (its status line); default: timeoutMs. */
+  firstByteTimeoutMs?: number;
+  /** Headers that authenticate and version every request; default `authorization: Bearer <apiKey>`. */
+  headers?: Record<string, string>;
 }
 
 const MAX_DETAIL_CHARS = 200;
@@ -24,7 +31,10 @@ export class Deadline {
   private readonly watchers = new Set<(error: Error) => void>();
   private stopped: Error | null = null;
 
-  constructor(private readonly callSignal: AbortSignal, private readonly ms: number) {
+  constructor(
+    private readonly callSignal: AbortSignal,
+    private readonly ms: number,
+  ) {
     if (callSignal.aborted) this.stopped = abortError(callSignal);
     else callSignal.addEventListener('abort', () => this.stop(abortError(callSignal)), { once: true });
     this.touch();
@@ -32,17 +42,23 @@ export class Deadline {
 
   /** Calls `fn` once if the call is aborted or times out (at once if it already has); returns an unsubscribe. */
   watch(fn: (error: Error) => void): () => void {
-    if (this.stopped) { fn(this.stopped); return () => undefined; }
+    if (this.stopped) {
+      fn(this.stopped);
+      return () => undefined;
+    }
     this.watchers.add(fn);
-    return () => { this.watchers.delete(fn); };
+    return () => {
+      this.watchers.delete(fn);
+    };
   }
 
-  touch(): void {
+  /** Restarts the silence window, `ms` long (default: the deadline's own). */
+  touch(ms = this.ms): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timedOut = true;
       this.stop(new DOMException('upstream timed out', 'TimeoutError'));
-    }, this.ms);
+    }, ms);
     this.timer.unref();
   }
 
@@ -77,8 +93,29 @@ export function redact(text: string, secrets: readonly string[]): string {
   return out;
 }
 
-const identifier = (value: unknown): string | undefined =>
-  typeof value === 'string' && /^[\w.:-]{1,64}$/.test(value) ? value : undefined;
+// Keys whose values are wire vocabulary ("user", "system", "input_text", "ephemeral"), not the
+// caller's text: scrubbing those from error messages would only garble them.
+const VOCABULARY_KEYS = new Set(['role', 'type', 'status', 'detail', 'format', 'cache_control', 'ttl', 'media_type', 'stop_reason']);
+
+/**
+ * The caller's own texts inside a request body part (message contents, system prompt, tool
+ * definitions, instructions), for `redact`; wire vocabulary is skipped, and so are strings under
+ * 4 characters, which `redact` ignores anyway.
+ */
+export function callerTexts(value: unknown, out: string[] = [], depth = 0): string[] {
+  if (typeof value === 'string') {
+    if (value.length >= 4) out.push(value);
+  } else if (depth < 16 && Array.isArray(value)) {
+    for (const item of value) callerTexts(item, out, depth + 1);
+  } else if (depth < 16 && value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      if (!VOCABULARY_KEYS.has(key)) callerTexts(item, out, depth + 1);
+    }
+  }
+  return out;
+}
+
+const identifier = (value: unknown): string | undefined => (typeof value === 'string' && /^[\w.:-]{1,64}$/.test(value) ? value : undefined);
 
 /** The upstream's own error detail ({ error: { message, code, type } }), redacted. */
 export function errorDetail(body: unknown, secrets: readonly string[]): string {
@@ -109,6 +146,8 @@ export interface SendOptions {
   signal: AbortSignal;
   /** Texts that must never appear in an error message (the key is always added). */
   secrets: readonly string[];
+  /** Per-call headers beside the target's own (which they cannot replace). */
+  headers?: Record<string, string>;
 }
 
 /** The parts of an upstream HTTP response the adapters read. */
@@ -135,7 +174,12 @@ function wrap(res: IncomingMessage): UpstreamResponse {
   return {
     status,
     ok: status >= 200 && status < 300,
-    headers: { get: (name) => { const v = res.headers[name.toLowerCase()]; return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v; } },
+    headers: {
+      get: (name) => {
+        const v = res.headers[name.toLowerCase()];
+        return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+      },
+    },
     body: res,
     async text() {
       const chunks: Buffer[] = [];
@@ -145,17 +189,23 @@ function wrap(res: IncomingMessage): UpstreamResponse {
   };
 }
 
+interface Waits {
+  connectMs: number;
+  firstByteMs: number;
+}
+
 /**
  * One POST. A connection the server closed while it sat idle in the pool fails with ECONNRESET
  * before any response; that request never reached the server, so it is sent once more on a
  * fresh connection.
  */
-function post(url: URL, headers: Record<string, string | number>, body: Buffer, deadline: Deadline, mayRetry = true): Promise<IncomingMessage> {
+function post(url: URL, headers: Record<string, string | number>, body: Buffer, deadline: Deadline, waits: Waits, mayRetry = true): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const transport = url.protocol === 'https:' ? https : http;
     let responded = false;
     const req = transport.request(url, { method: 'POST', headers, agent: agents[url.protocol as 'http:' | 'https:'] }, (res) => {
       responded = true;
+      deadline.touch();
       // From here an abort or a timeout ends the response being read.
       unwatch();
       const stop = deadline.watch((error) => res.destroy(error));
@@ -163,9 +213,20 @@ function post(url: URL, headers: Record<string, string | number>, body: Buffer, 
       resolve(res);
     });
     const unwatch = deadline.watch((error) => req.destroy(error));
+    // Until connected the connect timeout runs; then, until the status line, the first-byte one.
+    req.once('socket', (socket) => {
+      if (!socket.connecting) {
+        deadline.touch(waits.firstByteMs);
+        return;
+      }
+      deadline.touch(waits.connectMs);
+      socket.once('connect', () => {
+        if (!responded) deadline.touch(waits.firstByteMs);
+      });
+    });
     req.on('error', (error: Error & { code?: string }) => {
       unwatch();
-      if (!responded && mayRetry && req.reusedSocket && error.code === 'ECONNRESET') resolve(post(url, headers, body, deadline, false));
+      if (!responded && mayRetry && req.reusedSocket && error.code === 'ECONNRESET') resolve(post(url, headers, body, deadline, waits, false));
       else if (!responded) reject(error);
     });
     req.end(body);
@@ -188,10 +249,12 @@ export async function send(target: UpstreamTarget, options: SendOptions): Promis
     body = Buffer.from(await encoded.arrayBuffer());
     contentType = encoded.headers.get('content-type') ?? 'multipart/form-data';
   }
-  const headers = { authorization: `Bearer ${target.apiKey}`, accept: options.accept ?? 'application/json', 'content-type': contentType, 'content-length': body.length };
+  const auth = target.headers ?? { authorization: `Bearer ${target.apiKey}` };
+  const headers = { ...options.headers, ...auth, accept: options.accept ?? 'application/json', 'content-type': contentType, 'content-length': body.length };
+  const waits = { connectMs: target.connectTimeoutMs ?? target.timeoutMs, firstByteMs: target.firstByteTimeoutMs ?? target.timeoutMs };
   let response: UpstreamResponse;
   try {
-    response = wrap(await post(new URL(`${target.baseURL.replace(/\/+$/, '')}${options.path}`), headers, body, deadline));
+    response = wrap(await post(new URL(`${target.baseURL.replace(/\/+$/, '')}${options.path}`), headers, body, deadline, waits));
   } catch (error) {
     deadline.clear();
     throw asUpstreamFailure(error, options.op, options.signal, deadline);

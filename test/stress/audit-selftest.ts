@@ -16,18 +16,72 @@ let position = 0;
 
 function ev(type: string, data: Record<string, unknown>): StoredEvent {
   position++;
-  return { id: `e${position}`, type, stream: `account-${String(data.accountId ?? 'x')}`, revision: position, position, timestamp: new Date(0).toISOString(), data, metadata: { correlationId: 'c', causationId: null, actor: 't' }, prevHash: '', hash: `h${position}` };
+  return {
+    id: `e${position}`,
+    type,
+    stream: `account-${String(data.accountId ?? 'x')}`,
+    revision: position,
+    position,
+    timestamp: new Date(0).toISOString(),
+    data,
+    metadata: { correlationId: 'c', causationId: null, actor: 't' },
+    prevHash: '',
+    hash: `h${position}`,
+  };
 }
 
-const rec = (requestId: string, kind: CallRecord['kind'], outcome: CallRecord['outcome'], extra: Partial<CallRecord> = {}): CallRecord =>
-  ({ requestId, kind, accountId: 'a1', model: 'cx/gen-6-luna', startedAt: 0, endedAt: 1, outcome, epoch: 0, ...extra });
+const rec = (requestId: string, kind: CallRecord['kind'], outcome: CallRecord['outcome'], extra: Partial<CallRecord> = {}): CallRecord => ({
+  requestId,
+  kind,
+  accountId: 'a1',
+  model: 'cx/gen-6-luna',
+  startedAt: 0,
+  endedAt: 1,
+  outcome,
+  epoch: 0,
+  ...extra,
+});
 
-const reserve = (requestId: string, holdId: string, amount = 10_000) => ev('QuotaReserved', { accountId: 'a1', holdId, requestId, keyId: 'k', model: 'cx/gen-6-luna', kind: 'chat', amount, expiresAt: '2100-01-01T00:00:00Z' });
+const reserve = (requestId: string, holdId: string, amount = 10_000) =>
+  ev('QuotaReserved', { accountId: 'a1', holdId, requestId, keyId: 'k', model: 'cx/gen-6-luna', kind: 'chat', amount, expiresAt: '2100-01-01T00:00:00Z' });
 const chatCharged = (requestId: string, holdId: string, prompt: number, completion: number, streamed = false, milli = 1000) =>
-  ev('ChatCharged', { accountId: 'a1', holdId, requestId, keyId: 'k', model: 'cx/gen-6-luna', multiplierMilli: milli, reserved: 10_000, billed: chatCharge(prompt, completion, milli), fromQuota: chatCharge(prompt, completion, milli), fromExtra: 0, promptTokens: prompt, completionTokens: completion, reasoningEffort: null, api: 'chat.completions', streamed, aborted: false });
+  ev('ChatCharged', {
+    accountId: 'a1',
+    holdId,
+    requestId,
+    keyId: 'k',
+    model: 'cx/gen-6-luna',
+    multiplierMilli: milli,
+    reserved: 10_000,
+    billed: chatCharge(prompt, completion, milli),
+    fromQuota: chatCharge(prompt, completion, milli),
+    fromExtra: 0,
+    promptTokens: prompt,
+    completionTokens: completion,
+    reasoningEffort: null,
+    api: 'chat.completions',
+    streamed,
+    aborted: false,
+  });
 const imageCharged = (requestId: string, holdId: string) =>
-  ev('ImageCharged', { accountId: 'a1', holdId, requestId, keyId: 'k', model: 'alpha-haiku-4.5', multiplierMilli: 1000, reserved: 45_000, billed: imageCharge(1000), fromQuota: imageCharge(1000), fromExtra: 0, images: 1, tokensPerImage: 45_000, size: '1024x1024', edit: false });
-const released = (requestId: string, holdId: string, reason: string, amount = 10_000) => ev('ReservationReleased', { accountId: 'a1', holdId, requestId, amount, reason });
+  ev('ImageCharged', {
+    accountId: 'a1',
+    holdId,
+    requestId,
+    keyId: 'k',
+    model: 'alpha-haiku-4.5',
+    multiplierMilli: 1000,
+    reserved: 45_000,
+    billed: imageCharge(1000),
+    fromQuota: imageCharge(1000),
+    fromExtra: 0,
+    images: 1,
+    tokensPerImage: 45_000,
+    size: '1024x1024',
+    edit: false,
+  });
+const released = (requestId: string, holdId: string, reason: string, amount = 10_000) =>
+  ev('ReservationReleased', { accountId: 'a1', holdId, requestId, amount, reason });
 
 /** A run that did everything right: delivered calls charged once, failures not, cut calls either way. */
 function consistentRun() {
@@ -43,11 +97,16 @@ function consistentRun() {
   ];
   const events: StoredEvent[] = [
     ev('ModelPriced', { modelId: 'cx/gen-6-luna', multiplierMilli: 1000, status: 'ACTIVE', alias: 'gen-6-luna' }),
-    reserve('ok-chat', 'h1'), chatCharged('ok-chat', 'h1', 10, 20),
-    reserve('ok-stream', 'h2'), chatCharged('ok-stream', 'h2', 5, 7, true),
-    reserve('ok-image', 'h3', 45_000), imageCharged('ok-image', 'h3'),
-    reserve('bad-502', 'h4'), released('bad-502', 'h4', 'upstream_error'),
-    reserve('cut-charged', 'h5'), chatCharged('cut-charged', 'h5', 3, 3),
+    reserve('ok-chat', 'h1'),
+    chatCharged('ok-chat', 'h1', 10, 20),
+    reserve('ok-stream', 'h2'),
+    chatCharged('ok-stream', 'h2', 5, 7, true),
+    reserve('ok-image', 'h3', 45_000),
+    imageCharged('ok-image', 'h3'),
+    reserve('bad-502', 'h4'),
+    released('bad-502', 'h4', 'upstream_error'),
+    reserve('cut-charged', 'h5'),
+    chatCharged('cut-charged', 'h5', 3, 3),
     reserve('cut-open', 'h6'),
   ];
   return { records, events };
@@ -77,14 +136,22 @@ test('final: an open hold is a violation; expired after the sweep it is not', ()
 
 test('a delivered call without a charge is lost tokens', () => {
   const { records, events } = consistentRun();
-  const r = auditRun(records, events.filter((e) => !(e.type === 'ChatCharged' && e.data.requestId === 'ok-chat')), { accounts: ACCOUNTS, final: false });
+  const r = auditRun(
+    records,
+    events.filter((e) => !(e.type === 'ChatCharged' && e.data.requestId === 'ok-chat')),
+    { accounts: ACCOUNTS, final: false },
+  );
   assert.is(r.figures.tokensLost, 30);
   assert.match(r.violations.join('\n'), /ok-chat chat delivered .* not charged/);
 });
 
 test('a delivered image without a charge is lost tokens (priced from the ledger)', () => {
   const { records, events } = consistentRun();
-  const r = auditRun(records, events.filter((e) => e.type !== 'ImageCharged'), { accounts: ACCOUNTS, final: false });
+  const r = auditRun(
+    records,
+    events.filter((e) => e.type !== 'ImageCharged'),
+    { accounts: ACCOUNTS, final: false },
+  );
   assert.is(r.figures.tokensLost, 45_000);
 });
 
@@ -108,12 +175,19 @@ test('a second charge for one call is double-charged tokens', () => {
 test('a failed call that was charged is a violation', () => {
   const { records, events } = consistentRun();
   events.push(reserve('bad-402', 'h7'), chatCharged('bad-402', 'h7', 1, 1));
-  assert.match(auditRun(records, events, { accounts: ACCOUNTS, final: false }).violations.join('\n'), /bad-402 failed with http 402 insufficient_quota and was charged/);
+  assert.match(
+    auditRun(records, events, { accounts: ACCOUNTS, final: false }).violations.join('\n'),
+    /bad-402 failed with http 402 insufficient_quota and was charged/,
+  );
 });
 
 test('a hold left open by a call the gateway answered is a violation', () => {
   const { records, events } = consistentRun();
-  const r = auditRun(records, events.filter((e) => !(e.type === 'ReservationReleased' && e.data.holdId === 'h4')), { accounts: ACCOUNTS, final: false });
+  const r = auditRun(
+    records,
+    events.filter((e) => !(e.type === 'ReservationReleased' && e.data.holdId === 'h4')),
+    { accounts: ACCOUNTS, final: false },
+  );
   assert.match(r.violations.join('\n'), /hold h4 open although its call ended with http_error 502/);
 });
 

@@ -35,18 +35,34 @@ await runScenario('concurrency', async (ctx) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-conc-'));
   const models = writeSlowSimulatedConfig({ tokenDelayMs: 50, imageDelayMs: 0 });
   const base: Omit<GatewaySpec, 'port'> = {
-    schema: `cc_${randomBytes(5).toString('hex')}`, dataDir, databaseUrl: databaseUrl(),
-    adminToken: `tg_admin_conc_${randomBytes(8).toString('hex')}`, projections: false, modelsConfig: models.path,
+    schema: `cc_${randomBytes(5).toString('hex')}`,
+    dataDir,
+    databaseUrl: databaseUrl(),
+    adminToken: `tg_admin_conc_${randomBytes(8).toString('hex')}`,
+    projections: false,
+    modelsConfig: models.path,
   };
-  atInterrupt(async () => { models.remove(); rmSync(dataDir, { recursive: true, force: true }); if (base.databaseUrl) await dropSchemas(base.databaseUrl, base.schema); });
+  atInterrupt(async () => {
+    models.remove();
+    rmSync(dataDir, { recursive: true, force: true });
+    if (base.databaseUrl) await dropSchemas(base.databaseUrl, base.schema);
+  });
   const procs: ManagedProcess[] = [];
   let stopping = false;
-  const watch = (p: ManagedProcess, name: string) => { procs.push(p); void p.exited.then((how) => { if (!stopping) ctx.violation(`${name} exited (${how}):\n${p.output().slice(-3000)}`); }); };
+  const watch = (p: ManagedProcess, name: string) => {
+    procs.push(p);
+    void p.exited.then((how) => {
+      if (!stopping) ctx.violation(`${name} exited (${how}):\n${p.output().slice(-3000)}`);
+    });
+  };
   try {
     // The projector first: it creates the read models the gateways (projections off) read.
     const projector = await startProjectorProcess({ ...base, port: 0 });
     watch(projector, 'the projector');
-    const specs = [{ ...base, port: await freePort() }, { ...base, port: await freePort() }];
+    const specs = [
+      { ...base, port: await freePort() },
+      { ...base, port: await freePort() },
+    ];
     for (const [i, s] of specs.entries()) watch(await startGatewayProcess(s), `gateway ${i + 1}`);
     const origins = specs.map((s) => `http://127.0.0.1:${s.port}`);
     const admin = adminClient(origins[0], base.adminToken);
@@ -54,10 +70,16 @@ await runScenario('concurrency', async (ctx) => {
 
     // The price of one call, measured through a gateway on an account of its own.
     const probe = await openLoadAccount(admin, 'probe', 1_000_000);
-    const one = await callOnce({ origin: origins[0], key: probe.key, accountId: 'probe' }, 'chat', { requestId: newRequestId('probe'), epoch: 0, model: MODEL, body: { model: MODEL, messages: prompt, max_tokens: MAX_TOKENS } });
+    const one = await callOnce({ origin: origins[0], key: probe.key, accountId: 'probe' }, 'chat', {
+      requestId: newRequestId('probe'),
+      epoch: 0,
+      model: MODEL,
+      body: { model: MODEL, messages: prompt, max_tokens: MAX_TOKENS },
+    });
     if (one.outcome !== 'ok' || one.usage?.completion !== MAX_TOKENS) throw new Error(`probe call: ${JSON.stringify(one)}`);
     const cost = one.billedHeader!;
-    if (cost !== chatCharge(one.usage.prompt, MAX_TOKENS, 1500)) throw new Error(`probe billed ${cost}, expected ceil((${one.usage.prompt}+${MAX_TOKENS}) x 1.5)`);
+    if (cost !== chatCharge(one.usage.prompt, MAX_TOKENS, 1500))
+      throw new Error(`probe billed ${cost}, expected ceil((${one.usage.prompt}+${MAX_TOKENS}) x 1.5)`);
     ctx.log(`one call costs ${cost} tokens; quota per round ${cost * covered}; ${calls} calls over 2 gateways, ${rounds} rounds`);
 
     const perRound: string[] = [];
@@ -69,11 +91,17 @@ await runScenario('concurrency', async (ctx) => {
       accountIds.add(id);
       // Fire all at once: the bodies are built first, then every request starts in one tick.
       const started = Date.now();
-      const records = await Promise.all(Array.from({ length: calls }, (_, i) => callOnce(
-        { origin: origins[i % 2], key: acct.key, accountId: id }, i % 4 < 2 ? 'chat' : 'stream',
-        { requestId: newRequestId(`c${round}`), epoch: 0, model: MODEL, timeoutMs: 300_000,
-          body: { model: MODEL, messages: prompt, max_tokens: MAX_TOKENS, ...(i % 4 < 2 ? {} : { stream: true, stream_options: { include_usage: true } }) } },
-      )));
+      const records = await Promise.all(
+        Array.from({ length: calls }, (_, i) =>
+          callOnce({ origin: origins[i % 2], key: acct.key, accountId: id }, i % 4 < 2 ? 'chat' : 'stream', {
+            requestId: newRequestId(`c${round}`),
+            epoch: 0,
+            model: MODEL,
+            timeoutMs: 300_000,
+            body: { model: MODEL, messages: prompt, max_tokens: MAX_TOKENS, ...(i % 4 < 2 ? {} : { stream: true, stream_options: { include_usage: true } }) },
+          }),
+        ),
+      );
       const seconds = (Date.now() - started) / 1000;
       allRecords.push(...records);
       const ok = records.filter((r) => r.outcome === 'ok');
@@ -81,7 +109,10 @@ await runScenario('concurrency', async (ctx) => {
       const other = records.filter((r) => r.outcome !== 'ok' && !refused.includes(r));
       if (ok.length > covered) ctx.violation(`round ${round}: ${ok.length} calls succeeded on a quota covering ${covered}`);
       if (ok.length < covered) ctx.violation(`round ${round}: only ${ok.length} of the ${covered} covered calls succeeded`);
-      if (other.length) ctx.violation(`round ${round}: ${other.length} calls neither succeeded nor got a 402, e.g. ${JSON.stringify(other.slice(0, 3).map((r) => ({ outcome: r.outcome, status: r.status, code: r.errorCode, error: r.error })))}`);
+      if (other.length)
+        ctx.violation(
+          `round ${round}: ${other.length} calls neither succeeded nor got a 402, e.g. ${JSON.stringify(other.slice(0, 3).map((r) => ({ outcome: r.outcome, status: r.status, code: r.errorCode, error: r.error })))}`,
+        );
 
       // The projector is its own process: wait (bounded) until its read model has caught up with
       // the events; whatever still differs then is reported.
@@ -99,7 +130,8 @@ await runScenario('concurrency', async (ctx) => {
       for (const v of auditAccountRows([settled], events)) ctx.violation(`round ${round}: ${v}`);
       const billed = events.filter((e) => e.type === 'ChatCharged').reduce((n, e) => n + Number(e.data.billed), 0);
       // How many holds were open at once, in commit order: the refusals met reserved tokens.
-      let open = 0; let peakOpen = 0;
+      let open = 0;
+      let peakOpen = 0;
       for (const e of events) {
         if (e.type === 'QuotaReserved') peakOpen = Math.max(peakOpen, ++open);
         else if (e.type === 'ChatCharged' || e.type === 'ReservationReleased') open--;
@@ -113,7 +145,10 @@ await runScenario('concurrency', async (ctx) => {
     const ver = await verify(admin);
     if (!ver.ok) ctx.violation(`verify failed: ${JSON.stringify({ chains: ver.chainProblems.slice(0, 5), readModels: ver.readModelDifferences.slice(0, 5) })}`);
     const ok = allRecords.filter((r) => r.outcome === 'ok').length;
-    ctx.figure('setup', `2 gateways (projections off) + 1 projector, PostgreSQL; ${calls} calls per round (half streamed), quota = ${covered} x ${cost} tokens`);
+    ctx.figure(
+      'setup',
+      `2 gateways (projections off) + 1 projector, PostgreSQL; ${calls} calls per round (half streamed), quota = ${covered} x ${cost} tokens`,
+    );
     ctx.figure('rounds', rounds);
     perRound.forEach((l, i) => ctx.figure(`round ${i + 1}`, l.replace(/^round \d+: /, '')));
     ctx.figure('succeeded in all rounds', `${ok} (at most ${covered * rounds})`);

@@ -30,9 +30,17 @@ const PAST_EVERY_HOLD_MS = 16 * 60_000;
 class Gate {
   private opened: Promise<void> = Promise.resolve();
   private release: () => void = () => undefined;
-  close(): void { this.opened = new Promise((r) => { this.release = r; }); }
-  open(): void { this.release(); }
-  wait(): Promise<void> { return this.opened; }
+  close(): void {
+    this.opened = new Promise((r) => {
+      this.release = r;
+    });
+  }
+  open(): void {
+    this.release();
+  }
+  wait(): Promise<void> {
+    return this.opened;
+  }
 }
 
 await runScenario(`crash-${engine}`, async (ctx) => {
@@ -47,18 +55,29 @@ await runScenario(`crash-${engine}`, async (ctx) => {
   const models = writeSlowSimulatedConfig({ tokenDelayMs: 5, imageDelayMs: 400 });
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-stress-'));
   const spec: GatewaySpec = {
-    port: await freePort(), schema: `st_${randomBytes(5).toString('hex')}`, dataDir,
+    port: await freePort(),
+    schema: `st_${randomBytes(5).toString('hex')}`,
+    dataDir,
     databaseUrl: engine === 'postgres' ? databaseUrl() : undefined,
-    adminToken: `tg_admin_stress_${randomBytes(8).toString('hex')}`, modelsConfig: models.path,
+    adminToken: `tg_admin_stress_${randomBytes(8).toString('hex')}`,
+    modelsConfig: models.path,
     env: { TOLLGATE_SWEEP_INTERVAL_MS: '1000' },
   };
   const origin = `http://127.0.0.1:${spec.port}`;
   const admin = adminClient(origin, spec.adminToken);
   let keep = process.env.STRESS_KEEP === '1';
-  atInterrupt(async () => { models.remove(); rmSync(dataDir, { recursive: true, force: true }); if (spec.databaseUrl) await dropSchemas(spec.databaseUrl, spec.schema); });
+  atInterrupt(async () => {
+    models.remove();
+    rmSync(dataDir, { recursive: true, force: true });
+    if (spec.databaseUrl) await dropSchemas(spec.databaseUrl, spec.schema);
+  });
   let gw: ManagedProcess | null = null;
   let killing = false;
-  const watch = (p: ManagedProcess) => { void p.exited.then((how) => { if (!killing) ctx.violation(`the gateway exited by itself (${how}):\n${p.output().slice(-3000)}`); }); };
+  const watch = (p: ManagedProcess) => {
+    void p.exited.then((how) => {
+      if (!killing) ctx.violation(`the gateway exited by itself (${how}):\n${p.output().slice(-3000)}`);
+    });
+  };
 
   try {
     const restarts: number[] = [];
@@ -122,15 +141,21 @@ await runScenario(`crash-${engine}`, async (ctx) => {
       const rows = await Promise.all([...accountIds].map((id) => accountRow(admin, id)));
       for (const v of auditAccountRows(rows, events)) ctx.violation(`${label}: ${v}`);
       const ver = await verify(admin);
-      if (!ver.ok) ctx.violation(`${label}: verify failed: ${JSON.stringify({ chains: ver.chainProblems.slice(0, 5), readModels: ver.readModelDifferences.slice(0, 5) })}`);
-      ctx.log(`${label}: ${events.length} events, ${audit.figures.succeeded} ok / ${audit.figures.failed} failed calls, ${audit.figures.openHolds} open holds, ${audit.figures.chargedButUndelivered} charged-undelivered, verify ${ver.ok ? 'ok' : 'FAILED'} (${Date.now() - started} ms)`);
+      if (!ver.ok)
+        ctx.violation(
+          `${label}: verify failed: ${JSON.stringify({ chains: ver.chainProblems.slice(0, 5), readModels: ver.readModelDifferences.slice(0, 5) })}`,
+        );
+      ctx.log(
+        `${label}: ${events.length} events, ${audit.figures.succeeded} ok / ${audit.figures.failed} failed calls, ${audit.figures.openHolds} open holds, ${audit.figures.chargedButUndelivered} charged-undelivered, verify ${ver.ok ? 'ok' : 'FAILED'} (${Date.now() - started} ms)`,
+      );
     };
 
     // Kill in steady state, not during the warm-up of a fresh process: once this generation has
     // served a round of calls, then after a random extra delay.
     const warmedUp = async () => {
       const until = Date.now() + 60_000;
-      while (Date.now() < until && records.filter((r) => r.epoch === epoch && r.outcome === 'ok').length < concurrency) await new Promise((r) => setTimeout(r, 50));
+      while (Date.now() < until && records.filter((r) => r.epoch === epoch && r.outcome === 'ok').length < concurrency)
+        await new Promise((r) => setTimeout(r, 50));
     };
     for (let k = 1; k <= kills; k++) {
       await warmedUp();
@@ -147,7 +172,9 @@ await runScenario(`crash-${engine}`, async (ctx) => {
         gw = await startGatewayProcess(spec);
       } catch (err) {
         keep = true;
-        throw new Error(`restart after kill ${k} failed (storage kept at ${engine === 'pglite' ? dataDir : spec.schema}): ${(err as Error).message}`);
+        throw new Error(`restart after kill ${k} failed (storage kept at ${engine === 'pglite' ? dataDir : spec.schema}): ${(err as Error).message}`, {
+          cause: err,
+        });
       }
       restarts.push(Date.now() - t0);
       killing = false;
@@ -173,7 +200,11 @@ await runScenario(`crash-${engine}`, async (ctx) => {
     const final = await finalState({ schema: spec.schema, databaseUrl: spec.databaseUrl, dataDir }, PAST_EVERY_HOLD_MS);
     const audit = auditRun(records, final.events, { accounts: accountIds, final: true });
     for (const v of audit.violations) ctx.violation(`final: ${v}`);
-    for (const v of auditAccountRows(final.accounts.filter((a) => accountIds.has(a.account_id)), final.events)) ctx.violation(`final: ${v}`);
+    for (const v of auditAccountRows(
+      final.accounts.filter((a) => accountIds.has(a.account_id)),
+      final.events,
+    ))
+      ctx.violation(`final: ${v}`);
     if (!final.verification.ok) ctx.violation(`final verify failed: ${JSON.stringify(final.verification).slice(0, 2000)}`);
     for (const r of records) {
       if ((r.outcome === 'conn_error' || r.outcome === 'cut') && !(killAt[r.epoch] && r.endedAt >= killAt[r.epoch])) {
@@ -182,20 +213,29 @@ await runScenario(`crash-${engine}`, async (ctx) => {
     }
     // Image holds live 5 minutes: on a long run the gateway's own sweeper releases some first.
     const sweptByGateway = lastAudit!.holdsExpired;
-    if (audit.figures.holdsExpired !== sweptByGateway + final.swept) ctx.violation(`the sweepers released ${sweptByGateway} + ${final.swept} holds, the audit counts ${audit.figures.holdsExpired} expired`);
+    if (audit.figures.holdsExpired !== sweptByGateway + final.swept)
+      ctx.violation(`the sweepers released ${sweptByGateway} + ${final.swept} holds, the audit counts ${audit.figures.holdsExpired} expired`);
 
     const f = audit.figures;
     ctx.figure('engine', engine);
     ctx.figure('requests sent', f.calls);
     ctx.figure('succeeded', f.succeeded);
-    ctx.figure('failed', `${f.failed} (${Object.entries(f.failures).map(([k, v]) => `${k}: ${v}`).join(', ')})`);
+    ctx.figure(
+      'failed',
+      `${f.failed} (${Object.entries(f.failures)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join(', ')})`,
+    );
     ctx.figure('kills', kills);
     ctx.figure('charges checked', f.chargesChecked);
     ctx.figure('tokens lost', f.tokensLost);
     ctx.figure('tokens double-charged', f.tokensDoubleCharged);
     ctx.figure('cut calls charged (committed before the reply was lost)', f.chargedButUndelivered);
     ctx.figure('cut streams not charged: chunks delivered', f.uncharged_stream_chunks);
-    ctx.figure('holds of cut calls released on expiry', `${audit.figures.holdsExpired} (by the running gateway's sweeper: ${sweptByGateway}; by the sweeper run 16 min ahead at the end: ${final.swept})`);
+    ctx.figure(
+      'holds of cut calls released on expiry',
+      `${audit.figures.holdsExpired} (by the running gateway's sweeper: ${sweptByGateway}; by the sweeper run 16 min ahead at the end: ${final.swept})`,
+    );
     ctx.figure('events in the ledger', final.events.length);
     ctx.figure('restart time p50 / max', `${percentile(restarts, 50)} / ${Math.max(...restarts)} ms`);
     const stuckRetries = retried.filter((r) => r.errorCode === 'idempotency_in_progress' || r.outcome === 'timeout');
@@ -203,9 +243,18 @@ await runScenario(`crash-${engine}`, async (ctx) => {
     const chargedIds = new Set(final.events.filter((e) => e.type === 'ChatCharged' || e.type === 'ImageCharged').map((e) => e.data.requestId as string));
     const paidStuck = stuckRetries.filter((r) => records.some((o) => o.idempotencyKey === r.idempotencyKey && o !== r && chargedIds.has(o.requestId))).length;
     const interrupted = retried.filter((r) => r.errorCode === 'idempotency_interrupted').length;
-    ctx.figure('idempotent retries of cut calls', `${retried.length}: replayed ${retried.filter((r) => r.replayed && r.outcome === 'ok').length}, ran again ${retried.filter((r) => r.outcome === 'ok' && !r.replayed).length}, 409 interrupted (answered at once) ${interrupted}, 409 still in progress after 120 s ${stuck} (first attempt charged: ${paidStuck}), other ${retried.filter((r) => r.outcome !== 'ok' && r.errorCode !== 'idempotency_in_progress' && r.errorCode !== 'idempotency_interrupted' && r.outcome !== 'timeout').length}`);
-    ctx.figure('verify (chains + rebuild)', final.verification.ok ? `ok, ${final.verification.events} events, ${final.verification.streams} streams` : 'FAILED');
-    if (stuck) ctx.note(`${stuck} of ${retried.length} retries with the Idempotency-Key of a call cut by the crash got no answer: the key's claim is orphaned (src/http/idempotency.ts), see RELIABILITY.md`);
+    ctx.figure(
+      'idempotent retries of cut calls',
+      `${retried.length}: replayed ${retried.filter((r) => r.replayed && r.outcome === 'ok').length}, ran again ${retried.filter((r) => r.outcome === 'ok' && !r.replayed).length}, 409 interrupted (answered at once) ${interrupted}, 409 still in progress after 120 s ${stuck} (first attempt charged: ${paidStuck}), other ${retried.filter((r) => r.outcome !== 'ok' && r.errorCode !== 'idempotency_in_progress' && r.errorCode !== 'idempotency_interrupted' && r.outcome !== 'timeout').length}`,
+    );
+    ctx.figure(
+      'verify (chains + rebuild)',
+      final.verification.ok ? `ok, ${final.verification.events} events, ${final.verification.streams} streams` : 'FAILED',
+    );
+    if (stuck)
+      ctx.note(
+        `${stuck} of ${retried.length} retries with the Idempotency-Key of a call cut by the crash got no answer: the key's claim is orphaned (src/http/idempotency.ts), see RELIABILITY.md`,
+      );
     if (f.succeeded === 0) ctx.violation('no call succeeded: the load did not run');
   } finally {
     killing = true;
@@ -226,10 +275,19 @@ await runScenario(`crash-${engine}`, async (ctx) => {
  */
 async function retryCutIdempotentCalls(records: CallRecord[], targets: Target[], epoch: number, max: number): Promise<CallRecord[]> {
   const cut = records.filter((r) => r.idempotencyKey && (r.outcome === 'conn_error' || r.outcome === 'cut')).slice(0, max);
-  const retried = await Promise.all(cut.map((r) => {
-    const target = targets.find((t) => t.accountId === r.accountId)!;
-    return callOnce(target, r.kind, { requestId: newRequestId('retry'), epoch, idempotencyKey: r.idempotencyKey, body: r.sentBody, model: r.model, timeoutMs: 150_000 });
-  }));
+  const retried = await Promise.all(
+    cut.map((r) => {
+      const target = targets.find((t) => t.accountId === r.accountId)!;
+      return callOnce(target, r.kind, {
+        requestId: newRequestId('retry'),
+        epoch,
+        idempotencyKey: r.idempotencyKey,
+        body: r.sentBody,
+        model: r.model,
+        timeoutMs: 150_000,
+      });
+    }),
+  );
   records.push(...retried);
   return retried;
 }

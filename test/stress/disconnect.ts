@@ -43,12 +43,20 @@ await runScenario('client-disconnect', async (ctx) => {
   const models = writeSlowSimulatedConfig({ tokenDelayMs: 20, imageDelayMs: 1500 });
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-disc-'));
   const spec: GatewaySpec = {
-    port: await freePort(), schema: `dc_${randomBytes(5).toString('hex')}`, dataDir, databaseUrl: databaseUrl(),
-    adminToken: `tg_admin_disc_${randomBytes(8).toString('hex')}`, modelsConfig: models.path,
+    port: await freePort(),
+    schema: `dc_${randomBytes(5).toString('hex')}`,
+    dataDir,
+    databaseUrl: databaseUrl(),
+    adminToken: `tg_admin_disc_${randomBytes(8).toString('hex')}`,
+    modelsConfig: models.path,
   };
   const origin = `http://127.0.0.1:${spec.port}`;
   const admin = adminClient(origin, spec.adminToken);
-  atInterrupt(async () => { models.remove(); rmSync(dataDir, { recursive: true, force: true }); if (spec.databaseUrl) await dropSchemas(spec.databaseUrl, spec.schema); });
+  atInterrupt(async () => {
+    models.remove();
+    rmSync(dataDir, { recursive: true, force: true });
+    if (spec.databaseUrl) await dropSchemas(spec.databaseUrl, spec.schema);
+  });
   let gw: ManagedProcess | null = null;
   try {
     gw = await startGatewayProcess(spec);
@@ -61,7 +69,8 @@ await runScenario('client-disconnect', async (ctx) => {
         const seen = await leaveEarly(origin, acct.key, requestId, c);
         const outcome = await terminalEvent(admin, requestId);
         const verdict = judge(c, outcome, seen);
-        if (verdict === null) good++; else bad.push(verdict);
+        if (verdict === null) good++;
+        else bad.push(verdict);
       }
       ctx.figure(c.name, `${good} / ${repeat} as documented${bad.length ? `; ${bad[0]}` : ''}`);
       if (bad.length) ctx.violation(`${c.name}: ${bad.length} of ${repeat} not as documented, e.g. ${bad[0]}`);
@@ -69,7 +78,10 @@ await runScenario('client-disconnect', async (ctx) => {
     const ver = await verify(admin);
     if (!ver.ok) ctx.violation(`verify failed: ${JSON.stringify(ver).slice(0, 1500)}`);
   } finally {
-    if (gw) { await stopGracefully(gw, 20_000); await kill9(gw); }
+    if (gw) {
+      await stopGracefully(gw, 20_000);
+      await kill9(gw);
+    }
     models.remove();
     rmSync(dataDir, { recursive: true, force: true });
     if (process.env.STRESS_KEEP !== '1') await dropSchemas(spec.databaseUrl!, spec.schema);
@@ -79,15 +91,18 @@ await runScenario('client-disconnect', async (ctx) => {
 /** Sends the call and walks away as the case says; returns the content chunks it had received. */
 async function leaveEarly(origin: string, key: string, requestId: string, c: Case): Promise<number> {
   const content = c.longPrompt ? LONG : 'Tell me about ledgers, holds and settlement in a few sentences.';
-  const body = c.kind === 'image'
-    ? { model: 'alpha-haiku-4.5', prompt: c.longPrompt ? LONG.slice(0, 7900) : content }
-    : { model: 'cx/gen-6-luna', messages: [{ role: 'user', content }], ...(c.kind === 'stream' ? { stream: true } : {}) };
+  const body =
+    c.kind === 'image'
+      ? { model: 'alpha-haiku-4.5', prompt: c.longPrompt ? LONG.slice(0, 7900) : content }
+      : { model: 'cx/gen-6-luna', messages: [{ role: 'user', content }], ...(c.kind === 'stream' ? { stream: true } : {}) };
   const abort = new AbortController();
   if ('afterMs' in c.leave) setTimeout(() => abort.abort(), c.leave.afterMs);
   let chunks = 0;
   try {
     const res = await fetch(`${origin}/v1/${c.kind === 'image' ? 'images/generations' : 'chat/completions'}`, {
-      method: 'POST', signal: abort.signal, body: JSON.stringify(body),
+      method: 'POST',
+      signal: abort.signal,
+      body: JSON.stringify(body),
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-request-id': requestId },
     });
     const reader = res.body!.getReader();
@@ -95,9 +110,14 @@ async function leaveEarly(origin: string, key: string, requestId: string, c: Cas
       const { value, done } = await reader.read();
       if (done) break;
       chunks += (new TextDecoder().decode(value).match(/"content":"[^"]/g) ?? []).length;
-      if ('afterChunks' in c.leave && chunks >= c.leave.afterChunks) { abort.abort(); break; }
+      if ('afterChunks' in c.leave && chunks >= c.leave.afterChunks) {
+        abort.abort();
+        break;
+      }
     }
-  } catch { /* the abort */ }
+  } catch {
+    /* the abort */
+  }
   return chunks;
 }
 
@@ -105,7 +125,9 @@ async function leaveEarly(origin: string, key: string, requestId: string, c: Cas
 async function terminalEvent(admin: AdminClient, requestId: string): Promise<StoredEvent | null> {
   const end = Date.now() + 60_000;
   while (Date.now() < end) {
-    const e = (await exportEvents(admin)).find((x) => x.data.requestId === requestId && (x.type === 'ChatCharged' || x.type === 'ImageCharged' || x.type === 'ReservationReleased'));
+    const e = (await exportEvents(admin)).find(
+      (x) => x.data.requestId === requestId && (x.type === 'ChatCharged' || x.type === 'ImageCharged' || x.type === 'ReservationReleased'),
+    );
     if (e) return e;
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -116,7 +138,10 @@ async function terminalEvent(admin: AdminClient, requestId: string): Promise<Sto
 function judge(c: Case, e: StoredEvent | null, chunksSeen: number): string | null {
   if (!e) return 'the hold was neither settled nor released within 60 s';
   const d = e.data as Record<string, any>;
-  const shown = e.type === 'ReservationReleased' ? `released (${d.reason})` : `${e.type} ${d.billed} tokens (completion ${d.completionTokens ?? '-'}, aborted ${d.aborted ?? '-'})`;
+  const shown =
+    e.type === 'ReservationReleased'
+      ? `released (${d.reason})`
+      : `${e.type} ${d.billed} tokens (completion ${d.completionTokens ?? '-'}, aborted ${d.aborted ?? '-'})`;
   if (c.kind === 'stream') {
     // Charged for the prompt and what was streamed: aborted, and not the whole reply.
     if (e.type === 'ReservationReleased' && d.reason === 'client_aborted') return null;

@@ -13,7 +13,12 @@ import { tmpdir, loadavg, cpus } from 'node:os';
 import { join } from 'node:path';
 import type { ScenarioResult } from './support/scenario.ts';
 
-interface Scenario { name: string; file: string; args: string[]; what: string }
+interface Scenario {
+  name: string;
+  file: string;
+  args: string[];
+  what: string;
+}
 
 const SCENARIOS: Scenario[] = [
   { name: 'audit-selftest', file: 'audit-selftest.ts', args: [], what: 'the audit reports every kind of damage it looks for' },
@@ -37,7 +42,7 @@ if (unknown.length) {
   process.exit(2);
 }
 const chosen = SCENARIOS.filter((s) => names.length === 0 || names.includes(s.name));
-const env: Record<string, string> = { ...process.env as Record<string, string>, FORCE_COLOR: '0' };
+const env: Record<string, string> = { ...(process.env as Record<string, string>), FORCE_COLOR: '0' };
 env.DATABASE_URL ||= 'postgres://postgres@127.0.0.1:5432/test';
 if (quick) {
   env.STRESS_SOAK_SECONDS ||= '60';
@@ -48,21 +53,35 @@ if (quick) {
 
 const dir = new URL('.', import.meta.url).pathname;
 const scratch = mkdtempSync(join(tmpdir(), 'tollgate-stress-results-'));
-console.log(`stress: ${chosen.map((s) => s.name).join(', ')}${quick ? ' (quick)' : ''}; ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}; ${new Date().toISOString()}\n`);
+console.log(
+  `stress: ${chosen.map((s) => s.name).join(', ')}${quick ? ' (quick)' : ''}; ${cpus().length} CPUs, load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}; ${new Date().toISOString()}\n`,
+);
 
 let current: ReturnType<typeof spawn> | null = null;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => { current?.kill(signal); console.log(`\nstress: interrupted by ${signal}`); setTimeout(() => process.exit(130), 2000); });
+  process.once(signal, () => {
+    current?.kill(signal);
+    console.log(`\nstress: interrupted by ${signal}`);
+    setTimeout(() => process.exit(130), 2000);
+  });
 }
 
 function run(s: Scenario): Promise<ScenarioResult> {
   const resultFile = join(scratch, `${s.name}.json`);
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(dir, s.file), ...s.args], { env: { ...env, STRESS_RESULT_FILE: resultFile }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(dir, s.file), ...s.args], {
+      env: { ...env, STRESS_RESULT_FILE: resultFile },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     current = child;
     let output = '';
-    const relay = (d: Buffer) => { output += d; process.stdout.write(String(d).replace(/^(?=.)/gm, `  ${s.name} | `)); };
+    const relay = (d: Buffer) => {
+      output += d;
+      process.stdout.write(String(d).replace(/^(?=.)/gm, `  ${s.name} | `));
+    };
     child.stdout.on('data', relay);
     child.stderr.on('data', relay);
     child.on('close', (code) => {
@@ -76,9 +95,12 @@ function run(s: Scenario): Promise<ScenarioResult> {
       const passed = Number(/Passed:\s+(\d+)/.exec(output)?.[1] ?? 0);
       const total = Number(/Total:\s+(\d+)/.exec(output)?.[1] ?? 0);
       resolve({
-        name: s.name, passed: code === 0 && total > 0 && passed === total, seconds,
+        name: s.name,
+        passed: code === 0 && total > 0 && passed === total,
+        seconds,
         figures: total ? { tests: `${passed} / ${total} passed` } : {},
-        violations: code === 0 ? [] : [`exited with ${code}: ${output.slice(-1500)}`], notes: [],
+        violations: code === 0 ? [] : [`exited with ${code}: ${output.slice(-1500)}`],
+        notes: [],
       });
     });
   });
@@ -96,7 +118,9 @@ console.log('Summary');
 console.log(`${'scenario'.padEnd(18)} ${'result'.padEnd(6)} ${'time'.padStart(6)}  figures`);
 for (const r of results) {
   const figures = Object.entries(r.figures);
-  console.log(`${r.name.padEnd(18)} ${(r.passed ? 'ok' : 'FAIL').padEnd(6)} ${`${r.seconds}s`.padStart(6)}  ${figures.length ? `${figures[0][0]}: ${figures[0][1]}` : ''}`);
+  console.log(
+    `${r.name.padEnd(18)} ${(r.passed ? 'ok' : 'FAIL').padEnd(6)} ${`${r.seconds}s`.padStart(6)}  ${figures.length ? `${figures[0][0]}: ${figures[0][1]}` : ''}`,
+  );
   for (const [k, v] of figures.slice(1)) console.log(`${''.padEnd(33)}${k}: ${v}`);
   for (const v of r.violations.slice(0, 5)) console.log(`${''.padEnd(33)}VIOLATION ${v.split('\n')[0].slice(0, 300)}`);
   if (r.violations.length > 5) console.log(`${''.padEnd(33)}… ${r.violations.length - 5} more violations`);

@@ -47,17 +47,27 @@ await runScenario('soak', async (ctx) => {
   const models = writeSlowSimulatedConfig({ tokenDelayMs: 5, imageDelayMs: 500 });
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-soak-'));
   const spec: GatewaySpec = {
-    port: await freePort(), schema: `sk_${randomBytes(5).toString('hex')}`, dataDir, databaseUrl: databaseUrl(),
-    adminToken: `tg_admin_soak_${randomBytes(8).toString('hex')}`, modelsConfig: models.path,
+    port: await freePort(),
+    schema: `sk_${randomBytes(5).toString('hex')}`,
+    dataDir,
+    databaseUrl: databaseUrl(),
+    adminToken: `tg_admin_soak_${randomBytes(8).toString('hex')}`,
+    modelsConfig: models.path,
   };
   const origin = `http://127.0.0.1:${spec.port}`;
   const admin = adminClient(origin, spec.adminToken);
-  atInterrupt(async () => { models.remove(); rmSync(dataDir, { recursive: true, force: true }); if (spec.databaseUrl) await dropSchemas(spec.databaseUrl, spec.schema); });
+  atInterrupt(async () => {
+    models.remove();
+    rmSync(dataDir, { recursive: true, force: true });
+    if (spec.databaseUrl) await dropSchemas(spec.databaseUrl, spec.schema);
+  });
   let gw: ManagedProcess | null = null;
   let stopping = false;
   try {
     gw = await startGatewayProcess(spec);
-    void gw.exited.then((how) => { if (!stopping) ctx.violation(`the gateway exited (${how}):\n${gw!.output().slice(-3000)}`); });
+    void gw.exited.then((how) => {
+      if (!stopping) ctx.violation(`the gateway exited (${how}):\n${gw!.output().slice(-3000)}`);
+    });
     const accounts = [];
     for (let i = 0; i < 8; i++) accounts.push(await openLoadAccount(admin, `soak-${i}`, 1_000_000_000_000));
     const targets: Target[] = accounts.map((a) => ({ origin, key: a.key, accountId: a.accountId }));
@@ -69,7 +79,10 @@ await runScenario('soak', async (ctx) => {
     let maxInFlight = 0;
     const start = Date.now();
     const cpuAtStart = cpuSeconds(gw.pid) ?? 0;
-    const sample = () => { const b = gw && rssBytes(gw.pid); if (b) rss.push({ at: Date.now(), bytes: b, load: loadavg()[0] }); };
+    const sample = () => {
+      const b = gw && rssBytes(gw.pid);
+      if (b) rss.push({ at: Date.now(), bytes: b, load: loadavg()[0] });
+    };
     sample();
     const sampler = setInterval(sample, 10_000);
     const progress = setInterval(() => {
@@ -93,8 +106,10 @@ await runScenario('soak', async (ctx) => {
         const kind = pickKind(rng, mix);
         inFlight++;
         maxInFlight = Math.max(maxInFlight, inFlight);
-        const p = callOnce(target, kind, { requestId: newRequestId('soak'), epoch: 0, rng, timeoutMs: 60_000 })
-          .then((r) => { records.push(r); inFlight--; });
+        const p = callOnce(target, kind, { requestId: newRequestId('soak'), epoch: 0, rng, timeoutMs: 60_000 }).then((r) => {
+          records.push(r);
+          inFlight--;
+        });
         pending.push(p);
       }
       await new Promise((r) => setTimeout(r, 5));
@@ -102,7 +117,6 @@ await runScenario('soak', async (ctx) => {
     const sendSeconds = (Date.now() - start) / 1000;
     await Promise.all(pending);
     const gatewayCpu = (cpuSeconds(gw.pid) ?? 0) - cpuAtStart;
-    const loadSeconds = (Date.now() - start) / 1000;
     clearInterval(sampler);
     clearInterval(progress);
 
@@ -112,9 +126,15 @@ await runScenario('soak', async (ctx) => {
     console.log(`\n  window   calls  errors   p50      p99      RSS mean  load`);
     lat.forEach((w, i) => {
       const d = w.map((r) => r.endedAt - r.startedAt);
-      console.log(`  ${String(i + 1).padStart(3)}  ${String(w.length).padStart(8)}  ${String(w.filter((r) => r.outcome !== 'ok').length).padStart(6)}  ${ms(percentile(d, 50)).padStart(7)}  ${ms(percentile(d, 99)).padStart(7)}  ${mb(mean(mem[i].map((s) => s.bytes))).padStart(8)}  ${mean(mem[i].map((s) => s.load)).toFixed(1)}`);
+      console.log(
+        `  ${String(i + 1).padStart(3)}  ${String(w.length).padStart(8)}  ${String(w.filter((r) => r.outcome !== 'ok').length).padStart(6)}  ${ms(percentile(d, 50)).padStart(7)}  ${ms(percentile(d, 99)).padStart(7)}  ${mb(mean(mem[i].map((s) => s.bytes))).padStart(8)}  ${mean(mem[i].map((s) => s.load)).toFixed(1)}`,
+      );
     });
-    const p99 = (w: CallRecord[]) => percentile(w.map((r) => r.endedAt - r.startedAt), 99);
+    const p99 = (w: CallRecord[]) =>
+      percentile(
+        w.map((r) => r.endedAt - r.startedAt),
+        99,
+      );
     const rssMean = (i: number) => mean(mem[i].map((s) => s.bytes));
     const second = 1;
     const last = windows - 1;
@@ -122,9 +142,14 @@ await runScenario('soak', async (ctx) => {
     const p99Ratio = p99(lat[last]) / p99(lat[second]);
 
     const errors = records.filter((r) => r.outcome !== 'ok');
-    if (errors.length) ctx.violation(`${errors.length} of ${records.length} calls failed, e.g. ${JSON.stringify(errors.slice(0, 3).map((r) => ({ kind: r.kind, outcome: r.outcome, status: r.status, code: r.errorCode, error: r.error })))}`);
-    if (!(rssRatio <= RSS_GROWTH_LIMIT)) ctx.violation(`memory not flat: RSS in the last window is ${rssRatio.toFixed(2)} x the second (limit ${RSS_GROWTH_LIMIT})`);
-    if (!(p99Ratio <= P99_GROWTH_LIMIT)) ctx.violation(`latency not flat: p99 in the last window is ${p99Ratio.toFixed(2)} x the second (limit ${P99_GROWTH_LIMIT})`);
+    if (errors.length)
+      ctx.violation(
+        `${errors.length} of ${records.length} calls failed, e.g. ${JSON.stringify(errors.slice(0, 3).map((r) => ({ kind: r.kind, outcome: r.outcome, status: r.status, code: r.errorCode, error: r.error })))}`,
+      );
+    if (!(rssRatio <= RSS_GROWTH_LIMIT))
+      ctx.violation(`memory not flat: RSS in the last window is ${rssRatio.toFixed(2)} x the second (limit ${RSS_GROWTH_LIMIT})`);
+    if (!(p99Ratio <= P99_GROWTH_LIMIT))
+      ctx.violation(`latency not flat: p99 in the last window is ${p99Ratio.toFixed(2)} x the second (limit ${P99_GROWTH_LIMIT})`);
     const achieved = records.length / sendSeconds;
     if (achieved < rate * 0.97) ctx.violation(`the load generator sent ${achieved.toFixed(1)} calls/s, below the target ${rate}`);
 
@@ -145,15 +170,23 @@ await runScenario('soak', async (ctx) => {
     ctx.figure('errors', errors.length);
     ctx.figure('latency p50 / p99 overall', `${ms(percentile(all, 50))} / ${ms(percentile(all, 99))}`);
     ctx.figure(`p99 window 2 -> last (limit ${P99_GROWTH_LIMIT}x)`, `${ms(p99(lat[second]))} -> ${ms(p99(lat[last]))} (${p99Ratio.toFixed(2)}x)`);
-    ctx.figure(`RSS window 2 -> last (limit ${RSS_GROWTH_LIMIT}x)`, `${mb(rssMean(second))} -> ${mb(rssMean(last))} (${rssRatio.toFixed(2)}x); max ${mb(Math.max(...rss.map((s) => s.bytes)))}`);
-    ctx.figure('gateway CPU', `${gatewayCpu.toFixed(0)} s over the run (${((gatewayCpu / ((Date.now() - start) / 1000)) * 100).toFixed(0)} % of one core), ${((gatewayCpu * 1000) / records.length).toFixed(1)} ms per call`);
+    ctx.figure(
+      `RSS window 2 -> last (limit ${RSS_GROWTH_LIMIT}x)`,
+      `${mb(rssMean(second))} -> ${mb(rssMean(last))} (${rssRatio.toFixed(2)}x); max ${mb(Math.max(...rss.map((s) => s.bytes)))}`,
+    );
+    ctx.figure(
+      'gateway CPU',
+      `${gatewayCpu.toFixed(0)} s over the run (${((gatewayCpu / ((Date.now() - start) / 1000)) * 100).toFixed(0)} % of one core), ${((gatewayCpu * 1000) / records.length).toFixed(1)} ms per call`,
+    );
     ctx.figure('load average (1 min) min / max', `${Math.min(...rss.map((s) => s.load)).toFixed(1)} / ${Math.max(...rss.map((s) => s.load)).toFixed(1)}`);
     ctx.figure('charges checked', audit.figures.chargesChecked);
     ctx.figure('tokens lost / double-charged', `${audit.figures.tokensLost} / ${audit.figures.tokensDoubleCharged}`);
     ctx.figure('verify (chains + rebuild)', ver.ok ? `ok, ${ver.events} events, ${ver.streams} streams` : 'FAILED');
   } finally {
     stopping = true;
-    if (gw) { if (await stopGracefully(gw, 30_000) === 'SIGKILL') ctx.note('the gateway did not stop within 30 s of SIGTERM'); }
+    if (gw) {
+      if ((await stopGracefully(gw, 30_000)) === 'SIGKILL') ctx.note('the gateway did not stop within 30 s of SIGTERM');
+    }
     if (gw) await kill9(gw);
     models.remove();
     rmSync(dataDir, { recursive: true, force: true });

@@ -23,9 +23,13 @@ export async function openTestPostgres(url = process.env.DATABASE_URL!): Promise
   const db = openPostgres(url, 20);
   const schema = uniqueSchema();
   return {
-    label: 'postgres', db, schema,
+    label: 'postgres',
+    db,
+    schema,
     async cleanup() {
-      await db.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm_next" CASCADE`);
+      await db.exec(
+        `DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm_next" CASCADE`,
+      );
       await db.close();
     },
   };

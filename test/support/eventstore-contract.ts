@@ -17,16 +17,26 @@ const ev = (type = 'AccountOpened', n = 1): NewEvent => ({ type, data: { account
 
 export function defineEventStoreContract(label: string, open: () => Promise<ContractTarget>) {
   const s = suite<{ t: ContractTarget }>(`event store contract: ${label}`, {} as never);
-  s.before.each(async (ctx) => { ctx.t = await open(); });
-  s.after.each(async (ctx) => { await ctx.t.close(); });
+  s.before.each(async (ctx) => {
+    ctx.t = await open();
+  });
+  s.after.each(async (ctx) => {
+    await ctx.t.close();
+  });
 
   s('append to a new stream, then read it back in order with hash chain', async ({ t }) => {
     const stream = `account-${randomUUID()}`;
     const r = await t.store.append({ stream, expectedRevision: 'no_stream', events: [ev(), ev('AccountOpened', 2)] });
     assert.is(r.revision, 1);
     const read = await t.store.readStream(stream);
-    assert.equal(read.map((e) => e.revision), [0, 1]);
-    assert.equal(read.map((e) => e.data.accountId), ['a1', 'a2']);
+    assert.equal(
+      read.map((e) => e.revision),
+      [0, 1],
+    );
+    assert.equal(
+      read.map((e) => e.data.accountId),
+      ['a1', 'a2'],
+    );
     assert.is(read[0].prevHash, '0'.repeat(64));
     assert.is(read[1].prevHash, read[0].hash);
     assert.equal(read[0].metadata, md);
@@ -121,34 +131,43 @@ export function defineEventStoreContract(label: string, open: () => Promise<Cont
     const stream = `account-${randomUUID()}`;
     await t.store.append({ stream, expectedRevision: 'no_stream', events: [ev(), ev()] });
     const seen: StoredEvent[] = [];
-    const sub = t.store.subscribe(start, async (events) => { seen.push(...events); });
+    const sub = t.store.subscribe(start, async (events) => {
+      seen.push(...events);
+    });
     await sub.caughtUp();
     assert.is(seen.length, 2);
     await t.store.append({ stream, expectedRevision: 1, events: [ev()] });
     await sub.caughtUp();
     assert.is(seen.length, 3);
     await sub.close();
-    assert.equal(seen.map((e) => e.revision), [0, 1, 2]);
+    assert.equal(
+      seen.map((e) => e.revision),
+      [0, 1, 2],
+    );
   });
 
   s('many concurrent writers: a live reader sees every event exactly once, in position order', async ({ t }) => {
     const start = await t.store.headPosition();
     const seen: StoredEvent[] = [];
-    const sub = t.store.subscribe(start, async (events) => { seen.push(...events); });
+    const sub = t.store.subscribe(start, async (events) => {
+      seen.push(...events);
+    });
     const writers = 16;
     const perWriter = 25;
     const appended: string[] = [];
-    await Promise.all(Array.from({ length: writers }, async (_, w) => {
-      const stream = `account-w${w}-${randomUUID()}`;
-      for (let i = 0; i < perWriter; i++) {
-        const id = randomUUID();
-        // Uneven batch sizes and pauses make commits interleave in every order.
-        const events = [{ ...ev(), id }, ...(i % 3 === 0 ? [ev()] : [])];
-        await t.store.append({ stream, expectedRevision: i === 0 ? 'no_stream' : 'any', events });
-        appended.push(id);
-        if (i % 5 === w % 5) await new Promise((r) => setTimeout(r, Math.random() * 3));
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        const stream = `account-w${w}-${randomUUID()}`;
+        for (let i = 0; i < perWriter; i++) {
+          const id = randomUUID();
+          // Uneven batch sizes and pauses make commits interleave in every order.
+          const events = [{ ...ev(), id }, ...(i % 3 === 0 ? [ev()] : [])];
+          await t.store.append({ stream, expectedRevision: i === 0 ? 'no_stream' : 'any', events });
+          appended.push(id);
+          if (i % 5 === w % 5) await new Promise((r) => setTimeout(r, Math.random() * 3));
+        }
+      }),
+    );
     await sub.caughtUp();
     await sub.close();
     const ids = seen.map((e) => e.id);
@@ -159,7 +178,10 @@ export function defineEventStoreContract(label: string, open: () => Promise<Cont
     for (let i = 1; i < seen.length; i++) assert.ok(seen[i].position > seen[i - 1].position, 'increasing positions');
     // readAll gives the same sequence the subscriber saw.
     const all = await t.store.readAll(start, 100_000);
-    assert.equal(all.map((e) => e.id), ids);
+    assert.equal(
+      all.map((e) => e.id),
+      ids,
+    );
   });
 
   return s;

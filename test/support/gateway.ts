@@ -16,7 +16,17 @@ export interface TestGateway extends RunningGateway {
 
 export async function startTestGateway(overrides: Partial<Settings> = {}): Promise<TestGateway> {
   const schema = uniqueSchema('gw');
-  const settings: Settings = { ...settingsFromEnv({}), port: 0, dataDir: '', schema, databaseUrl: process.env.DATABASE_URL || undefined, logLevel: 'silent', ...overrides };
+  // Defaults, not this process's settings; but upstream key variables a test sets are read.
+  const settings: Settings = {
+    ...settingsFromEnv({}),
+    upstreamSecret: (v) => process.env[v] || undefined,
+    port: 0,
+    dataDir: '',
+    schema,
+    databaseUrl: process.env.DATABASE_URL || undefined,
+    logLevel: 'silent',
+    ...overrides,
+  };
   const gw = await startGateway(settings, pino({ level: settings.logLevel }));
   return {
     ...gw,
@@ -51,21 +61,33 @@ export async function spawnGateway(env: Record<string, string> = {}): Promise<Ga
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { out += d; });
+  child.stdout!.on('data', (d) => {
+    out += d;
+  });
+  child.stderr!.on('data', (d) => {
+    out += d;
+  });
   const started = await new Promise<{ baseUrl: string; key: string }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 60_000);
     const wantKey = env.TOLLGATE_BOOTSTRAP !== 'off';
     const check = () => {
       const base = /base URL: (\S+)/.exec(out)?.[1];
       const key = /(sk_svc_[A-Za-z0-9]+)/.exec(out)?.[1] ?? '';
-      if (base && (key || !wantKey)) { clearTimeout(timer); resolve({ baseUrl: base, key }); }
+      if (base && (key || !wantKey)) {
+        clearTimeout(timer);
+        resolve({ baseUrl: base, key });
+      }
     };
     child.stdout!.on('data', check);
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`gateway exited ${code}:\n${out}`)); });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited ${code}:\n${out}`));
+    });
   });
   return {
-    ...started, child, output: () => out,
+    ...started,
+    child,
+    output: () => out,
     async stop(signal = 'SIGTERM') {
       const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
       child.kill(signal);

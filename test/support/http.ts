@@ -39,7 +39,11 @@ export async function call(gw: { url: string }, path: string, opts: CallOptions 
   const res = await fetch(gw.url + path, { method: opts.method ?? (body === undefined ? 'GET' : 'POST'), headers, body, signal: opts.signal });
   const text = await res.text();
   let json: unknown = null;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  try {
+    json = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
   return { status: res.status, headers: res.headers, text, json };
 }
 
@@ -48,18 +52,38 @@ export const chat = (gw: { url: string }, key: string, body: Record<string, unkn
 
 export const userMessage = (content: string) => [{ role: 'user', content }];
 
-export interface TestAccount { accountId: string; planId: string; keyId: string; key: string }
+export interface TestAccount {
+  accountId: string;
+  planId: string;
+  keyId: string;
+  key: string;
+}
 
 /** A plan of its own, an account subscribed to it and a key, straight through the ledger. */
-export async function openAccount(gw: RunningGateway, terms: {
-  quota: number; requestsPerMinute?: number; models?: string[]; validityDays?: number; subscribedAt?: Date; extra?: number;
-}): Promise<TestAccount> {
+export async function openAccount(
+  gw: RunningGateway,
+  terms: {
+    quota: number;
+    requestsPerMinute?: number;
+    models?: string[];
+    validityDays?: number;
+    subscribedAt?: Date;
+    extra?: number;
+  },
+): Promise<TestAccount> {
   const id = randomBytes(5).toString('hex');
   const planId = `plan_${id}`;
-  await gw.ledger.definePlan({
-    planId, name: `Plan ${id}`, quota: terms.quota, validityDays: terms.validityDays ?? 30,
-    requestsPerMinute: terms.requestsPerMinute ?? 10_000, models: terms.models ?? ['*'],
-  }, 'admin:test');
+  await gw.ledger.definePlan(
+    {
+      planId,
+      name: `Plan ${id}`,
+      quota: terms.quota,
+      validityDays: terms.validityDays ?? 30,
+      requestsPerMinute: terms.requestsPerMinute ?? 10_000,
+      models: terms.models ?? ['*'],
+    },
+    'admin:test',
+  );
   const accountId = await gw.ledger.openAccount({ accountId: `acct_${id}`, name: `Account ${id}` }, 'admin:test');
   await gw.ledger.subscribe(accountId, planId, 'admin:test', terms.subscribedAt ?? new Date());
   if (terms.extra) await gw.ledger.grantExtra(accountId, terms.extra, 'test top-up', 'admin:test');
@@ -68,7 +92,14 @@ export async function openAccount(gw: RunningGateway, terms: {
   return { accountId, planId, keyId: key.keyId, key: key.secret };
 }
 
-export interface AccountRowView { quota_total: number; quota_used: number; reserved: number; open_holds: number; extra_granted: number; extra_used: number }
+export interface AccountRowView {
+  quota_total: number;
+  quota_used: number;
+  reserved: number;
+  open_holds: number;
+  extra_granted: number;
+  extra_used: number;
+}
 
 export interface LedgerView {
   events: StoredEvent[];
@@ -86,19 +117,25 @@ export interface LedgerView {
 /** Everything the ledger says about one account, after the read models caught up. */
 export async function ledgerView(gw: RunningGateway, accountId: string): Promise<LedgerView> {
   await gw.ledger.caughtUp();
-  const all = await gw.ledger.store.readAll(0, 100_000);
+  const all = await gw.ledger.events.readAll(0, 100_000);
   // The read models must include at least the events read here (a call may settle meanwhile).
   const last = all.length ? all[all.length - 1].position : 0;
-  if (gw.ledger.runner && !(await gw.ledger.runner.waitFor(last, 5000))) throw new Error(`read models did not reach position ${last}`);
+  if (!(await gw.ledger.waitForPosition(last, 5000))) throw new Error(`read models did not reach position ${last}`);
   const events = all.filter((e) => e.data.accountId === accountId);
   const of = (type: string) => events.filter((e) => e.type === type);
   const chatCharges = of('ChatCharged');
   const imageCharges = of('ImageCharged');
   const [row] = await gw.db.query<Record<string, unknown>>(
-    `SELECT quota_total, quota_used, reserved, open_holds, extra_granted, extra_used FROM "${gw.ledger.rmSchema}".accounts WHERE account_id = $1`, [accountId]);
+    `SELECT quota_total, quota_used, reserved, open_holds, extra_granted, extra_used FROM "${gw.ledger.rmSchema}".accounts WHERE account_id = $1`,
+    [accountId],
+  );
   const [holds] = await gw.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${gw.ledger.rmSchema}".holds WHERE account_id = $1`, [accountId]);
   return {
-    events, chatCharges, imageCharges, reservations: of('QuotaReserved'), releases: of('ReservationReleased'),
+    events,
+    chatCharges,
+    imageCharges,
+    reservations: of('QuotaReserved'),
+    releases: of('ReservationReleased'),
     billed: [...chatCharges, ...imageCharges].reduce((sum, e) => sum + Number(e.data.billed), 0),
     row: Object.fromEntries(Object.entries(row ?? {}).map(([k, v]) => [k, Number(v)])) as unknown as AccountRowView,
     openHoldRows: Number(holds?.n ?? 0),
@@ -115,28 +152,72 @@ export async function eventually<T>(fn: () => Promise<T>, check: (v: T) => boole
   }
 }
 
-export interface ExtraRoute { provider: string; upstreamModel: string; multiplierMilli: number }
+export interface ExtraRoute {
+  provider: string;
+  upstreamModel: string;
+  multiplierMilli: number;
+}
+
+/** One channel of a model that has several (tried in order, or by weight when weights are given). */
+export interface ExtraChannel {
+  provider: string;
+  upstreamModel: string;
+  weight?: number;
+  id?: string;
+}
+
+/** A priced model routed to several channels, with failover between them. */
+export interface ExtraChannelsRoute {
+  channels: ExtraChannel[];
+  multiplierMilli: number;
+}
+
+export interface GatewayRoutesOptions {
+  /** The circuit breaker policy of every channel (the models config's top-level `failover`). */
+  failover?: { failureThreshold?: number; coolDownMs?: number };
+  /** Upstream keys by the variable names the providers' apiKeyEnv give (looked up before process.env). */
+  env?: Record<string, string>;
+}
 
 /**
  * A test gateway whose models config is the default plus extra providers and priced models
- * (e.g. an upstream double); stop() also removes the temporary config.
+ * (e.g. an upstream double), each on one provider or on several channels; stop() also removes
+ * the temporary config.
  */
-export async function startGatewayWithRoutes(providers: Record<string, unknown>, models: Record<string, ExtraRoute>): Promise<TestGateway> {
+export async function startGatewayWithRoutes(
+  providers: Record<string, unknown>,
+  models: Record<string, ExtraRoute | ExtraChannelsRoute>,
+  options: GatewayRoutesOptions = {},
+): Promise<TestGateway> {
   const config = JSON.parse(readFileSync(new URL('../../config/models.json', import.meta.url), 'utf8'));
   delete config.$schema;
   Object.assign(config.providers, providers);
-  for (const [id, m] of Object.entries(models)) config.models[id] = { provider: m.provider, upstreamModel: m.upstreamModel };
+  for (const [id, m] of Object.entries(models)) {
+    config.models[id] = 'channels' in m ? { channels: m.channels } : { provider: m.provider, upstreamModel: m.upstreamModel };
+  }
+  if (options.failover) config.failover = options.failover;
+  const secrets: Record<string, string | undefined> = { ...options.env };
   const path = writeModelsConfig(config);
-  const gw = await startTestGateway({ modelsConfig: path });
+  const gw = await startTestGateway({ modelsConfig: path, upstreamSecret: (variable) => secrets[variable] ?? (process.env[variable] || undefined) });
   for (const [modelId, m] of Object.entries(models)) {
     await gw.ledger.priceModel({ modelId, multiplierMilli: m.multiplierMilli, status: 'ACTIVE', alias: null }, 'admin:test');
   }
   await gw.ledger.caughtUp();
-  return { ...gw, async stop() { await gw.stop(); rmSync(dirname(path), { recursive: true, force: true }); } };
+  return {
+    ...gw,
+    async stop() {
+      await gw.stop();
+      rmSync(dirname(path), { recursive: true, force: true });
+    },
+  };
 }
 
 /** Writes a models config to a temp file and returns its path (for startTestGateway's modelsConfig). */
-export function writeModelsConfig(config: { providers: Record<string, unknown>; models: Record<string, { provider: string; upstreamModel: string }> }): string {
+export function writeModelsConfig(config: {
+  providers: Record<string, unknown>;
+  models: Record<string, { provider: string; upstreamModel: string } | { channels: ExtraChannel[] }>;
+  failover?: GatewayRoutesOptions['failover'];
+}): string {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-models-'));
   const path = join(dir, 'models.json');
   writeFileSync(path, JSON.stringify(config));
@@ -146,6 +227,15 @@ export function writeModelsConfig(config: { providers: Record<string, unknown>; 
 /** Reads an SSE response body: every `data:` payload (JSON parsed, except [DONE]). */
 export async function readSse(res: Response): Promise<unknown[]> {
   const text = await res.text();
-  return text.split('\n\n').map((block) => block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n'))
-    .filter(Boolean).map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
+  return text
+    .split('\n\n')
+    .map((block) =>
+      block
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n'),
+    )
+    .filter(Boolean)
+    .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
 }

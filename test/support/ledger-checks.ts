@@ -2,7 +2,7 @@
 // accounts read model never show more spent or held than the plan and extra tokens allow.
 import * as assert from 'uvu/assert';
 import { accountDecider, reservedTokens } from '../../src/ledger/account.ts';
-import { accounts as accountsProjection, type AccountRow } from '../../projections/read-models.ts';
+import { accounts as accountsProjection, type AccountRow } from '../../projections/accounts.ts';
 import type { DomainEvent } from '../../src/ledger/events.ts';
 import type { StoredEvent } from '../../src/eventstore/port.ts';
 

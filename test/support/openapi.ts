@@ -29,11 +29,9 @@ import addFormatsModule from 'ajv-formats';
 
 // ajv / ajv-formats are CJS with `exports.default`; normalise for ESM + tsx.
 type Ajv2020Ctor = typeof import('ajv/dist/2020.js').default;
-const Ajv2020: Ajv2020Ctor =
-  ((Ajv2020Module as unknown as { default?: Ajv2020Ctor }).default ?? (Ajv2020Module as unknown as Ajv2020Ctor));
+const Ajv2020: Ajv2020Ctor = (Ajv2020Module as unknown as { default?: Ajv2020Ctor }).default ?? (Ajv2020Module as unknown as Ajv2020Ctor);
 type AddFormats = typeof import('ajv-formats').default;
-const addFormats: AddFormats =
-  ((addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats));
+const addFormats: AddFormats = (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
 
 export const OPENAPI_URL = new URL('../../../shared/reference/openai-openapi.json', import.meta.url);
 export const OPENAPI_PATH = fileURLToPath(OPENAPI_URL);
@@ -55,8 +53,18 @@ const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !==
 
 /** Keywords whose value is a single subschema. */
 const SUB_ONE = [
-  'additionalProperties', 'items', 'additionalItems', 'not', 'if', 'then', 'else', 'contains',
-  'propertyNames', 'unevaluatedProperties', 'unevaluatedItems', 'contentSchema',
+  'additionalProperties',
+  'items',
+  'additionalItems',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'propertyNames',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'contentSchema',
 ];
 /** Keywords whose value is an array of subschemas. */
 const SUB_ARRAY = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
@@ -89,7 +97,10 @@ function normalise(node: Json, componentRef: string): Json {
   delete out.discriminator;
 
   // OpenAPI 3.0 boolean form: `minimum: n, exclusiveMinimum: true` -> 2020-12 `exclusiveMinimum: n`.
-  for (const [excl, incl] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']] as const) {
+  for (const [excl, incl] of [
+    ['exclusiveMinimum', 'minimum'],
+    ['exclusiveMaximum', 'maximum'],
+  ] as const) {
     if (typeof out[excl] !== 'boolean') continue;
     if (out[excl] === true && typeof out[incl] === 'number') {
       out[excl] = out[incl];

@@ -13,14 +13,28 @@ const files = readdirSync(dir)
   .sort();
 const parallel = Number(process.env.TEST_PARALLEL ?? 2);
 
-interface Outcome { file: string; passed: number; failed: number; skipped: number; code: number | null; output: string }
+interface Outcome {
+  file: string;
+  passed: number;
+  failed: number;
+  skipped: number;
+  code: number | null;
+  output: string;
+}
 
 function runFile(file: string): Promise<Outcome> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(dir, file)], { env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(dir, file)], {
+      env: { ...process.env, FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
-    child.stdout.on('data', (d) => { output += d; });
-    child.stderr.on('data', (d) => { output += d; });
+    child.stdout.on('data', (d) => {
+      output += d;
+    });
+    child.stderr.on('data', (d) => {
+      output += d;
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), Number(process.env.TEST_FILE_TIMEOUT_MS ?? 600_000));
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -36,15 +50,23 @@ function runFile(file: string): Promise<Outcome> {
 
 const queue = [...files];
 const outcomes: Outcome[] = [];
-await Promise.all(Array.from({ length: parallel }, async () => {
-  for (let f = queue.shift(); f; f = queue.shift()) {
-    const o = await runFile(f);
-    outcomes.push(o);
-    const status = o.code === 0 ? 'ok  ' : 'FAIL';
-    console.log(`${status} ${o.file}: ${o.passed} passed, ${o.failed} failed${o.skipped ? `, ${o.skipped} skipped` : ''}`);
-    if (o.code !== 0 || process.env.TEST_VERBOSE) console.log(o.output.split('\n').map((l) => '    ' + l).join('\n'));
-  }
-}));
+await Promise.all(
+  Array.from({ length: parallel }, async () => {
+    for (let f = queue.shift(); f; f = queue.shift()) {
+      const o = await runFile(f);
+      outcomes.push(o);
+      const status = o.code === 0 ? 'ok  ' : 'FAIL';
+      console.log(`${status} ${o.file}: ${o.passed} passed, ${o.failed} failed${o.skipped ? `, ${o.skipped} skipped` : ''}`);
+      if (o.code !== 0 || process.env.TEST_VERBOSE)
+        console.log(
+          o.output
+            .split('\n')
+            .map((l) => '    ' + l)
+            .join('\n'),
+        );
+    }
+  }),
+);
 
 const passed = outcomes.reduce((n, o) => n + o.passed, 0);
 const failed = outcomes.reduce((n, o) => n + o.failed, 0);

@@ -124,7 +124,10 @@ export async function startUpstreamDouble(options: UpstreamDoubleOptions = {}): 
     if (body.stream !== true) {
       const message = { role: 'assistant', content: wantsTool ? null : chunks.join(''), ...(toolCall && { tool_calls: [toolCall] }) };
       return sendJson(res, 200, {
-        id, object: 'chat.completion', created, model,
+        id,
+        object: 'chat.completion',
+        created,
+        model,
         choices: [{ index: 0, message, finish_reason: finish }],
         ...(!options.omitUsage && { usage: totalUsage }),
       });
@@ -135,7 +138,10 @@ export async function startUpstreamDouble(options: UpstreamDoubleOptions = {}): 
     const frame = { id, object: 'chat.completion.chunk', created, model };
     const events: unknown[] = [{ ...frame, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] }];
     if (toolCall) {
-      events.push({ ...frame, choices: [{ index: 0, delta: { tool_calls: [{ ...toolCall, function: { name: toolCall.function!.name, arguments: '' } }] }, finish_reason: null }] });
+      events.push({
+        ...frame,
+        choices: [{ index: 0, delta: { tool_calls: [{ ...toolCall, function: { name: toolCall.function!.name, arguments: '' } }] }, finish_reason: null }],
+      });
       for (const piece of doubleReplyChunks(toolCall.function!.arguments)) {
         events.push({ ...frame, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: piece } }] }, finish_reason: null }] });
       }

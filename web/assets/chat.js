@@ -105,7 +105,10 @@ function clearSource() {
 sourceFile.addEventListener('change', () => {
   const file = sourceFile.files?.[0];
   sourceDataUri = null;
-  if (!file) { clearSource(); return; }
+  if (!file) {
+    clearSource();
+    return;
+  }
   if (!file.type.startsWith('image/')) {
     showProblem(problem, clientProblem('The chosen file is not an image. Choose a PNG, JPEG, WebP or GIF file.', 'image'));
     clearSource();
@@ -139,7 +142,10 @@ sourceUrl.addEventListener('input', () => {
     sourceClear.hidden = true;
   }
 });
-sourceClear.addEventListener('click', () => { clearSource(); sourceFile.focus(); });
+sourceClear.addEventListener('click', () => {
+  clearSource();
+  sourceFile.focus();
+});
 
 function clientProblem(message, param = null) {
   return new ApiProblem(0, { message, type: 'client_error', code: 'client_error', param });
@@ -165,9 +171,12 @@ function addMessage(role, ...content) {
 }
 
 function pendingIndicator(text) {
-  return el('span', { class: 'pending' },
+  return el(
+    'span',
+    { class: 'pending' },
     el('span', { class: 'dots', 'aria-hidden': 'true' }, el('span'), el('span'), el('span')),
-    el('span', { class: 'pending-text' }, text));
+    el('span', { class: 'pending-text' }, text),
+  );
 }
 
 function setBusy(controller) {
@@ -200,7 +209,11 @@ async function* sseData(res) {
     while ((cut = buffer.indexOf('\n\n')) >= 0) {
       const block = buffer.slice(0, cut);
       buffer = buffer.slice(cut + 2);
-      const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+      const data = block
+        .split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).replace(/^ /, ''))
+        .join('\n');
       if (data) yield data;
     }
   }
@@ -221,13 +234,21 @@ async function sendChat(text) {
   let finished = false;
   try {
     const res = await api('chat/completions', {
-      method: 'POST', signal: controller.signal,
+      method: 'POST',
+      signal: controller.signal,
       body: { model, messages, stream: true, stream_options: { include_usage: true }, ...(effort !== 'none' ? { reasoning_effort: effort } : {}) },
     });
     for await (const data of sseData(res)) {
-      if (data === '[DONE]') { finished = true; break; }
+      if (data === '[DONE]') {
+        finished = true;
+        break;
+      }
       let chunk;
-      try { chunk = JSON.parse(data); } catch { continue; }
+      try {
+        chunk = JSON.parse(data);
+      } catch {
+        continue;
+      }
       if (chunk.error) throw new ApiProblem(chunk.error.type === 'upstream_error' ? 502 : 500, chunk.error);
       const delta = chunk.choices?.[0]?.delta?.content;
       if (delta) {
@@ -245,7 +266,10 @@ async function sendChat(text) {
     const meta = [model, effort !== 'none' ? `effort ${effort}` : null];
     if (usage) {
       const mult = models.get(model) ?? 1;
-      meta.push(`${fmt(usage.prompt_tokens)} in + ${fmt(usage.completion_tokens)} out = ${fmt(usage.total_tokens)} tokens`, `≈ ${fmt(Math.ceil(usage.total_tokens * mult))} billed (×${mult})`);
+      meta.push(
+        `${fmt(usage.prompt_tokens)} in + ${fmt(usage.completion_tokens)} out = ${fmt(usage.total_tokens)} tokens`,
+        `≈ ${fmt(Math.ceil(usage.total_tokens * mult))} billed (×${mult})`,
+      );
     }
     msg.append(el('p', { class: 'meta' }, meta.filter(Boolean).join(' · ')));
   } catch (err) {
@@ -282,13 +306,18 @@ function jpegBlob(b64) {
 
 async function sendImage(text) {
   const model = currentModel();
-  if (text.length > MAX_IMAGE_PROMPT) throw clientProblem(`The image prompt is ${fmt(text.length)} characters; the limit is ${fmt(MAX_IMAGE_PROMPT)}. Shorten it and try again.`, 'prompt');
+  if (text.length > MAX_IMAGE_PROMPT)
+    throw clientProblem(`The image prompt is ${fmt(text.length)} characters; the limit is ${fmt(MAX_IMAGE_PROMPT)}. Shorten it and try again.`, 'prompt');
   const size = sizeSelect.value;
   const url = sourceUrl.value.trim();
   let image = sourceDataUri;
   if (!image && url) {
     let parsed = null;
-    try { parsed = new URL(url); } catch { /* handled below */ }
+    try {
+      parsed = new URL(url);
+    } catch {
+      /* handled below */
+    }
     if (!parsed || parsed.protocol !== 'https:') throw clientProblem('The source image URL must be a full https:// address.', 'image');
     image = parsed.href;
   }
@@ -296,28 +325,47 @@ async function sendImage(text) {
   if (sourceDataUri) userParts.push(el('img', { class: 'source-thumb', src: sourceDataUri, alt: 'Source image' }));
   else if (image) userParts.push(el('p', { class: 'meta' }, `Source: ${image}`));
   const userMsg = addMessage('user', ...userParts);
-  const { msg, body } = addMessage('assistant', pendingIndicator(image ? 'Editing the image… this takes about 10 to 20 seconds.' : 'Drawing the image… this takes about 10 to 20 seconds.'));
+  const { msg, body } = addMessage(
+    'assistant',
+    pendingIndicator(image ? 'Editing the image… this takes about 10 to 20 seconds.' : 'Drawing the image… this takes about 10 to 20 seconds.'),
+  );
   msg.dataset.state = 'working';
   const controller = new AbortController();
   setBusy(controller);
   try {
     const res = await api(image ? 'images/edits' : 'images/generations', {
-      method: 'POST', signal: controller.signal,
+      method: 'POST',
+      signal: controller.signal,
       body: { model, prompt: text, size, n: 1, response_format: 'b64_json', ...(image ? { image } : {}) },
     });
     const billed = res.headers.get('x-tollgate-billed-tokens');
     const result = await res.json();
     const b64 = result?.data?.[0]?.b64_json;
-    if (typeof b64 !== 'string' || !b64) throw new ApiProblem(502, { message: 'The gateway answered without an image.', type: 'upstream_error', code: 'no_image' });
+    if (typeof b64 !== 'string' || !b64)
+      throw new ApiProblem(502, { message: 'The gateway answered without an image.', type: 'upstream_error', code: 'no_image' });
     const href = URL.createObjectURL(jpegBlob(b64));
     imageUrls.push(href);
     const [w, h] = size.split('x').map(Number);
     const img = el('img', { class: 'result', src: href, alt: `Generated image: ${text.slice(0, 200)}`, width: w, height: h });
-    await new Promise((resolve) => { img.onload = resolve; img.onerror = resolve; body.replaceChildren(img); });
+    await new Promise((resolve) => {
+      img.onload = resolve;
+      img.onerror = resolve;
+      body.replaceChildren(img);
+    });
     const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
     const download = el('a', { class: 'button secondary small', href, download: `tollgate-${stamp}.jpg` }, 'Download image');
-    msg.append(el('div', { class: 'image-actions' }, download,
-      el('span', { class: 'meta' }, [model, size.replace('x', ' × '), image ? 'edit' : null, billed ? `${fmt(billed)} tokens billed` : null].filter(Boolean).join(' · '))));
+    msg.append(
+      el(
+        'div',
+        { class: 'image-actions' },
+        download,
+        el(
+          'span',
+          { class: 'meta' },
+          [model, size.replace('x', ' × '), image ? 'edit' : null, billed ? `${fmt(billed)} tokens billed` : null].filter(Boolean).join(' · '),
+        ),
+      ),
+    );
     msg.dataset.state = 'done';
     scrollDown(true);
   } catch (err) {
@@ -341,7 +389,10 @@ $('composer').addEventListener('submit', async (ev) => {
   ev.preventDefault();
   if (inFlight) return;
   const text = prompt.value.trim();
-  if (!text) { prompt.focus(); return; }
+  if (!text) {
+    prompt.focus();
+    return;
+  }
   problem.replaceChildren();
   prompt.value = '';
   try {
@@ -370,7 +421,14 @@ $('new-chat').addEventListener('click', () => {
   history = [];
   for (const url of imageUrls.splice(0)) URL.revokeObjectURL(url);
   problem.replaceChildren();
-  log.replaceChildren(el('div', { class: 'empty', id: 'empty' }, el('p', { class: 'empty-title' }, 'New conversation'), el('p', {}, 'Earlier messages are no longer sent to the model.')));
+  log.replaceChildren(
+    el(
+      'div',
+      { class: 'empty', id: 'empty' },
+      el('p', { class: 'empty-title' }, 'New conversation'),
+      el('p', {}, 'Earlier messages are no longer sent to the model.'),
+    ),
+  );
   prompt.focus();
 });
 

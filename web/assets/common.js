@@ -11,22 +11,36 @@ export const API_BASE = (() => {
 })();
 
 export function getKey() {
-  try { return localStorage.getItem(KEY_STORAGE) || ''; } catch { return ''; }
+  try {
+    return localStorage.getItem(KEY_STORAGE) || '';
+  } catch {
+    return '';
+  }
 }
 
 export function setKey(key) {
   try {
     if (key) localStorage.setItem(KEY_STORAGE, key);
     else localStorage.removeItem(KEY_STORAGE);
-  } catch { /* storage disabled: the key lives for this page only */ }
+  } catch {
+    /* storage disabled: the key lives for this page only */
+  }
 }
 
 export function getPref(name, fallback) {
-  try { return localStorage.getItem(`tollgate.${name}`) ?? fallback; } catch { return fallback; }
+  try {
+    return localStorage.getItem(`tollgate.${name}`) ?? fallback;
+  } catch {
+    return fallback;
+  }
 }
 
 export function setPref(name, value) {
-  try { localStorage.setItem(`tollgate.${name}`, value); } catch { /* ignore */ }
+  try {
+    localStorage.setItem(`tollgate.${name}`, value);
+  } catch {
+    /* ignore */
+  }
 }
 
 /** A failed call: HTTP status plus OpenAI's error fields {message, type, param, code}. */
@@ -49,7 +63,9 @@ export async function problemFrom(res) {
     const body = await res.json();
     if (body && typeof body.error === 'object' && body.error) error = body.error;
     else if (body && typeof body.message === 'string') error = { message: body.message };
-  } catch { /* not JSON: keep the status only */ }
+  } catch {
+    /* not JSON: keep the status only */
+  }
   const retry = Number(res.headers.get('retry-after'));
   return new ApiProblem(res.status, error, { retryAfter: Number.isFinite(retry) && retry > 0 ? retry : null });
 }
@@ -66,7 +82,14 @@ export async function api(path, { method = 'GET', body, signal, key = getKey() }
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res;
   try {
-    res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal, cache: 'no-store', referrerPolicy: 'no-referrer' });
+    res = await fetch(url, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+      cache: 'no-store',
+      referrerPolicy: 'no-referrer',
+    });
   } catch (err) {
     if (err?.name === 'AbortError') throw err;
     throw new ApiProblem(0, { message: 'The gateway could not be reached.', type: 'network_error', code: 'network_error' });
@@ -86,15 +109,26 @@ export function explain(problem) {
   const by = {
     0: ['Could not reach the gateway', 'Check your network connection and that the gateway is running, then try again.'],
     400: ['The request was not accepted', p.param ? `Check the “${p.param}” setting and try again.` : 'Check what you entered and try again.'],
-    401: ['Your API key was not accepted', 'Enter a valid key: it starts with sk_svc_ and is shown once when it is created. A revoked key stops working at once; ask for a new one.'],
-    402: ['Your quota is used up', 'Renew or upgrade your main plan, or add extra tokens (extra tokens do not change your call rate). Your remaining quota is shown at the top of the page.'],
+    401: [
+      'Your API key was not accepted',
+      'Enter a valid key: it starts with sk_svc_ and is shown once when it is created. A revoked key stops working at once; ask for a new one.',
+    ],
+    402: [
+      'Your quota is used up',
+      'Renew or upgrade your main plan, or add extra tokens (extra tokens do not change your call rate). Your remaining quota is shown at the top of the page.',
+    ],
     403: ['This model is not available on your plan', 'Pick another model from the list; it only shows the models your plan enables.'],
     404: ['Not found', 'The address was not found on this gateway. Reload the page and try again.'],
     405: ['Not allowed', 'Reload the page and try again.'],
     409: ['Conflicting request', 'Wait a moment and send it again.'],
     413: ['The request is too large', 'Use a smaller source image (at most 20 MB) or a shorter message.'],
     415: ['Unsupported request', 'Reload the page and try again.'],
-    429: ['Too many requests', p.retryAfter ? `Your plan’s call rate was reached. Wait ${p.retryAfter} second${p.retryAfter === 1 ? '' : 's'} and try again.` : 'Your plan’s call rate was reached. Wait a little and try again.'],
+    429: [
+      'Too many requests',
+      p.retryAfter
+        ? `Your plan’s call rate was reached. Wait ${p.retryAfter} second${p.retryAfter === 1 ? '' : 's'} and try again.`
+        : 'Your plan’s call rate was reached. Wait a little and try again.',
+    ],
     500: ['The gateway had an error', 'Nothing was charged. Try again in a moment; if it keeps happening, tell the gateway operator.'],
     502: ['The model provider failed', 'Nothing was charged. Try again, or pick another model.'],
     503: ['The gateway is busy or starting', 'Nothing was charged. Try again in a moment.'],
@@ -186,7 +220,10 @@ export function setupKeyBar({ onChange }) {
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const key = input.value.trim();
-    if (!key) { input.focus(); return; }
+    if (!key) {
+      input.focus();
+      return;
+    }
     setKey(key);
     input.value = '';
     render();
@@ -199,7 +236,11 @@ export function setupKeyBar({ onChange }) {
     if (cancel) cancel.hidden = false;
     input.focus();
   });
-  cancel?.addEventListener('click', () => { input.value = ''; render(); change.focus(); });
+  cancel?.addEventListener('click', () => {
+    input.value = '';
+    render();
+    change.focus();
+  });
   forget.addEventListener('click', () => {
     setKey('');
     render();
@@ -208,7 +249,12 @@ export function setupKeyBar({ onChange }) {
   });
   render();
   return {
-    focus() { form.hidden = false; saved.hidden = true; if (cancel) cancel.hidden = !getKey(); input.focus(); },
+    focus() {
+      form.hidden = false;
+      saved.hidden = true;
+      if (cancel) cancel.hidden = !getKey();
+      input.focus();
+    },
   };
 }
 
@@ -219,7 +265,9 @@ export function renderQuota(badge, sub) {
   if (expired) badge.append(' · ', el('span', { class: 'warn' }, 'plan expired'));
   badge.dataset.state = sub.remaining_tokens <= 0 ? 'empty' : expired ? 'expired' : 'ok';
   badge.dataset.remaining = String(sub.remaining_tokens);
-  badge.title = sub.plan ? `${sub.plan.name} plan${sub.expires_at ? `, ${expired ? 'expired' : 'expires'} ${new Date(sub.expires_at).toLocaleDateString()}` : ''}` : 'No plan';
+  badge.title = sub.plan
+    ? `${sub.plan.name} plan${sub.expires_at ? `, ${expired ? 'expired' : 'expires'} ${new Date(sub.expires_at).toLocaleDateString()}` : ''}`
+    : 'No plan';
 }
 
 export function renderQuotaError(badge, err) {

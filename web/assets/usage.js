@@ -1,5 +1,6 @@
 // The usage page: billed tokens per UTC day split by model (stacked SVG bars), tables with
-// totals, and the subscription card. Data from GET /v1/usage?daily=true&range=Nd and /v1/subscription.
+// totals, and the subscription card. Data from GET /v1/usage?daily=true&range=Nd&view=corrected (billed net of
+// corrections) and /v1/subscription.
 import { apiJson, compact, el, fmt, getKey, getPref, renderQuota, renderQuotaError, setPref, setupKeyBar, showProblem, svg } from './common.js';
 
 const $ = (id) => document.getElementById(id);
@@ -22,7 +23,12 @@ let seq = 0;
 let current = null; // { usage, colors, order }
 let selected = -1;
 
-setupKeyBar({ onChange: () => { problem.replaceChildren(); load(); } });
+setupKeyBar({
+  onChange: () => {
+    problem.replaceChildren();
+    load();
+  },
+});
 
 // ---- range ------------------------------------------------------------------------------------
 
@@ -61,7 +67,7 @@ async function load() {
   chartWrap.setAttribute('aria-busy', 'true');
   subBox.setAttribute('aria-busy', 'true');
   const [usageResult, subResult] = await Promise.allSettled([
-    apiJson(`usage?daily=true&range=${days}d`),
+    apiJson(`usage?daily=true&range=${days}d&view=corrected`), // net of corrections: what is billed now
     apiJson('subscription'),
   ]);
   if (mine !== seq) return;
@@ -101,7 +107,16 @@ function renderSubscription(sub) {
   const left = Number(sub.quota?.remaining ?? 0);
   const pct = total > 0 ? Math.max(0, Math.min(100, (left / total) * 100)) : 0;
   const rows = [
-    ['Plan', el('span', {}, sub.plan ? sub.plan.name : 'No plan', ' ', el('span', { class: `status-pill ${active ? 'active' : 'expired'}` }, active ? 'Active' : 'Expired'))],
+    [
+      'Plan',
+      el(
+        'span',
+        {},
+        sub.plan ? sub.plan.name : 'No plan',
+        ' ',
+        el('span', { class: `status-pill ${active ? 'active' : 'expired'}` }, active ? 'Active' : 'Expired'),
+      ),
+    ],
     ['Main quota left', `${fmt(left)} of ${fmt(total)}`],
     ['Main quota used', fmt(sub.quota?.used)],
   ];
@@ -110,11 +125,18 @@ function renderSubscription(sub) {
   if (sub.starts_at) rows.push(['Started', dateOf(sub.starts_at)]);
   rows.push(['Expires', sub.expires_at ? `${dateOf(sub.expires_at)} (${relativeDays(sub.expires_at)})` : '—']);
   if (sub.rate_limit?.requests_per_minute) rows.push(['Call rate', `${fmt(sub.rate_limit.requests_per_minute)} requests/min`]);
-  const body = el('div', { id: 'sub-body' },
+  const body = el(
+    'div',
+    { id: 'sub-body' },
     el('p', { class: 'muted' }, 'Remaining tokens'),
     el('p', { class: 'big', id: 'sub-remaining' }, fmt(sub.remaining_tokens)),
-    el('div', { class: 'bar', 'aria-hidden': 'true' }, svg('svg', { preserveAspectRatio: 'none' }, svg('rect', { x: 0, y: 0, height: '100%', width: `${pct}%`, fill: pct < 10 ? '#e15759' : '#4e79a7' }))),
-    el('dl', {}, ...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])));
+    el(
+      'div',
+      { class: 'bar', 'aria-hidden': 'true' },
+      svg('svg', { preserveAspectRatio: 'none' }, svg('rect', { x: 0, y: 0, height: '100%', width: `${pct}%`, fill: pct < 10 ? '#e15759' : '#4e79a7' })),
+    ),
+    el('dl', {}, ...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])),
+  );
   if (!active) body.append(el('p', { class: 'help warn' }, 'The main plan has expired: only extra tokens can be used. Renew the plan to continue.'));
   else if (sub.remaining_tokens <= 0) body.append(el('p', { class: 'help warn' }, 'The quota is used up: renew or upgrade the plan, or add extra tokens.'));
   $('sub-body').replaceWith(body);
@@ -163,7 +185,10 @@ function niceScale(max, ticks = 4) {
 }
 
 function dayText(d) {
-  const parts = d.models.filter((m) => m.billed !== 0).sort((a, b) => b.billed - a.billed).map((m) => `${m.model} ${fmt(m.billed)}`);
+  const parts = d.models
+    .filter((m) => m.billed !== 0)
+    .sort((a, b) => b.billed - a.billed)
+    .map((m) => `${m.model} ${fmt(m.billed)}`);
   return `${longDay(d.date)}: ${fmt(d.billed)} billed tokens${parts.length ? ` — ${parts.join(', ')}` : ''}`;
 }
 
@@ -185,15 +210,24 @@ function drawChart() {
   const total = usage.totals.billed;
 
   const title = svg('title', { id: 'chart-title' }, `Billed tokens per day over the last ${days.length} days`);
-  const desc = svg('desc', { id: 'chart-desc' }, total > 0
-    ? `Total ${fmt(total)} billed tokens. Use the left and right arrow keys to read each day; the tables below hold the same numbers.`
-    : 'No usage in this range.');
-  const root = svg('svg', { class: 'chart', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img', tabindex: 0, 'aria-labelledby': 'chart-title chart-desc', 'data-max': top }, title, desc);
+  const desc = svg(
+    'desc',
+    { id: 'chart-desc' },
+    total > 0
+      ? `Total ${fmt(total)} billed tokens. Use the left and right arrow keys to read each day; the tables below hold the same numbers.`
+      : 'No usage in this range.',
+  );
+  const root = svg(
+    'svg',
+    { class: 'chart', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img', tabindex: 0, 'aria-labelledby': 'chart-title chart-desc', 'data-max': top },
+    title,
+    desc,
+  );
 
   for (let v = 0; v <= top + step / 2; v += step) {
     const yy = Math.round(y(v)) + 0.5;
     root.append(svg('line', { class: v === 0 ? 'axis' : 'grid', x1: m.left, x2: W - m.right, y1: yy, y2: yy }));
-    root.append(svg('text', { x: m.left - 6, y: yy + 4, 'text-anchor': 'end' }, max > 0 ? compact(v) : (v === 0 ? '0' : '')));
+    root.append(svg('text', { x: m.left - 6, y: yy + 4, 'text-anchor': 'end' }, max > 0 ? compact(v) : v === 0 ? '0' : ''));
   }
 
   const every = Math.max(1, Math.ceil(days.length / Math.max(2, Math.floor(pw / 58))));
@@ -207,10 +241,22 @@ function drawChart() {
       const y0 = y(base);
       base += s.billed;
       const h = Math.max(1.5, y0 - y(base));
-      g.append(svg('rect', { class: 'seg', x, y: y0 - h, width: barW, height: h, fill: colors.get(s.model) ?? '#888', 'data-model': s.model }, svg('title', {}, `${d.date} · ${s.model}: ${fmt(s.billed)} billed tokens`)));
+      g.append(
+        svg(
+          'rect',
+          { class: 'seg', x, y: y0 - h, width: barW, height: h, fill: colors.get(s.model) ?? '#888', 'data-model': s.model },
+          svg('title', {}, `${d.date} · ${s.model}: ${fmt(s.billed)} billed tokens`),
+        ),
+      );
     }
     if ((days.length - 1 - i) % every === 0) {
-      g.append(svg('text', { class: d.date === today ? 'today-label' : null, x: m.left + i * band + band / 2, y: H - 8, 'text-anchor': 'middle' }, d.date === today && days.length <= 31 ? 'Today' : dayLabel(d.date)));
+      g.append(
+        svg(
+          'text',
+          { class: d.date === today ? 'today-label' : null, x: m.left + i * band + band / 2, y: H - 8, 'text-anchor': 'middle' },
+          d.date === today && days.length <= 31 ? 'Today' : dayLabel(d.date),
+        ),
+      );
     }
     g.addEventListener('mouseenter', () => select(i));
     root.append(g);
@@ -223,7 +269,11 @@ function drawChart() {
     ev.preventDefault();
     select(Math.max(0, Math.min(last, next)));
   });
-  root.addEventListener('mouseleave', () => { if (document.activeElement !== root) { select(-1); } });
+  root.addEventListener('mouseleave', () => {
+    if (document.activeElement !== root) {
+      select(-1);
+    }
+  });
   chartWrap.replaceChildren(root);
   if (selected >= 0) select(selected);
 }
@@ -238,11 +288,14 @@ function select(i) {
 }
 
 function table(caption, head, rows, foot) {
-  return el('table', {},
+  return el(
+    'table',
+    {},
     el('caption', { class: 'visually-hidden' }, caption),
     el('thead', {}, el('tr', {}, ...head.map((h) => el('th', { scope: 'col', class: h === 'Models' ? 'models' : null }, h)))),
     el('tbody', {}, ...rows),
-    foot ? el('tfoot', {}, foot) : null);
+    foot ? el('tfoot', {}, foot) : null,
+  );
 }
 
 function renderModelTable(usage, colors, order) {
@@ -250,36 +303,86 @@ function renderModelTable(usage, colors, order) {
   const total = usage.totals.billed;
   const rows = order.map((id) => {
     const m = byModel.get(id);
-    return el('tr', {},
+    return el(
+      'tr',
+      {},
       el('th', { scope: 'row' }, el('span', { class: 'swatch-cell' }, swatch(colors.get(id)), id)),
-      el('td', {}, fmt(m.requests)), el('td', {}, fmt(m.prompt_tokens)), el('td', {}, fmt(m.completion_tokens)),
-      el('td', {}, fmt(m.images)), el('td', {}, fmt(m.billed)), el('td', {}, total > 0 ? `${((m.billed / total) * 100).toFixed(1)}%` : '—'));
+      el('td', {}, fmt(m.requests)),
+      el('td', {}, fmt(m.prompt_tokens)),
+      el('td', {}, fmt(m.completion_tokens)),
+      el('td', {}, fmt(m.images)),
+      el('td', {}, fmt(m.billed)),
+      el('td', {}, total > 0 ? `${((m.billed / total) * 100).toFixed(1)}%` : '—'),
+    );
   });
   if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: 7 }, 'No usage in this range.')));
   const t = usage.totals;
-  const foot = el('tr', {}, el('th', { scope: 'row' }, 'Total'), el('td', {}, fmt(t.requests)), el('td', {}, fmt(t.prompt_tokens)),
-    el('td', {}, fmt(t.completion_tokens)), el('td', {}, fmt(t.images)), el('td', { id: 'total-billed', 'data-value': t.billed }, fmt(t.billed)), el('td', {}, total > 0 ? '100%' : '—'));
-  $('models-table').replaceChildren(table(`Usage by model over the last ${usage.range.days} days`, ['Model', 'Requests', 'Prompt tokens', 'Completion tokens', 'Images', 'Billed tokens', 'Share'], rows, foot));
+  const foot = el(
+    'tr',
+    {},
+    el('th', { scope: 'row' }, 'Total'),
+    el('td', {}, fmt(t.requests)),
+    el('td', {}, fmt(t.prompt_tokens)),
+    el('td', {}, fmt(t.completion_tokens)),
+    el('td', {}, fmt(t.images)),
+    el('td', { id: 'total-billed', 'data-value': t.billed }, fmt(t.billed)),
+    el('td', {}, total > 0 ? '100%' : '—'),
+  );
+  $('models-table').replaceChildren(
+    table(
+      `Usage by model over the last ${usage.range.days} days`,
+      ['Model', 'Requests', 'Prompt tokens', 'Completion tokens', 'Images', 'Billed tokens', 'Share'],
+      rows,
+      foot,
+    ),
+  );
 }
 
 function renderDayTable(usage, active, colors, order) {
-  const rows = [...active].reverse().map((d) => el('tr', { 'data-date': d.date },
-    el('th', { scope: 'row' }, d.date === usage.range.end ? `${d.date} (today)` : d.date),
-    el('td', {}, fmt(d.requests)), el('td', {}, fmt(d.tokens)), el('td', {}, fmt(d.images)), el('td', {}, fmt(d.billed)),
-    el('td', { class: 'models' }, ...[...d.models].filter((m) => m.billed !== 0).sort((a, b) => order.indexOf(a.model) - order.indexOf(b.model))
-      .flatMap((m, i) => [i ? ' · ' : null, el('span', { class: 'swatch-cell' }, swatch(colors.get(m.model)), `${m.model} ${fmt(m.billed)}`)]))));
+  const rows = [...active].reverse().map((d) =>
+    el(
+      'tr',
+      { 'data-date': d.date },
+      el('th', { scope: 'row' }, d.date === usage.range.end ? `${d.date} (today)` : d.date),
+      el('td', {}, fmt(d.requests)),
+      el('td', {}, fmt(d.tokens)),
+      el('td', {}, fmt(d.images)),
+      el('td', {}, fmt(d.billed)),
+      el(
+        'td',
+        { class: 'models' },
+        ...[...d.models]
+          .filter((m) => m.billed !== 0)
+          .sort((a, b) => order.indexOf(a.model) - order.indexOf(b.model))
+          .flatMap((m, i) => [i ? ' · ' : null, el('span', { class: 'swatch-cell' }, swatch(colors.get(m.model)), `${m.model} ${fmt(m.billed)}`)]),
+      ),
+    ),
+  );
   const quiet = (usage.daily?.length ?? 0) - active.length;
   if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: 6 }, 'No usage in this range.')));
   const t = usage.totals;
-  const foot = el('tr', {}, el('th', { scope: 'row' }, `Total, ${usage.range.days} days`), el('td', {}, fmt(t.requests)), el('td', {}, fmt(t.tokens)),
-    el('td', {}, fmt(t.images)), el('td', { id: 'days-total-billed' }, fmt(t.billed)), el('td', { class: 'models' }, quiet > 0 ? `${quiet} day${quiet === 1 ? '' : 's'} without usage not listed` : ''));
-  $('days-table').replaceChildren(table(`Usage by day over the last ${usage.range.days} days`, ['Date (UTC)', 'Requests', 'Tokens', 'Images', 'Billed tokens', 'Models'], rows, foot));
+  const foot = el(
+    'tr',
+    {},
+    el('th', { scope: 'row' }, `Total, ${usage.range.days} days`),
+    el('td', {}, fmt(t.requests)),
+    el('td', {}, fmt(t.tokens)),
+    el('td', {}, fmt(t.images)),
+    el('td', { id: 'days-total-billed' }, fmt(t.billed)),
+    el('td', { class: 'models' }, quiet > 0 ? `${quiet} day${quiet === 1 ? '' : 's'} without usage not listed` : ''),
+  );
+  $('days-table').replaceChildren(
+    table(`Usage by day over the last ${usage.range.days} days`, ['Date (UTC)', 'Requests', 'Tokens', 'Images', 'Billed tokens', 'Models'], rows, foot),
+  );
 }
 
 let lastWidth = 0;
 new ResizeObserver(() => {
   const w = Math.floor(chartWrap.clientWidth);
-  if (w !== lastWidth) { lastWidth = w; drawChart(); }
+  if (w !== lastWidth) {
+    lastWidth = w;
+    drawChart();
+  }
 }).observe(chartWrap);
 
 load();

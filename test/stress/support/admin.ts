@@ -10,10 +10,12 @@ export interface AdminClient {
 
 export function adminClient(origin: string, token: string): AdminClient {
   return {
-    origin, token,
+    origin,
+    token,
     async request(method, path, body) {
       const res = await fetch(`${origin}/admin/v1${path}`, {
-        method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-tollgate-actor': 'stress' },
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-tollgate-actor': 'stress' },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
@@ -23,7 +25,11 @@ export function adminClient(origin: string, token: string): AdminClient {
   };
 }
 
-export interface LoadAccount { accountId: string; key: string; quota: number }
+export interface LoadAccount {
+  accountId: string;
+  key: string;
+  quota: number;
+}
 
 /** A plan with the given quota, an account on it and a key; a high call rate unless given. */
 export async function openLoadAccount(admin: AdminClient, id: string, quota: number, rpm = 1_000_000): Promise<LoadAccount> {
@@ -39,18 +45,30 @@ export async function exportEvents(admin: AdminClient, after = 0): Promise<Store
   const res = await fetch(`${admin.origin}/admin/v1/events?after=${after}`, { headers: { authorization: `Bearer ${admin.token}` } });
   const text = await res.text();
   if (!res.ok) throw new Error(`admin GET /events: ${res.status} ${text.slice(0, 500)}`);
-  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as StoredEvent);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as StoredEvent);
 }
 
 export interface Verification {
-  ok: boolean; events: number; streams: number;
-  chainProblems: unknown[]; readModelDifferences: Array<{ table: string; key: string; live: unknown; rebuilt: unknown }>;
+  ok: boolean;
+  events: number;
+  streams: number;
+  chainProblems: unknown[];
+  readModelDifferences: Array<{ table: string; key: string; live: unknown; rebuilt: unknown }>;
 }
 
 export const verify = (admin: AdminClient) => admin.request<Verification>('POST', '/verify');
 
 export interface AccountRow {
-  account_id: string; quota_total: number; quota_used: number; reserved: number; open_holds: number; extra_granted: number; extra_used: number;
+  account_id: string;
+  quota_total: number;
+  quota_used: number;
+  reserved: number;
+  open_holds: number;
+  extra_granted: number;
+  extra_used: number;
 }
 
 export const accountRow = (admin: AdminClient, id: string) => admin.request<AccountRow>('GET', `/accounts/${id}`);
@@ -63,8 +81,10 @@ export async function waitForQuiet(admin: AdminClient, quietMs = 3000, timeoutMs
   while (Date.now() < end) {
     await new Promise((r) => setTimeout(r, 500));
     const fresh = await exportEvents(admin, head);
-    if (fresh.length) { head = fresh[fresh.length - 1].position; quietSince = Date.now(); }
-    else if (Date.now() - quietSince >= quietMs) return true;
+    if (fresh.length) {
+      head = fresh[fresh.length - 1].position;
+      quietSince = Date.now();
+    } else if (Date.now() - quietSince >= quietMs) return true;
   }
   return false;
 }

@@ -35,13 +35,18 @@ export interface AuditFigures {
   holdsReleased: number;
 }
 
-export interface AuditResult { figures: AuditFigures; violations: string[] }
+export interface AuditResult {
+  figures: AuditFigures;
+  violations: string[];
+}
 
 type Ev = StoredEvent<Record<string, any>>;
 
 export function auditRun(records: CallRecord[], events: StoredEvent[], opts: AuditOptions): AuditResult {
   const violations: string[] = [];
-  const violate = (msg: string) => { if (violations.length < 200) violations.push(msg); };
+  const violate = (msg: string) => {
+    if (violations.length < 200) violations.push(msg);
+  };
 
   // Prices (with aliases) from the ledger itself, for calls the ledger has no charge for.
   const milliOf = new Map<string, number>();
@@ -73,8 +78,18 @@ export function auditRun(records: CallRecord[], events: StoredEvent[], opts: Aud
   }
 
   const figures: AuditFigures = {
-    calls: records.length, succeeded: 0, failed: 0, failures: {}, chargesChecked: 0, tokensLost: 0, tokensDoubleCharged: 0,
-    chargedButUndelivered: 0, uncharged_stream_chunks: 0, openHolds: 0, holdsExpired: 0, holdsReleased: 0,
+    calls: records.length,
+    succeeded: 0,
+    failed: 0,
+    failures: {},
+    chargesChecked: 0,
+    tokensLost: 0,
+    tokensDoubleCharged: 0,
+    chargedButUndelivered: 0,
+    uncharged_stream_chunks: 0,
+    openHolds: 0,
+    holdsExpired: 0,
+    holdsReleased: 0,
   };
 
   // Calls sent again with the same Idempotency-Key are one logical call: one charge at most.
@@ -94,9 +109,15 @@ export function auditRun(records: CallRecord[], events: StoredEvent[], opts: Aud
     if (r.replayed) {
       // A replay runs nothing: no charge of its own, and the first attempt's charge stands for it.
       figures.succeeded += r.outcome === 'ok' ? 1 : 0;
-      if (r.outcome !== 'ok') { figures.failed++; figures.failures['replay ' + r.outcome] = (figures.failures['replay ' + r.outcome] ?? 0) + 1; }
+      if (r.outcome !== 'ok') {
+        figures.failed++;
+        figures.failures['replay ' + r.outcome] = (figures.failures['replay ' + r.outcome] ?? 0) + 1;
+      }
       if (cs.length) violate(`${r.requestId} was a replay and was charged`);
-      const first = groups.get(r.idempotencyKey!)!.filter((x) => !x.replayed).flatMap((x) => charges.get(x.requestId) ?? []);
+      const first = groups
+        .get(r.idempotencyKey!)!
+        .filter((x) => !x.replayed)
+        .flatMap((x) => charges.get(x.requestId) ?? []);
       if (r.outcome === 'ok' && first.length !== 1) violate(`${r.requestId} replayed a reply whose call has ${first.length} charges`);
       continue;
     }
@@ -111,21 +132,35 @@ export function auditRun(records: CallRecord[], events: StoredEvent[], opts: Aud
       const milli = c?.data.multiplierMilli ?? milliOf.get(r.model) ?? 1000;
       if (r.kind === 'image') {
         const expected = imageCharge(milli, 1, c?.data.tokensPerImage ?? DEFAULT_TOKENS_PER_IMAGE);
-        if (!c) { figures.tokensLost += expected; violate(`${r.requestId} image delivered, not charged`); continue; }
+        if (!c) {
+          figures.tokensLost += expected;
+          violate(`${r.requestId} image delivered, not charged`);
+          continue;
+        }
         if (c.type !== 'ImageCharged' || c.data.images !== 1) violate(`${r.requestId} image charged as ${c.type} images=${c.data.images}`);
-        if (r.billedHeader !== undefined && r.billedHeader !== c.data.billed) violate(`${r.requestId} told ${r.billedHeader} billed, ledger says ${c.data.billed}`);
+        if (r.billedHeader !== undefined && r.billedHeader !== c.data.billed)
+          violate(`${r.requestId} told ${r.billedHeader} billed, ledger says ${c.data.billed}`);
         if (c.data.billed < expected) figures.tokensLost += expected - c.data.billed;
         if (c.data.billed > expected) figures.tokensDoubleCharged += c.data.billed - expected;
       } else {
         const u = r.usage!;
         const expected = chatCharge(u.prompt, u.completion, milli);
-        if (!c) { figures.tokensLost += expected; violate(`${r.requestId} ${r.kind} delivered (${u.prompt}+${u.completion} tokens), not charged`); continue; }
-        if (c.type !== 'ChatCharged') { violate(`${r.requestId} chat charged as ${c.type}`); continue; }
-        if (c.data.streamed !== (r.kind === 'stream') || c.data.aborted) violate(`${r.requestId} charge says streamed=${c.data.streamed} aborted=${c.data.aborted}`);
+        if (!c) {
+          figures.tokensLost += expected;
+          violate(`${r.requestId} ${r.kind} delivered (${u.prompt}+${u.completion} tokens), not charged`);
+          continue;
+        }
+        if (c.type !== 'ChatCharged') {
+          violate(`${r.requestId} chat charged as ${c.type}`);
+          continue;
+        }
+        if (c.data.streamed !== (r.kind === 'stream') || c.data.aborted)
+          violate(`${r.requestId} charge says streamed=${c.data.streamed} aborted=${c.data.aborted}`);
         if (c.data.promptTokens !== u.prompt || c.data.completionTokens !== u.completion) {
           violate(`${r.requestId} client saw ${u.prompt}+${u.completion} tokens, charged ${c.data.promptTokens}+${c.data.completionTokens}`);
         }
-        if (r.billedHeader !== undefined && r.billedHeader !== c.data.billed) violate(`${r.requestId} told ${r.billedHeader} billed, ledger says ${c.data.billed}`);
+        if (r.billedHeader !== undefined && r.billedHeader !== c.data.billed)
+          violate(`${r.requestId} told ${r.billedHeader} billed, ledger says ${c.data.billed}`);
         if (c.data.billed < expected) figures.tokensLost += expected - c.data.billed;
         if (c.data.billed > expected) figures.tokensDoubleCharged += c.data.billed - expected;
       }
@@ -166,7 +201,8 @@ export function auditRun(records: CallRecord[], events: StoredEvent[], opts: Aud
     if (ends.length === 0) {
       figures.openHolds++;
       if (opts.final) violate(`hold ${holdId} (${res.data.requestId}) still open after the final sweep`);
-      else if (r && !(r.outcome === 'conn_error' || r.outcome === 'cut')) violate(`hold ${holdId} open although its call ended with ${r.outcome} ${r.status ?? ''}`);
+      else if (r && !(r.outcome === 'conn_error' || r.outcome === 'cut'))
+        violate(`hold ${holdId} open although its call ended with ${r.outcome} ${r.status ?? ''}`);
       continue;
     }
     const end = ends[0];
@@ -184,28 +220,40 @@ export function auditRun(records: CallRecord[], events: StoredEvent[], opts: Aud
 }
 
 /** The account read model must equal the fold of the account's events (open holds included). */
-export function auditAccountRows(rows: Array<{ account_id: string; quota_used: number; extra_used: number; reserved: number; open_holds: number }>, events: StoredEvent[]): string[] {
+export function auditAccountRows(
+  rows: Array<{ account_id: string; quota_used: number; extra_used: number; reserved: number; open_holds: number }>,
+  events: StoredEvent[],
+): string[] {
   const out: string[] = [];
   for (const row of rows) {
-    let quotaUsed = 0; let extraUsed = 0;
+    let quotaUsed = 0;
+    let extraUsed = 0;
     const holds = new Map<string, number>();
     for (const e of events as Ev[]) {
       if (e.data.accountId !== row.account_id) continue;
       if (e.type === 'QuotaReserved') holds.set(e.data.holdId, e.data.amount);
-      else if (e.type === 'ChatCharged' || e.type === 'ImageCharged') { quotaUsed += e.data.fromQuota; extraUsed += e.data.fromExtra; holds.delete(e.data.holdId); }
-      else if (e.type === 'ReservationReleased') holds.delete(e.data.holdId);
+      else if (e.type === 'ChatCharged' || e.type === 'ImageCharged') {
+        quotaUsed += e.data.fromQuota;
+        extraUsed += e.data.fromExtra;
+        holds.delete(e.data.holdId);
+      } else if (e.type === 'ReservationReleased') holds.delete(e.data.holdId);
       else if (e.type === 'SubscriptionRenewed') quotaUsed = 0;
-      else if (e.type === 'ChargeAdjusted') { quotaUsed += e.data.quotaDelta; extraUsed += e.data.extraDelta; }
+      else if (e.type === 'ChargeAdjusted') {
+        quotaUsed += e.data.quotaDelta;
+        extraUsed += e.data.extraDelta;
+      }
     }
     const reserved = [...holds.values()].reduce((a, b) => a + b, 0);
     const want = { quota_used: quotaUsed, extra_used: extraUsed, reserved, open_holds: holds.size };
     const got = { quota_used: Number(row.quota_used), extra_used: Number(row.extra_used), reserved: Number(row.reserved), open_holds: Number(row.open_holds) };
-    if (JSON.stringify(want) !== JSON.stringify(got)) out.push(`account ${row.account_id}: read model ${JSON.stringify(got)} but events say ${JSON.stringify(want)}`);
+    if (JSON.stringify(want) !== JSON.stringify(got))
+      out.push(`account ${row.account_id}: read model ${JSON.stringify(got)} but events say ${JSON.stringify(want)}`);
   }
   return out;
 }
 
 function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
   const list = m.get(k);
-  if (list) list.push(v); else m.set(k, [v]);
+  if (list) list.push(v);
+  else m.set(k, [v]);
 }

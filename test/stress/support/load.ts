@@ -40,9 +40,16 @@ export interface CallRecord {
   epoch: number;
 }
 
-export interface Target { origin: string; key: string; accountId: string }
+export interface Target {
+  origin: string;
+  key: string;
+  accountId: string;
+}
 
-const WORDS = 'ledger quota hold settle release stream token image lighthouse harbour river mountain crash restart projection rebuild chain hash account plan model gateway metering invoice audit'.split(' ');
+const WORDS =
+  'ledger quota hold settle release stream token image lighthouse harbour river mountain crash restart projection rebuild chain hash account plan model gateway metering invoice audit'.split(
+    ' ',
+  );
 const CHAT_MODELS = ['cx/gen-6-luna', 'gen-6-terra', 'alpha-sonnet-5', 'alpha-opus-5', 'cx/gen-6-astra'];
 const IMAGE_MODELS = ['alpha-haiku-4.5', 'cx/gen-6-sol', 'gen-6-terra'];
 const SIZES = ['1024x1024', '1024x1536', '1536x1024'];
@@ -69,18 +76,31 @@ export interface CallOptions {
 
 export async function callOnce(target: Target, kind: CallKind, opts: CallOptions): Promise<CallRecord> {
   const rng = opts.rng ?? Math.random;
-  const model = opts.model ?? (kind === 'image' ? IMAGE_MODELS : CHAT_MODELS)[Math.floor(rng() * (kind === 'image' ? IMAGE_MODELS.length : CHAT_MODELS.length))];
-  const rec: CallRecord = { requestId: opts.requestId, kind, accountId: target.accountId, model, startedAt: Date.now(), endedAt: 0, outcome: 'conn_error', epoch: opts.epoch };
+  const model =
+    opts.model ?? (kind === 'image' ? IMAGE_MODELS : CHAT_MODELS)[Math.floor(rng() * (kind === 'image' ? IMAGE_MODELS.length : CHAT_MODELS.length))];
+  const rec: CallRecord = {
+    requestId: opts.requestId,
+    kind,
+    accountId: target.accountId,
+    model,
+    startedAt: Date.now(),
+    endedAt: 0,
+    outcome: 'conn_error',
+    epoch: opts.epoch,
+  };
   if (opts.idempotencyKey) rec.idempotencyKey = opts.idempotencyKey;
   const path = kind === 'image' ? '/v1/images/generations' : '/v1/chat/completions';
-  const body = opts.body ?? (kind === 'image'
-    ? { model, prompt: prompt(rng, 6), size: SIZES[Math.floor(rng() * SIZES.length)] }
-    : {
-      model, messages: [{ role: 'user', content: prompt(rng, 4 + Math.floor(rng() * 30)) }],
-      ...(rng() < 0.3 ? { max_tokens: 5 + Math.floor(rng() * 60) } : {}),
-      ...(rng() < 0.5 ? { reasoning_effort: ['low', 'medium', 'high', 'xhigh', 'max'][Math.floor(rng() * 5)] } : {}),
-      ...(kind === 'stream' ? { stream: true, stream_options: { include_usage: true } } : {}),
-    });
+  const body =
+    opts.body ??
+    (kind === 'image'
+      ? { model, prompt: prompt(rng, 6), size: SIZES[Math.floor(rng() * SIZES.length)] }
+      : {
+          model,
+          messages: [{ role: 'user', content: prompt(rng, 4 + Math.floor(rng() * 30)) }],
+          ...(rng() < 0.3 ? { max_tokens: 5 + Math.floor(rng() * 60) } : {}),
+          ...(rng() < 0.5 ? { reasoning_effort: ['low', 'medium', 'high', 'xhigh', 'max'][Math.floor(rng() * 5)] } : {}),
+          ...(kind === 'stream' ? { stream: true, stream_options: { include_usage: true } } : {}),
+        });
   const headers: Record<string, string> = { authorization: `Bearer ${target.key}`, 'content-type': 'application/json', 'x-request-id': opts.requestId };
   if (opts.idempotencyKey) {
     headers['idempotency-key'] = opts.idempotencyKey;
@@ -96,7 +116,11 @@ export async function callOnce(target: Target, kind: CallKind, opts: CallOptions
     if (res.status !== 200) {
       const text = await res.text();
       rec.outcome = 'http_error';
-      try { rec.errorCode = JSON.parse(text).error?.code ?? undefined; } catch { rec.errorCode = 'non_json'; }
+      try {
+        rec.errorCode = JSON.parse(text).error?.code ?? undefined;
+      } catch {
+        rec.errorCode = 'non_json';
+      }
     } else if (kind === 'stream') {
       await readStream(res, rec);
     } else {
@@ -138,11 +162,22 @@ async function readStream(res: Response, rec: CallRecord): Promise<void> {
     while ((cut = buffer.indexOf('\n\n')) >= 0) {
       const block = buffer.slice(0, cut);
       buffer = buffer.slice(cut + 2);
-      const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      const data = block
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n');
       if (!data) continue;
-      if (data === '[DONE]') { done = true; continue; }
+      if (data === '[DONE]') {
+        done = true;
+        continue;
+      }
       const chunk = JSON.parse(data) as Record<string, any>;
-      if (chunk.error) { rec.outcome = 'stream_error'; rec.errorCode = chunk.error.code; continue; }
+      if (chunk.error) {
+        rec.outcome = 'stream_error';
+        rec.errorCode = chunk.error.code;
+        continue;
+      }
       rec.completionId ??= chunk.id;
       if (chunk.usage) rec.usage = { prompt: chunk.usage.prompt_tokens, completion: chunk.usage.completion_tokens };
       const choice = chunk.choices?.[0];
@@ -163,9 +198,11 @@ function describe(err: unknown): string {
 export function seededRng(seed: number): () => number {
   let s = seed >>> 0 || 1;
   return () => {
-    s ^= s << 13; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
     s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
+    s ^= s << 5;
+    s >>>= 0;
     return s / 0x1_0000_0000;
   };
 }

@@ -36,16 +36,29 @@ export function killAllChildren(): void {
 
 function launch(args: string[], env: Record<string, string>, ready: RegExp, timeoutMs: number): Promise<ManagedProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-    cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  const keep = (d: Buffer) => { out += d; if (out.length > 200_000) out = out.slice(-100_000); };
+  const keep = (d: Buffer) => {
+    out += d;
+    if (out.length > 200_000) out = out.slice(-100_000);
+  };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   live.add(child);
-  const exited = new Promise<string>((r) => child.once('exit', (code, signal) => { live.delete(child); r(signal ?? String(code)); }));
+  const exited = new Promise<string>((r) =>
+    child.once('exit', (code, signal) => {
+      live.delete(child);
+      r(signal ?? String(code));
+    }),
+  );
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${args[0]} did not start in ${timeoutMs} ms:\n${out.slice(-4000)}`)); }, timeoutMs);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${args[0]} did not start in ${timeoutMs} ms:\n${out.slice(-4000)}`));
+    }, timeoutMs);
     const check = () => {
       if (ready.test(out)) {
         clearTimeout(timer);
@@ -54,7 +67,10 @@ function launch(args: string[], env: Record<string, string>, ready: RegExp, time
       }
     };
     child.stdout!.on('data', check);
-    void exited.then((how) => { clearTimeout(timer); reject(new Error(`${args[0]} exited (${how}) before it was ready:\n${out.slice(-4000)}`)); });
+    void exited.then((how) => {
+      clearTimeout(timer);
+      reject(new Error(`${args[0]} exited (${how}) before it was ready:\n${out.slice(-4000)}`));
+    });
   });
 }
 
@@ -72,8 +88,13 @@ export interface GatewaySpec {
 
 export function gatewayEnv(spec: GatewaySpec): Record<string, string> {
   return {
-    PORT: String(spec.port), HOST: '127.0.0.1', TOLLGATE_SCHEMA: spec.schema, TOLLGATE_DATA_DIR: spec.dataDir,
-    DATABASE_URL: spec.databaseUrl ?? '', TOLLGATE_ADMIN_TOKEN: spec.adminToken, TOLLGATE_BOOTSTRAP: 'off',
+    PORT: String(spec.port),
+    HOST: '127.0.0.1',
+    TOLLGATE_SCHEMA: spec.schema,
+    TOLLGATE_DATA_DIR: spec.dataDir,
+    DATABASE_URL: spec.databaseUrl ?? '',
+    TOLLGATE_ADMIN_TOKEN: spec.adminToken,
+    TOLLGATE_BOOTSTRAP: 'off',
     TOLLGATE_PROJECTIONS: spec.projections === false ? 'off' : 'on',
     ...(spec.modelsConfig ? { TOLLGATE_MODELS_CONFIG: spec.modelsConfig } : {}),
     ...(spec.env ?? {}),
@@ -134,7 +155,9 @@ export async function waitHealthy(baseOrigin: string, timeoutMs = 30_000): Promi
       const r = await fetch(`${baseOrigin}/healthz`);
       await r.arrayBuffer();
       if (r.ok) return;
-    } catch { /* not up yet */ }
+    } catch {
+      /* not up yet */
+    }
     if (Date.now() > until) throw new Error(`${baseOrigin} not healthy after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -26,9 +26,17 @@ export async function runScenario(name: string, body: (ctx: ScenarioContext) => 
   const started = Date.now();
   const result: ScenarioResult = { name, passed: false, seconds: 0, figures: {}, violations: [], notes: [] };
   const ctx: ScenarioContext = {
-    figure: (k, v) => { result.figures[k] = v; },
-    violation: (m) => { if (result.violations.length < 100) result.violations.push(m); console.log(`  VIOLATION ${m}`); },
-    note: (m) => { result.notes.push(m); console.log(`  note: ${m}`); },
+    figure: (k, v) => {
+      result.figures[k] = v;
+    },
+    violation: (m) => {
+      if (result.violations.length < 100) result.violations.push(m);
+      console.log(`  VIOLATION ${m}`);
+    },
+    note: (m) => {
+      result.notes.push(m);
+      console.log(`  note: ${m}`);
+    },
     log: (m) => console.log(`[${name} +${((Date.now() - started) / 1000).toFixed(0)}s] ${m}`),
   };
   // Interrupted (Ctrl-C, or the runner stopped): no gateway or projector may outlive the run,

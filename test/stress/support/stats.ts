@@ -8,7 +8,7 @@ export function percentile(values: number[], p: number): number {
   return sorted[rank - 1];
 }
 
-export const mean = (values: number[]): number => values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN;
+export const mean = (values: number[]): number => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN);
 
 /** Groups samples into consecutive windows of `windowMs` from `start`; empty windows stay empty. */
 export function byWindow<T>(samples: T[], at: (s: T) => number, start: number, windowMs: number, windows: number): T[][] {

@@ -3,12 +3,17 @@
 import { join } from 'node:path';
 import { openPglite, openPostgres, type Database } from '../../../src/eventstore/db.ts';
 import { openLedger } from '../../../src/ledger/ledger.ts';
+import { readSide } from '../../../projections/read-side.ts';
 import { sweepExpiredHolds } from '../../../src/gateway/sweeper.ts';
 import { verifyLedger } from '../../../src/admin/audit.ts';
 import type { StoredEvent } from '../../../src/eventstore/port.ts';
 import type { AccountRow, Verification } from './admin.ts';
 
-export interface Storage { schema: string; databaseUrl?: string; dataDir: string }
+export interface Storage {
+  schema: string;
+  databaseUrl?: string;
+  dataDir: string;
+}
 
 export interface FinalState {
   /** Holds released by the sweeper run with a clock past every hold's expiry. */
@@ -25,22 +30,24 @@ export interface FinalState {
 export async function finalState(storage: Storage, aheadMs: number): Promise<FinalState> {
   const db: Database = storage.databaseUrl ? openPostgres(storage.databaseUrl, 4) : await openPglite(join(storage.dataDir, 'pglite'));
   try {
-    const ledger = await openLedger({ db, schema: storage.schema, projections: true });
+    const ledger = await openLedger({ db, schema: storage.schema, readSide: readSide({ db, eventSchema: storage.schema, projectHere: true }) });
     try {
       await ledger.caughtUp();
       const swept = await sweepExpiredHolds(ledger, new Date(Date.now() + aheadMs));
-      await ledger.committer.drain();
-      const head = await ledger.store.headPosition();
-      if (!(await ledger.runner!.waitFor(head, 60_000))) throw new Error(`read models did not reach ${head}`);
-      const verification = await verifyLedger(ledger) as Verification;
+      await ledger.drain();
+      const head = await ledger.events.headPosition();
+      if (!(await ledger.waitForPosition(head, 60_000))) throw new Error(`read models did not reach ${head}`);
+      const verification = (await verifyLedger(ledger)) as Verification;
       const events: StoredEvent[] = [];
       for (let after = 0; ;) {
-        const page = await ledger.store.readAll(after, 10_000);
+        const page = await ledger.events.readAll(after, 10_000);
         if (page.length === 0) break;
         events.push(...page);
         after = page[page.length - 1].position;
       }
-      const accounts = await db.query<AccountRow>(`SELECT account_id, quota_total, quota_used, reserved, open_holds, extra_granted, extra_used FROM "${ledger.rmSchema}".accounts`);
+      const accounts = await db.query<AccountRow>(
+        `SELECT account_id, quota_total, quota_used, reserved, open_holds, extra_granted, extra_used FROM "${ledger.rmSchema}".accounts`,
+      );
       return { swept, verification, events, accounts };
     } finally {
       await ledger.close();
@@ -53,7 +60,9 @@ export async function finalState(storage: Storage, aheadMs: number): Promise<Fin
 export async function dropSchemas(url: string, schema: string): Promise<void> {
   const db = openPostgres(url, 1);
   try {
-    await db.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm_next" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm_verify" CASCADE`);
+    await db.exec(
+      `DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm_next" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm_verify" CASCADE`,
+    );
   } finally {
     await db.close();
   }

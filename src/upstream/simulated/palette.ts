@@ -3,11 +3,26 @@
 export type Rgb = [number, number, number];
 
 const NAMED: Record<string, Rgb> = {
-  red: [214, 39, 40], orange: [255, 127, 14], yellow: [250, 214, 40], gold: [212, 175, 55],
-  green: [44, 160, 44], lime: [150, 220, 60], teal: [0, 128, 128], cyan: [23, 190, 207],
-  blue: [31, 90, 200], navy: [20, 30, 110], purple: [128, 60, 170], violet: [148, 103, 189],
-  magenta: [220, 40, 160], pink: [247, 129, 191], brown: [140, 86, 75], black: [20, 20, 24],
-  white: [240, 240, 236], gray: [127, 127, 127], grey: [127, 127, 127], silver: [190, 190, 200],
+  red: [214, 39, 40],
+  orange: [255, 127, 14],
+  yellow: [250, 214, 40],
+  gold: [212, 175, 55],
+  green: [44, 160, 44],
+  lime: [150, 220, 60],
+  teal: [0, 128, 128],
+  cyan: [23, 190, 207],
+  blue: [31, 90, 200],
+  navy: [20, 30, 110],
+  purple: [128, 60, 170],
+  violet: [148, 103, 189],
+  magenta: [220, 40, 160],
+  pink: [247, 129, 191],
+  brown: [140, 86, 75],
+  black: [20, 20, 24],
+  white: [240, 240, 236],
+  gray: [127, 127, 127],
+  grey: [127, 127, 127],
+  silver: [190, 190, 200],
 };
 
 function hslToRgb(h: number, s: number, l: number): Rgb {

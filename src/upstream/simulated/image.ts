@@ -1,12 +1,12 @@
 // Offline image generation and editing for the simulated upstream: real JPEGs, deterministic
 // per (prompt, model), drawn from the prompt's colours, sized to the spec's payload band.
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { ImageSize } from './port.ts';
-import { decodeSource } from './image-source.ts';
-import { encodeJpegInBand, type RawImage } from './jpeg-band.ts';
+import type { ImageSize } from '../port.ts';
+import { decodeSource } from '../image-source.ts';
+import { encodeJpegInBand, type RawImage } from '../jpeg-band.ts';
 import { paletteFor, type Rgb } from './palette.ts';
-import { createRng, seedFrom } from './seed.ts';
-import { dimensions } from './image-size.ts';
+import { createRng, seedFrom } from '../seed.ts';
+import { dimensions } from '../image-size.ts';
 
 function blank(width: number, height: number): RawImage {
   return { pixels: Buffer.alloc(width * height * 3), width, height };

@@ -1,11 +1,11 @@
 // The default, fully offline upstream: deterministic chat and real JPEG images.
-import type { ChatCall, ChatOutcome, ChatStreamPart, ImageCall, ImageOutcome, Provider } from './port.ts';
-import { pause, throwIfAborted } from './abort.ts';
-import { planReply } from './simulated-text.ts';
-import { drawImage, editImage } from './simulated-image.ts';
-import { countMessageTokens } from './tokenizer.ts';
+import type { ChatCall, ChatOutcome, ChatStreamPart, ImageCall, ImageOutcome, Provider } from '../port.ts';
+import { pause, throwIfAborted } from '../abort.ts';
+import { planReply } from './text.ts';
+import { drawImage, editImage } from './image.ts';
+import { countMessageTokens } from '../tokenizer.ts';
 
-export { InvalidImageError } from './image-error.ts';
+export { InvalidImageError } from '../image-error.ts';
 
 export interface SimulatedOptions {
   /** Pause per generated token; a non-streamed reply waits the sum. Default 0. */

@@ -1,8 +1,8 @@
 // The simulated upstream's replies: deterministic text (or a tool call) derived from the
 // conversation, cut to the token cap exactly like a real model would stop at max_tokens.
-import type { ChatCall, ChatMessage, FinishReason, ToolCall, ToolDefinition } from './port.ts';
-import { countTextTokens, tokenPieces } from './tokenizer.ts';
-import { createRng, digestHex, seedFrom } from './seed.ts';
+import type { ChatCall, ChatMessage, FinishReason, ToolCall, ToolDefinition } from '../port.ts';
+import { countTextTokens, tokenPieces } from '../tokenizer.ts';
+import { createRng, digestHex, seedFrom } from '../seed.ts';
 
 export interface ReplyPlan {
   /** The reply split into stream parts (about one token each); joined they are `content`. */
@@ -16,9 +16,11 @@ export interface ReplyPlan {
 const MIN_TOKENS = 20;
 const MAX_TOKENS = 80;
 const STOPWORDS = new Set(
-  ('the and for are but not you your with this that from have has was were what when where which who why how ' +
+  (
+    'the and for are but not you your with this that from have has was were what when where which who why how ' +
     'can could would should will about into there their then than them they please just also some any all its ' +
-    "it's use like explain tell give make want need know does did here hello thanks thank").split(' '),
+    "it's use like explain tell give make want need know does did here hello thanks thank"
+  ).split(' '),
 );
 const SENTENCES: ((a: string, b: string) => string)[] = [
   (a) => `You asked about ${a}, so here is a short answer.`,
@@ -113,11 +115,16 @@ function sampleValue(schema: Record<string, unknown> | undefined, text: string):
   if (Array.isArray(schema?.enum) && schema.enum.length > 0) return schema.enum[0];
   switch (schema?.type) {
     case 'number':
-    case 'integer': return 1;
-    case 'boolean': return true;
-    case 'array': return [];
-    case 'object': return {};
-    default: return text.slice(0, 60);
+    case 'integer':
+      return 1;
+    case 'boolean':
+      return true;
+    case 'array':
+      return [];
+    case 'object':
+      return {};
+    default:
+      return text.slice(0, 60);
   }
 }
 

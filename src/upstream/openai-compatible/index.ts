@@ -1,12 +1,21 @@
 // Adapter for any upstream that speaks OpenAI chat completions and images, over plain fetch.
-import { UpstreamError, type ChatCall, type ChatOutcome, type ChatStreamPart, type ImageCall, type ImageOutcome, type Provider, type ToolCall } from './port.ts';
-import { asUpstreamFailure, errorDetail, readJson, send, type UpstreamTarget } from './upstream-http.ts';
-import { chatOutcomeOf, chatRequestBody, finishReasonOf, requestTexts, usageOf, type MaxTokensField } from './openai-chat-wire.ts';
-import { readSse } from './sse.ts';
-import { assertSourceImage } from './image-source.ts';
-import { normaliseUpstreamImage } from './image-output.ts';
+import {
+  UpstreamError,
+  type ChatCall,
+  type ChatOutcome,
+  type ChatStreamPart,
+  type ImageCall,
+  type ImageOutcome,
+  type Provider,
+  type ToolCall,
+} from '../port.ts';
+import { asUpstreamFailure, errorDetail, readJson, send, type UpstreamTarget } from '../upstream-http.ts';
+import { chatOutcomeOf, chatRequestBody, finishReasonOf, requestTexts, usageOf, type MaxTokensField } from '../openai-chat-wire.ts';
+import { readSse } from '../sse.ts';
+import { assertSourceImage } from '../image-source.ts';
+import { normaliseUpstreamImage } from '../image-output.ts';
 
-export { InvalidImageError } from './image-error.ts';
+export { InvalidImageError } from '../image-error.ts';
 
 export interface OpenAICompatibleOptions {
   /** e.g. https://api.openai.com/v1 (the paths /chat/completions and /images/* are appended). */
@@ -14,6 +23,9 @@ export interface OpenAICompatibleOptions {
   apiKey: string;
   /** Longest silence accepted from the upstream: before the reply, or between stream chunks. */
   timeoutMs?: number;
+  /** Longest wait for the connection, and for the reply's first byte (default: timeoutMs). */
+  connectTimeoutMs?: number;
+  firstByteTimeoutMs?: number;
   /** Which field carries the token cap; some newer models only accept max_completion_tokens. */
   maxTokensField?: MaxTokensField;
 }
@@ -25,6 +37,8 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     baseURL: options.baseURL,
     apiKey: options.apiKey,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    connectTimeoutMs: options.connectTimeoutMs,
+    firstByteTimeoutMs: options.firstByteTimeoutMs,
   };
   const maxTokensField = options.maxTokensField ?? 'max_tokens';
 

@@ -1,0 +1,61 @@
+// The tables of a read-model schema: created (or completed with columns added later) for live
+// use, or created bare for a bulk load and finished once it is over.
+import type { RowProjection } from './row-projection.ts';
+import { q } from './sql.ts';
+
+export interface DdlOptions {
+  /**
+   * For a rebuild into a fresh schema. Tables of rows rewritten many times over are UNLOGGED and
+   * without secondary indexes: finishDdl() makes them durable and builds the indexes once, by
+   * sorting. Event-keyed logs (rows written once, in event order) are durable from the start and
+   * keep their secondary indexes (mostly appended to, maintained while node folds the next page,
+   * instead of sorted at the end when nothing else runs); only their primary key, on random
+   * event ids, is left to finishDdl().
+   */
+  bulk?: boolean;
+}
+
+export function projectionDdl(schema: string, projections: RowProjection[], opts: DdlOptions = {}): string[] {
+  const table = opts.bulk ? 'UNLOGGED TABLE' : 'TABLE';
+  const out = [
+    `CREATE SCHEMA IF NOT EXISTS "${schema}"`,
+    `CREATE ${table} IF NOT EXISTS ${q(schema, 'checkpoint')} (name text PRIMARY KEY, position bigint NOT NULL, updated_at timestamptz NOT NULL)`,
+    `INSERT INTO ${q(schema, 'checkpoint')} VALUES ('main', 0, now()) ON CONFLICT DO NOTHING`,
+  ];
+  for (const p of projections) {
+    const columns = [p.columns, ...(p.addedColumns ?? [])].join(', ');
+    if (opts.bulk && p.keyedByEvent) out.push(`CREATE TABLE IF NOT EXISTS ${q(schema, p.table)} (key text NOT NULL, ${columns})`);
+    else out.push(`CREATE ${table} IF NOT EXISTS ${q(schema, p.table)} (key text PRIMARY KEY, ${columns})`);
+    for (const column of p.addedColumns ?? []) out.push(`ALTER TABLE ${q(schema, p.table)} ADD COLUMN IF NOT EXISTS ${column}`);
+    if (!opts.bulk || p.keyedByEvent) out.push(...indexDdl(schema, p));
+  }
+  return out;
+}
+
+function indexDdl(schema: string, p: RowProjection): string[] {
+  return (p.indexes ?? []).map((cols) => {
+    const name = `${p.table}_${cols.replace(/[^a-z0-9]+/g, '_')}_idx`;
+    return `CREATE INDEX IF NOT EXISTS "${name}" ON ${q(schema, p.table)} (${cols})`;
+  });
+}
+
+/**
+ * After a bulk load, in three steps: make the UNLOGGED tables durable (one sequential rewrite
+ * each); build the indexes left out, the primary keys of event-keyed logs included (each
+ * statement may run on a connection of its own, side by side); attach those primary keys, named
+ * as CREATE TABLE names them (the same schema as a live one, index for index).
+ */
+export function finishDdl(schema: string, projections: RowProjection[]): { durable: string[]; indexes: string[]; keys: string[] } {
+  const logs = projections.filter((p) => p.keyedByEvent);
+  return {
+    durable: [
+      `ALTER TABLE ${q(schema, 'checkpoint')} SET LOGGED`,
+      ...projections.filter((p) => !p.keyedByEvent).map((p) => `ALTER TABLE ${q(schema, p.table)} SET LOGGED`),
+    ],
+    indexes: [
+      ...logs.map((p) => `CREATE UNIQUE INDEX "${p.table}_pkey" ON ${q(schema, p.table)} (key)`),
+      ...projections.filter((p) => !p.keyedByEvent).flatMap((p) => indexDdl(schema, p)),
+    ],
+    keys: logs.map((p) => `ALTER TABLE ${q(schema, p.table)} ADD CONSTRAINT "${p.table}_pkey" PRIMARY KEY USING INDEX "${p.table}_pkey"`),
+  };
+}

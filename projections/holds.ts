@@ -1,0 +1,51 @@
+// Holds: quota reserved for a call that is not settled yet (charged or released).
+import type { Queryable } from '../src/eventstore/db.ts';
+import { defineProjection, eventData, type Row } from './row-projection.ts';
+import { q } from './sql.ts';
+
+export interface HoldRow extends Row {
+  hold_id: string;
+  account_id: string;
+  request_id: string;
+  model: string;
+  kind: string;
+  amount: number;
+  reserved_at: string;
+  expires_at: string;
+}
+
+export const holds = defineProjection<HoldRow>({
+  name: 'holds',
+  table: 'holds',
+  columns: `hold_id text NOT NULL, account_id text NOT NULL, request_id text NOT NULL, model text NOT NULL,
+    kind text NOT NULL, amount bigint NOT NULL, reserved_at timestamptz NOT NULL, expires_at timestamptz NOT NULL`,
+  indexes: ['expires_at'],
+  handles: new Set(['QuotaReserved', 'ChatCharged', 'ImageCharged', 'ReservationReleased']),
+  keysOf: (e) => [String(e.data.holdId)],
+  evolve(_row, e) {
+    if (e.type !== 'QuotaReserved') return null;
+    const d = eventData<'QuotaReserved'>(e);
+    return {
+      hold_id: d.holdId,
+      account_id: d.accountId,
+      request_id: d.requestId,
+      model: d.model,
+      kind: d.kind,
+      amount: d.amount,
+      reserved_at: e.timestamp,
+      expires_at: d.expiresAt,
+    };
+  },
+});
+
+/** The accounts with a hold that expired at `now` or before. */
+export async function accountsWithExpired(db: Queryable, schema: string, now: Date): Promise<string[]> {
+  const rows = await db.query<{ account_id: string }>(`SELECT DISTINCT account_id FROM ${q(schema, holds.table)} WHERE expires_at <= $1`, [now.toISOString()]);
+  return rows.map((r) => r.account_id);
+}
+
+/** Open holds, of every account. */
+export async function count(db: Queryable, schema: string): Promise<number> {
+  const [row] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${q(schema, holds.table)}`);
+  return Number(row.n);
+}
