@@ -334,6 +334,7 @@ if (skipReason) {
       assert.equal(saved.spend_limit, { tokens: 50_000, period: 'daily' });
       assert.equal(saved.models, [MODEL]);
       const cell = page.locator(`#keys-table tr[data-key-id="${northKey.key_id}"] td.controls`);
+      await cell.filter({ hasText: '50,000 tokens a day' }).waitFor();
       assert.match((await cell.textContent()) ?? '', /50,000 tokens a day/);
       assert.match((await cell.textContent()) ?? '', new RegExp(`Models: ${MODEL}`));
       assert.match((await cell.textContent()) ?? '', new RegExp(`${saved.spend.remaining.toLocaleString('en-US')} left`));

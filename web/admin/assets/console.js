@@ -717,8 +717,9 @@ function accountView(accountId, alive) {
       );
       if (!res) return;
       limitsSlot.replaceChildren();
-      showResult(keysResult, `Limits of key ${k.name} (${k.masked}) saved.`);
+      // The table is reloaded before the message, so what the message announces is already shown.
       await loadKeys();
+      showResult(keysResult, `Limits of key ${k.name} (${k.masked}) saved.`);
       keysBody.querySelector(`tr[data-key-id="${CSS.escape(k.key_id)}"] button`)?.focus();
     });
     limitsSlot.replaceChildren(
