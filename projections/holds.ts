@@ -12,6 +12,7 @@ export interface HoldRow extends Row {
   amount: number;
   reserved_at: string;
   expires_at: string;
+  process_id: string | null;
 }
 
 export const holds = defineProjection<HoldRow>({
@@ -19,6 +20,7 @@ export const holds = defineProjection<HoldRow>({
   table: 'holds',
   columns: `hold_id text NOT NULL, account_id text NOT NULL, request_id text NOT NULL, model text NOT NULL,
     kind text NOT NULL, amount bigint NOT NULL, reserved_at timestamptz NOT NULL, expires_at timestamptz NOT NULL`,
+  addedColumns: ['process_id text'],
   indexes: ['expires_at'],
   handles: new Set(['QuotaReserved', 'ChatCharged', 'ImageCharged', 'ReservationReleased']),
   keysOf: (e) => [String(e.data.holdId)],
@@ -34,6 +36,7 @@ export const holds = defineProjection<HoldRow>({
       amount: d.amount,
       reserved_at: e.timestamp,
       expires_at: d.expiresAt,
+      process_id: d.process ?? null,
     };
   },
 });
@@ -42,6 +45,21 @@ export const holds = defineProjection<HoldRow>({
 export async function accountsWithExpired(db: Queryable, schema: string, now: Date): Promise<string[]> {
   const rows = await db.query<{ account_id: string }>(`SELECT DISTINCT account_id FROM ${q(schema, holds.table)} WHERE expires_at <= $1`, [now.toISOString()]);
   return rows.map((r) => r.account_id);
+}
+
+/**
+ * The open holds' accounts whose holds were taken by a process without a live lease (in
+ * `leaseTable`), with those processes: by account, the processes to release holds of.
+ */
+export async function orphaned(db: Queryable, schema: string, leaseTable: string): Promise<Map<string, string[]>> {
+  const rows = await db.query<{ account_id: string; process_id: string }>(
+    `SELECT DISTINCT h.account_id, h.process_id FROM ${q(schema, holds.table)} h
+      WHERE h.process_id IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM ${leaseTable} l WHERE l.process_id = h.process_id AND l.expires_at > now())`,
+  );
+  const out = new Map<string, string[]>();
+  for (const r of rows) out.set(r.account_id, [...(out.get(r.account_id) ?? []), r.process_id]);
+  return out;
 }
 
 /** Open holds, of every account. */

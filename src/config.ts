@@ -11,7 +11,10 @@ export interface Settings {
   projections: boolean;
   publicBaseUrl?: string;
   logLevel: string;
+  /** TOLLGATE_SWEEP_INTERVAL_MS: how often holds of lapsed processes and expired holds are released. */
   sweepIntervalMs: number;
+  /** TOLLGATE_PROCESS_LEASE_MS: a gateway's lease; its holds are released this long (plus a sweep) after it dies. */
+  processLeaseMs: number;
   bootstrap: boolean;
   /** TOLLGATE_ADMIN_TOKEN; unset means the token file in the data directory. */
   adminToken?: string;
@@ -95,7 +98,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     projections: env.TOLLGATE_PROJECTIONS !== 'off',
     publicBaseUrl: env.TOLLGATE_PUBLIC_BASE_URL || undefined,
     logLevel: env.LOG_LEVEL ?? 'info',
-    sweepIntervalMs: Number(env.TOLLGATE_SWEEP_INTERVAL_MS ?? 30_000),
+    sweepIntervalMs: Number(env.TOLLGATE_SWEEP_INTERVAL_MS ?? 5_000),
+    processLeaseMs: Number(env.TOLLGATE_PROCESS_LEASE_MS ?? 10_000),
     bootstrap: env.TOLLGATE_BOOTSTRAP !== 'off',
     adminToken: env.TOLLGATE_ADMIN_TOKEN || undefined,
     eventStore: eventStoreFrom(env.EVENT_STORE),

@@ -9,6 +9,7 @@ import { readSide } from '../projections/read-side.ts';
 import { openSelectedEventStore } from './eventstore/kurrentdb-select.ts';
 import { validateEvent } from './ledger/catalogue.ts';
 import { startSweeper } from './gateway/sweeper.ts';
+import { ensureLeaseTable } from './eventstore/process-lease.ts';
 import type { Settings } from './config.ts';
 
 export async function runProjector(settings: Settings, log: Logger): Promise<{ stop(): Promise<void> }> {
@@ -25,7 +26,10 @@ export async function runProjector(settings: Settings, log: Logger): Promise<{ s
   const store = await openSelectedEventStore(settings, validateEvent);
   const db = openPostgres(settings.databaseUrl, settings.pgPoolSize);
   const ledger = await openLedger({ db, store, schema: settings.schema, readSide: readSide({ db, eventSchema: settings.schema, projectHere: true }) });
-  const sweeper = startSweeper(ledger, settings.sweepIntervalMs, (e) => log.warn({ err: e.message }, 'hold sweep failed'));
+  await ensureLeaseTable(db, settings.schema);
+  const sweeper = startSweeper(ledger, { intervalMs: settings.sweepIntervalMs, leases: { db, schema: settings.schema } }, (e) =>
+    log.warn({ err: e.message }, 'hold sweep failed'),
+  );
   return {
     async stop() {
       stopping = true;

@@ -1,5 +1,6 @@
 // `tollgate serve`: wires the gateway together (database, ledger, caches, upstream routes, HTTP
 // server). The other process, `tollgate projector`, is projector.ts beside it.
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -19,6 +20,7 @@ import { pollingEventFeed } from './gateway/event-feed.ts';
 import { createKeyDirectory } from './http/key-directory.ts';
 import { createMetrics } from './gateway/metrics.ts';
 import { ensureIdempotencyTable } from './eventstore/idempotency-store.ts';
+import { startProcessLease } from './eventstore/process-lease.ts';
 import { warmValidators } from './http/validate.ts';
 import { warmTokenizer } from './upstream/tokenizer.ts';
 import { startSweeper } from './gateway/sweeper.ts';
@@ -103,6 +105,11 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     onAppendTimed: (s) => metrics.appendLatency.observe(s),
   });
   await ensureIdempotencyTable(db, settings.schema);
+  // This process's lease: its holds name it, so they are released soon after it dies.
+  const lease = await startProcessLease(db, settings.schema, `gw-${randomUUID()}`, {
+    ttlMs: settings.processLeaseMs,
+    onError: (e) => log.warn({ err: e.message }, 'process lease renewal failed'),
+  });
   await ledger.seedModels();
   // The price list below is loaded from the read models: they must include the seeding first
   // (with a separate projector, bounded: a projector that is not running yet delays start by 2 s).
@@ -133,7 +140,7 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     keys,
     log,
     channels: routes.registry,
-    metering: createMetering(ledger),
+    metering: createMetering(ledger, { process: lease.processId }),
     baseUrl: (ctx: Context) => settings.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}/v1`,
   };
   const demo = settings.bootstrap ? await bootstrapDemo(ledger) : null;
@@ -153,7 +160,9 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
   });
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
-  const sweeper = startSweeper(ledger, settings.sweepIntervalMs, (e) => log.warn({ err: e.message }, 'hold sweep failed'));
+  const sweeper = startSweeper(ledger, { intervalMs: settings.sweepIntervalMs, leases: { db, schema: settings.schema } }, (e) =>
+    log.warn({ err: e.message }, 'hold sweep failed'),
+  );
   const address = server.address() as AddressInfo;
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${address.port}`;
 
@@ -180,6 +189,9 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
         server.closeIdleConnections();
       });
       await ledger.drain();
+      // Holds still open now were cut off with their connections: ending the lease hands them to
+      // the other processes' sweepers (or this process's next start) to release.
+      await lease.end();
       await webhooks.close();
       await keys.close();
       await channelStates.close();

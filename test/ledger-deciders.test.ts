@@ -144,6 +144,37 @@ test('expired holds are released by the sweeper command, others stay', () => {
   assert.is(state.reserved, state.holds.get('new')!.amount);
 });
 
+test('holds of lapsed processes are released; a charged one and those of live processes stay', () => {
+  let s = subscribed();
+  const held = (holdId: string, process?: string) => ({ ...reserve(holdId, 100), ...(process ? { process } : {}) }) as AccountCommand;
+  ({ state: s } = run(s, held('dead-charged', 'gw-dead')));
+  ({ state: s } = run(s, held('dead-open', 'gw-dead')));
+  ({ state: s } = run(s, held('live-open', 'gw-live')));
+  ({ state: s } = run(s, held('legacy')));
+  ({ state: s } = run(s, {
+    type: 'SettleChat',
+    holdId: 'dead-charged',
+    multiplierMilli: 1000,
+    promptTokens: 10,
+    completionTokens: 5,
+    reasoningEffort: null,
+    api: 'chat.completions',
+    streamed: false,
+    aborted: false,
+  }));
+  const usedBefore = s.quotaUsed;
+  const { events, state } = run(s, { type: 'ReleaseOrphaned', processes: ['gw-dead'] });
+  assert.equal(
+    events.map((e) => [e.type, (e.data as { holdId: string }).holdId, (e.data as { reason: string }).reason]),
+    [['ReservationReleased', 'dead-open', 'process_lost']],
+  );
+  assert.equal([...state.holds.keys()].sort(), ['legacy', 'live-open']);
+  assert.is(state.reserved, 200);
+  assert.is(state.quotaUsed, usedBefore, 'the charge stands');
+  // Asked again (a second sweeper, or the same after a retry): nothing more.
+  assert.equal(accountDecider.decide({ type: 'ReleaseOrphaned', processes: ['gw-dead'] }, state), []);
+});
+
 test('adjustments: refund returns to the main plan, surcharge spends it first', () => {
   let s = subscribed();
   ({ state: s } = run(s, reserve('h', 500)));

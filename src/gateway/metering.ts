@@ -62,7 +62,16 @@ export const isResizable = (err: unknown): boolean => err instanceof DomainError
 /** How often a chat hold is re-sized after concurrent calls won the race for the same tokens. */
 const MAX_RESIZES = 100;
 
-export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; imageHoldTtlMs?: number; tokensPerImage?: number } = {}) {
+export function createMetering(
+  ledger: Ledger,
+  opts: {
+    chatHoldTtlMs?: number;
+    imageHoldTtlMs?: number;
+    tokensPerImage?: number;
+    /** This gateway process, named on its holds (its lease vouches for them). */
+    process?: string;
+  } = {},
+) {
   const chatTtl = opts.chatHoldTtlMs ?? 15 * 60_000;
   const imageTtl = opts.imageHoldTtlMs ?? 5 * 60_000;
   const tokensPerImage = opts.tokensPerImage ?? DEFAULT_TOKENS_PER_IMAGE;
@@ -129,6 +138,7 @@ export function createMetering(ledger: Ledger, opts: { chatHoldTtlMs?: number; i
           amount,
           now,
           ttlMs: kind === 'chat' ? chatTtl : imageTtl,
+          process: opts.process,
         };
         const { decided, committed } = ledger.accountDecideEarly(caller.accountId, command, md);
         // A refusal rejects `decided` (handled below) and `committed` alike; only one is awaited here.

@@ -31,6 +31,8 @@ export interface Hold {
   expiresAt: string;
   /** When it was taken (absent on holds from before that was recorded): its charge counts in the key's period of this time. */
   at?: string;
+  /** The gateway process that took it (absent on holds from before processes held leases). */
+  process?: string;
 }
 
 /** A key's controls as the account knows them, and whose spend it counts with (itself, or the key it was rotated from). */
@@ -92,7 +94,19 @@ export type AccountCommand =
       now: Date;
     }
   | { type: 'GrantExtra'; accountId: string; amount: number; reason: string }
-  | { type: 'Reserve'; holdId: string; requestId: string; keyId: string; model: string; kind: 'chat' | 'image'; amount: number; now: Date; ttlMs: number }
+  | {
+      type: 'Reserve';
+      holdId: string;
+      requestId: string;
+      keyId: string;
+      model: string;
+      kind: 'chat' | 'image';
+      amount: number;
+      now: Date;
+      ttlMs: number;
+      /** The gateway process taking the hold, whose lease vouches for it. */
+      process?: string;
+    }
   | ({
       type: 'SettleChat';
       holdId: string;
@@ -109,6 +123,8 @@ export type AccountCommand =
   | ({ type: 'SettleImage'; holdId: string; multiplierMilli: number; images: number; tokensPerImage: number; size: string; edit: boolean } & UpstreamTrail)
   | { type: 'Release'; holdId: string; reason: ReleaseReason; failovers?: FailedChannel[] }
   | { type: 'ExpireHolds'; now: Date }
+  /** Releases the open holds taken by these processes, whose leases lapsed (they died mid-call). */
+  | { type: 'ReleaseOrphaned'; processes: string[] }
   | SetKeyControlsCommand
   | AdjustCommand;
 
@@ -401,6 +417,7 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
             amount: c.amount,
             expiresAt: new Date(c.now.getTime() + c.ttlMs).toISOString(),
             at: c.now.toISOString(),
+            ...definedOnly({ process: c.process }),
           },
         },
       ];
@@ -499,6 +516,16 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
           type: 'ReservationReleased',
           data: { accountId: s.accountId, holdId, requestId: h.requestId, amount: h.amount, reason: 'expired' },
         }));
+    case 'ReleaseOrphaned': {
+      // Only holds still open are released: one whose charge committed is no longer among them.
+      const lapsed = new Set(c.processes);
+      return [...s.holds.entries()]
+        .filter(([, h]) => h.process !== undefined && lapsed.has(h.process))
+        .map(([holdId, h]) => ({
+          type: 'ReservationReleased',
+          data: { accountId: s.accountId, holdId, requestId: h.requestId, amount: h.amount, reason: 'process_lost' },
+        }));
+    }
     case 'Adjust': {
       requireOpen(s);
       requireTokenAmount(c.billedCorrected, 'billed_corrected', { allowZero: true });
@@ -584,6 +611,7 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
       const d = e.data;
       const hold: Hold = { amount: d.amount, kind: d.kind, model: d.model, keyId: d.keyId, requestId: d.requestId, expiresAt: d.expiresAt };
       if (d.at) hold.at = d.at;
+      if (d.process) hold.process = d.process;
       return {
         ...s,
         ...withHold(s, d.holdId, hold),

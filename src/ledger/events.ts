@@ -73,7 +73,7 @@ export interface CachePrice {
   cacheReadMilli?: number;
   cacheWriteMilli?: number;
 }
-export type ReleaseReason = 'upstream_error' | 'client_aborted' | 'expired' | 'shutdown' | 'invalid_request' | 'other';
+export type ReleaseReason = 'upstream_error' | 'client_aborted' | 'expired' | 'shutdown' | 'process_lost' | 'invalid_request' | 'other';
 
 /** A key's own controls (each null: none). */
 export interface KeyControls {
@@ -117,6 +117,8 @@ export interface EventDataByType {
     expiresAt: string;
     /** When the hold was taken: advances the plan's call rate (absent on holds from before it was kept here). */
     at?: string;
+    /** The gateway process that took it: when that process's lease lapses, another releases the hold. */
+    process?: string;
   };
   ChatCharged: ChargeCommon &
     UsageDetail &

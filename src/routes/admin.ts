@@ -17,7 +17,7 @@ import { rebuildReadModels } from '../../projections/rebuild.ts';
 import * as accounts from '../../projections/accounts.ts';
 import * as models from '../../projections/models.ts';
 import * as plans from '../../projections/plans.ts';
-import { sweepExpiredHolds } from '../gateway/sweeper.ts';
+import { sweepExpiredHolds, sweepOrphanedHolds } from '../gateway/sweeper.ts';
 import { adminConsoleRoutes } from './admin-console.ts';
 import { adminKeysRoutes } from './admin-keys.ts';
 import type { PlanTerms } from '../ledger/events.ts';
@@ -279,7 +279,8 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
     ctx.body = { object: 'verification', ...(await verifyLedger(ledger)) };
   });
   r.post('/sweep', async (ctx) => {
-    ctx.body = { object: 'sweep', released: await sweepExpiredHolds(ledger) };
+    const orphaned = await sweepOrphanedHolds(ledger, { db: ledger.readModels.db, schema: ledger.schema });
+    ctx.body = { object: 'sweep', released: orphaned + (await sweepExpiredHolds(ledger)), of_lost_processes: orphaned };
   });
   r.get('/events', async (ctx) => {
     // Checked before the stream starts: a failure once it runs can only cut the connection.

@@ -1,7 +1,8 @@
 // A. Crashes: kill -9 the gateway at random moments under mixed load (chat, streamed chat,
 // images; several accounts; ~16 concurrent clients), restart it on the same storage, and after
-// every restart audit what the clients saw against the ledger. At the end, let the holds of
-// cut calls expire (the real sweeper, with a clock past their lifetime) and audit once more.
+// every restart audit what the clients saw against the ledger. The holds of cut calls are
+// released once the killed process's lease lapses; at the end, let the rest expire (the real
+// sweeper, with a clock past their lifetime) and audit once more.
 //
 //   node --import tsx test/stress/crash.ts [postgres|pglite]
 //   STRESS_CRASHES (20) STRESS_CONCURRENCY (16) STRESS_KILL_MIN_MS (500) STRESS_KILL_MAX_MS (3000):
@@ -236,6 +237,7 @@ await runScenario(`crash-${engine}`, async (ctx) => {
       'holds of cut calls released on expiry',
       `${audit.figures.holdsExpired} (by the running gateway's sweeper: ${sweptByGateway}; by the sweeper run 16 min ahead at the end: ${final.swept})`,
     );
+    ctx.figure("holds of cut calls released once the killed process's lease lapsed", audit.figures.holdsOfLostProcesses);
     ctx.figure('events in the ledger', final.events.length);
     ctx.figure('restart time p50 / max', `${percentile(restarts, 50)} / ${Math.max(...restarts)} ms`);
     const stuckRetries = retried.filter((r) => r.errorCode === 'idempotency_in_progress' || r.outcome === 'timeout');

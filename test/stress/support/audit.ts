@@ -32,6 +32,8 @@ export interface AuditFigures {
   uncharged_stream_chunks: number;
   openHolds: number;
   holdsExpired: number;
+  /** Released by a sweeper after the lease of the process that took them lapsed (it was killed). */
+  holdsOfLostProcesses: number;
   holdsReleased: number;
 }
 
@@ -89,6 +91,7 @@ export function auditRun(records: CallRecord[], events: StoredEvent[], opts: Aud
     uncharged_stream_chunks: 0,
     openHolds: 0,
     holdsExpired: 0,
+    holdsOfLostProcesses: 0,
     holdsReleased: 0,
   };
 
@@ -210,6 +213,10 @@ export function auditRun(records: CallRecord[], events: StoredEvent[], opts: Aud
       if (end.data.reason === 'expired') {
         figures.holdsExpired++;
         if (r && !(r.outcome === 'conn_error' || r.outcome === 'cut')) violate(`hold ${holdId} expired although its call ended with ${r.outcome}`);
+      } else if (end.data.reason === 'process_lost') {
+        figures.holdsOfLostProcesses++;
+        if (r && !(r.outcome === 'conn_error' || r.outcome === 'cut'))
+          violate(`hold ${holdId} released as its process's lease lapsed although its call ended with ${r.outcome}`);
       } else figures.holdsReleased++;
       if (r?.outcome === 'ok') violate(`hold ${holdId} of a delivered call was released (${end.data.reason}), not charged`);
     }
