@@ -164,8 +164,11 @@ test('image: the client leaves while the gateway prepares or the upstream draws:
 test('a call prepared after the client already left starts aborted (the departure is seen from the first middleware)', async () => {
   const app = new Koa();
   let signals: { before: boolean; after: boolean } | null = null;
+  let entered: () => void = () => undefined;
+  const reached = new Promise<void>((r) => (entered = r));
   app.use(watchClient);
   app.use(async (ctx) => {
+    entered();
     // The client leaves while this request is being "prepared"; the call's controller is made after.
     await new Promise((r) => setTimeout(r, 200));
     const abort = abortWhenClientGone(ctx);
@@ -179,10 +182,11 @@ test('a call prepared after the client already left starts aborted (the departur
       const req = http.request({ port, method: 'POST', path: '/' });
       req.on('error', () => undefined);
       req.end('x');
-      setTimeout(() => {
+      // Leave once the request is inside the app (on a busy machine that may take a while).
+      void reached.then(() => {
         req.destroy();
         resolve();
-      }, 20);
+      });
     });
     await eventually(
       async () => signals,
