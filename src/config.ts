@@ -15,6 +15,8 @@ export interface Settings {
   sweepIntervalMs: number;
   /** TOLLGATE_PROCESS_LEASE_MS: a gateway's lease; its holds are released this long (plus a sweep) after it dies. */
   processLeaseMs: number;
+  /** TOLLGATE_HOLD_LINGER_MS: how long a non-streamed call's hold waits for its charge to share one append (0: never; unset: the ledger's default). */
+  holdLingerMs?: number;
   bootstrap: boolean;
   /** TOLLGATE_ADMIN_TOKEN; unset means the token file in the data directory. */
   adminToken?: string;
@@ -100,6 +102,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     logLevel: env.LOG_LEVEL ?? 'info',
     sweepIntervalMs: Number(env.TOLLGATE_SWEEP_INTERVAL_MS ?? 5_000),
     processLeaseMs: Number(env.TOLLGATE_PROCESS_LEASE_MS ?? 10_000),
+    holdLingerMs: env.TOLLGATE_HOLD_LINGER_MS ? Number(env.TOLLGATE_HOLD_LINGER_MS) : undefined,
     bootstrap: env.TOLLGATE_BOOTSTRAP !== 'off',
     adminToken: env.TOLLGATE_ADMIN_TOKEN || undefined,
     eventStore: eventStoreFrom(env.EVENT_STORE),

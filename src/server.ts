@@ -103,6 +103,7 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     schema: settings.schema,
     readSide: readSide({ db, eventSchema: settings.schema, projectHere: settings.projections }),
     onAppendTimed: (s) => metrics.appendLatency.observe(s),
+    holdLingerMs: settings.holdLingerMs,
   });
   await ensureIdempotencyTable(db, settings.schema);
   // This process's lease: its holds name it, so they are released soon after it dies.

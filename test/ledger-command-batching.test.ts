@@ -33,6 +33,32 @@ const counter: Decider<Counter, Add> = {
   evolve: (s, e) => ({ total: s.total + (e.data as unknown as { by: number }).by, n: s.n + 1 }),
 };
 
+interface Account {
+  reserved: number;
+  charged: number;
+  holds: string[];
+}
+type AccountCmd = { type: 'Hold'; id: string; amount: number; max: number } | { type: 'Charge'; id: string; amount: number };
+
+/** Holds (provisional events) and their charges, refusing a hold past `max` or a charge without its hold. */
+const holder: Decider<Account, AccountCmd> = {
+  initialState: () => ({ reserved: 0, charged: 0, holds: [] }),
+  decide(c, s) {
+    if (c.type === 'Hold') {
+      if (s.reserved + s.charged + c.amount > c.max) throw new DomainError('insufficient_quota', 'no room');
+      return [{ type: 'QuotaReserved', data: { id: c.id, amount: c.amount } }] as never;
+    }
+    if (!s.holds.includes(c.id)) throw new DomainError('conflict', `hold ${c.id} is not open`);
+    return [{ type: 'Charged', data: { id: c.id, amount: c.amount } }] as never;
+  },
+  evolve(s, e) {
+    const d = e.data as unknown as { id: string; amount: number };
+    return e.type === 'QuotaReserved'
+      ? { ...s, reserved: s.reserved + d.amount, holds: [...s.holds, d.id] }
+      : { ...s, reserved: s.reserved - 10, charged: s.charged + d.amount, holds: s.holds.filter((h) => h !== d.id) };
+  },
+};
+
 const md = { correlationId: 'c', causationId: null, actor: 'test' };
 
 /** Refuses events marked bad, as the catalogue validator refuses an invalid event. */
@@ -233,6 +259,58 @@ for (const engine of testDatabases()) {
     assert.equal(
       (await store.readStream('counter-g')).map((e) => (e.data as { by: number }).by),
       [8, 1, -8, 1],
+    );
+  });
+
+  t('linger: a hold waits for the charge that follows it at once, and both go out in one durable append', async () => {
+    const c = counting(store);
+    const handler = createCommandHandler({ store, append: c.append, lingerMs: 200 });
+    const { decided, committed } = handler.decideEarly(holder, 'acct-linger-a', { type: 'Hold', id: 'h1', amount: 10, max: 100 }, md, { linger: true });
+    await decided;
+    assert.is(c.appends.length, 0, 'the hold lingers');
+    const started = Date.now();
+    const charged = await handler.handle(holder, 'acct-linger-a', { type: 'Charge', id: 'h1', amount: 7 }, md);
+    assert.ok(Date.now() - started < 150, 'the charge ended the wait');
+    await committed;
+    assert.is(c.appends.length, 1);
+    assert.equal(
+      c.appends[0].events.map((e) => e.type),
+      ['QuotaReserved', 'Charged'],
+    );
+    assert.is(c.appends[0].durable, true, 'a charge in the append makes it wait for the disk');
+    assert.is(charged.state.charged, 7);
+    assert.equal(
+      (await store.readStream('acct-linger-a')).map((e) => e.type),
+      ['QuotaReserved', 'Charged'],
+    );
+  });
+
+  t('linger: a hold nothing follows goes out alone after the wait; without linger at once', async () => {
+    const c = counting(store);
+    const handler = createCommandHandler({ store, append: c.append, lingerMs: 40 });
+    const started = Date.now();
+    await handler.decideEarly(holder, 'acct-linger-b', { type: 'Hold', id: 'h1', amount: 10, max: 100 }, md, { linger: true }).committed;
+    assert.ok(Date.now() - started >= 35, 'it waited');
+    assert.is(c.appends.length, 1);
+    assert.is(c.appends[0].durable, false, 'a hold alone does not wait for the disk');
+    await handler.decideEarly(holder, 'acct-linger-b', { type: 'Hold', id: 'h2', amount: 10, max: 100 }, md).committed;
+    await handler.handle(holder, 'acct-linger-b', { type: 'Charge', id: 'h2', amount: 5 }, md);
+    assert.is(c.appends.length, 3, 'no linger asked: the hold went out before its charge');
+  });
+
+  t('linger: another process writing the stream meanwhile overturns the lingering hold; its charge finds no hold; nothing of theirs is stored', async () => {
+    const handler = createCommandHandler({ store, append: counting(store).append, lingerMs: 100 });
+    const other = createCommandHandler({ store, append: counting(store).append });
+    const { decided, committed } = handler.decideEarly(holder, 'acct-linger-c', { type: 'Hold', id: 'mine', amount: 60, max: 100 }, md, { linger: true });
+    await decided;
+    // While it lingers, another process takes most of the room.
+    await other.handle(holder, 'acct-linger-c', { type: 'Hold', id: 'theirs', amount: 50, max: 100 }, md);
+    const charge = outcome(handler.handle(holder, 'acct-linger-c', { type: 'Charge', id: 'mine', amount: 60 }, md));
+    assert.is(await outcome(committed), 'DomainError', 'the hold, decided again on the fresh state, is refused');
+    assert.is(await charge, 'DomainError');
+    assert.equal(
+      (await store.readStream('acct-linger-c')).map((e) => (e.data as { id: string }).id),
+      ['theirs'],
     );
   });
 

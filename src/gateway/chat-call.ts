@@ -156,36 +156,57 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
     model,
     promptTokens,
     async complete() {
-      // The upstream call runs while the hold's append is in flight; nothing is answered or
-      // charged before the hold is committed.
+      // The upstream call runs while the hold's append is in flight. Its charge is queued behind
+      // the hold on the account's lane (one append with it when the upstream answered first), so
+      // nothing is answered or charged before the hold is committed.
       let upstream = startUpstream();
-      try {
-        await hold.committed;
-      } catch (err) {
-        // The decision was overturned: another process took the account's tokens first. This
-        // call's reply must never reach the client. Hold again on the fresh state (re-sized,
-        // committed before anything starts) and call the upstream again within that hold.
+      // An overturned hold (another process took the account's tokens first) stops its call at once.
+      const stopIfOverturned = (h: typeof hold, a: AbortController) => h.committed.catch(() => a.abort());
+      void stopIfOverturned(hold, abort);
+      for (;;) {
+        let answered: Awaited<typeof upstream> | null = null;
+        let failure: unknown = null;
+        try {
+          answered = await upstream;
+        } catch (err) {
+          failure = err;
+        }
+        const overturnedHold = () =>
+          hold.committed.then(
+            () => null,
+            (err: unknown) => err ?? new Error('hold overturned'),
+          );
+        let overturned: unknown;
+        if (answered) {
+          const answer = answered.value;
+          const { usage, upstreamId } = 'native' in answer ? answer.native : answer.canonical;
+          try {
+            const billing = await settle(usage, false, false, trailOf(answered.channel, answered.failed, upstreamId));
+            setBillingHeaders(ctx, billing.billed, billing.remaining);
+            // The upstream's own body, with what the call cost added to its usage.
+            const reply: ChatReply = 'native' in answer ? { native: { ...answer.native, body: withBilledTokens(answer.native.body, billing.billed) } } : answer;
+            return { reply, billing };
+          } catch (err) {
+            // The charge fails when its hold was overturned (then it finds no hold): retried below.
+            overturned = await overturnedHold();
+            if (!overturned) throw err;
+          }
+        } else {
+          overturned = await overturnedHold();
+          if (!overturned) {
+            await release(failure, abort.signal.aborted);
+            throw failure;
+          }
+        }
+        // This call's reply must never reach the client. Hold again on the fresh state (re-sized,
+        // committed before anything starts) and call the upstream again within it.
         abort.abort();
-        if (!isResizable(err)) throw err;
+        if (!isResizable(overturned)) throw overturned;
         hold = await takeHold(false);
         applyRateHeaders(ctx, hold.rate);
         abort = abortWhenClientGone(ctx);
         upstream = startUpstream();
       }
-      let answered: Awaited<typeof upstream>;
-      try {
-        answered = await upstream;
-      } catch (err) {
-        await release(err, abort.signal.aborted);
-        throw err;
-      }
-      const answer = answered.value;
-      const { usage, upstreamId } = 'native' in answer ? answer.native : answer.canonical;
-      const billing = await settle(usage, false, false, trailOf(answered.channel, answered.failed, upstreamId));
-      setBillingHeaders(ctx, billing.billed, billing.remaining);
-      // The upstream's own body, with what the call cost added to its usage.
-      const reply: ChatReply = 'native' in answer ? { native: { ...answer.native, body: withBilledTokens(answer.native.body, billing.billed) } } : answer;
-      return { reply, billing };
     },
 
     async openStream() {

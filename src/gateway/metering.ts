@@ -140,7 +140,8 @@ export function createMetering(
           ttlMs: kind === 'chat' ? chatTtl : imageTtl,
           process: opts.process,
         };
-        const { decided, committed } = ledger.accountDecideEarly(caller.accountId, command, md);
+        // An early hold may linger for its charge (a fast reply): then both share one append.
+        const { decided, committed } = ledger.accountDecideEarly(caller.accountId, command, md, { linger: early });
         // A refusal rejects `decided` (handled below) and `committed` alike; only one is awaited here.
         const held = committed.then(() => undefined);
         held.catch(() => undefined);

@@ -7,6 +7,10 @@
 // each one leaves (exactly as if run one at a time) and appended together, in one request with
 // one expected revision. Every command still resolves only once its events are committed, so a
 // busy account costs one append per round trip instead of one per command.
+//
+// A batch of provisional events only (a hold), from commands that allow it, may linger a moment
+// before it is appended: when the call's own charge arrives meanwhile (a fast upstream), hold and
+// charge go out in one append instead of two.
 import { randomUUID } from 'node:crypto';
 import type { Decider } from './decider.ts';
 import { PROVISIONAL_EVENT_TYPES, type DomainEvent } from './events.ts';
@@ -44,6 +48,8 @@ export interface CommandHandlerOptions {
   maxBatch?: number;
   /** Told of every event this process appended, as soon as the append commits. */
   onAppended?: (events: StoredEvent[]) => void;
+  /** How long a lingering batch (see decideEarly's `linger`) waits for more commands on its stream (default 0: never). */
+  lingerMs?: number;
 }
 
 type EventIds = (e: DomainEvent, i: number) => string;
@@ -59,6 +65,8 @@ interface Pending {
   onDecided?(decision: { events: DomainEvent[]; state: unknown } | { error: unknown }): void;
   /** A refusal already reported by onDecided: final, even if a conflict makes the batch decide again. */
   refused?: { error: unknown };
+  /** Its provisional events may wait up to lingerMs for the next command on the stream. */
+  linger?: boolean;
 }
 
 /** One command's part of a batch: its events, or why it was refused. */
@@ -73,6 +81,8 @@ interface Decided {
 interface Lane {
   queue: Pending[];
   running: boolean;
+  /** Set while a batch lingers: a command queued on the lane ends the wait. */
+  wake?: () => void;
 }
 
 /** Whether an append taking the stream past `revision` crosses a snapshot mark. */
@@ -89,6 +99,23 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
   const lanes = new Map<string, Lane>();
   const maxRetries = opts.maxRetries ?? 20;
   const maxBatch = opts.maxBatch ?? 256;
+  const lingerMs = opts.lingerMs ?? 0;
+
+  /** Waits up to lingerMs for a command on the lane; true if one is queued. */
+  function moreCommands(lane: Lane): Promise<boolean> {
+    if (lane.queue.length > 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        lane.wake = undefined;
+        resolve(false);
+      }, lingerMs);
+      lane.wake = () => {
+        clearTimeout(timer);
+        lane.wake = undefined;
+        resolve(true);
+      };
+    });
+  }
 
   async function load(decider: Decider<unknown, unknown>, stream: string): Promise<Cached> {
     const hit = cache.get(stream);
@@ -144,14 +171,28 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
    * Appends the commands of one batch (all on `stream`, one decider) as one request. Resolves or
    * rejects each of them; throws only what the caller should retry one by one.
    */
-  async function runBatch(stream: string, batch: Pending[]): Promise<void> {
+  async function runBatch(stream: string, batch: Pending[], lane?: Lane): Promise<void> {
     const decider = batch[0].decider;
+    let lingered = false;
     for (let attempt = 0; ; attempt++) {
       const current = await load(decider, stream);
       const decided = decideAll(batch, current.state);
       tellDecisions(decided);
       const withEvents = decided.filter((d) => d.events.length > 0);
       const finalState = decided[decided.length - 1].state;
+      const durable = !withEvents.every((d) => d.events.every((e) => PROVISIONAL_EVENT_TYPES.has(e.type)));
+      // Holds only, all willing to wait: give the next commands on this stream (their charges) a
+      // moment to join, then decide the batch again with them (the same decisions, plus theirs).
+      if (!lingered && lane && lingerMs > 0 && !durable && withEvents.length > 0 && withEvents.every((d) => d.p.linger) && batch.length < maxBatch) {
+        lingered = true;
+        if (await moreCommands(lane)) {
+          let n = 0;
+          while (n < lane.queue.length && batch.length + n < maxBatch && lane.queue[n].decider === decider) n++;
+          batch.push(...lane.queue.splice(0, n));
+          attempt--;
+          continue;
+        }
+      }
       if (withEvents.length === 0) {
         for (const d of decided) {
           if (d.error !== undefined) d.p.reject(d.error);
@@ -168,7 +209,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
             d.events.map((e, i) => ({ id: d.ids[i], type: e.type, data: e.data as unknown as Record<string, unknown>, metadata: d.p.metadata })),
           ),
           snapshot: crossesSnapshotMark(current.revision, withEvents) ? { v: SNAPSHOT_VERSION, s: finalState } : undefined,
-          durable: !withEvents.every((d) => d.events.every((e) => PROVISIONAL_EVENT_TYPES.has(e.type))),
+          durable,
         });
       } catch (err) {
         cache.delete(stream);
@@ -227,7 +268,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         while (n < lane.queue.length && n < maxBatch && lane.queue[n].decider === lane.queue[0].decider) n++;
         const batch = lane.queue.splice(0, n);
         try {
-          await runBatch(stream, batch);
+          await runBatch(stream, batch, lane);
         } catch (err) {
           if (batch.length === 1) batch[0].reject(err);
           else {
@@ -251,6 +292,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         lanes.set(stream, lane);
       }
       lane.queue.push({ ...p, resolve: resolve as Pending['resolve'], reject });
+      lane.wake?.();
       if (!lane.running) void drain(stream, lane);
     });
   }
@@ -266,18 +308,21 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
      * allows while the append is in flight, as long as it waits for `committed` before anything
      * that must not happen without it. A refusal rejects both and is final; a decision that a
      * concurrent writer overturns (the stream moved, the command decided again) rejects `committed`.
+     * `linger`: provisional events may wait (lingerMs) for the next command on the stream, so a
+     * caller that follows up at once (a fast call's charge) shares one append with them.
      */
     decideEarly<S, C>(
       decider: Decider<S, C>,
       stream: string,
       command: C,
       metadata: EventMetadata,
+      options: { linger?: boolean } = {},
     ): { decided: Promise<{ events: DomainEvent[]; state: S }>; committed: Promise<CommandResult<S>> } {
       let onDecided!: Pending['onDecided'];
       const decided = new Promise<{ events: DomainEvent[]; state: S }>((resolve, reject) => {
         onDecided = (d) => ('error' in d ? reject(d.error) : resolve(d as { events: DomainEvent[]; state: S }));
       });
-      const committed = enqueue<S>(stream, { decider: decider as Decider<unknown, unknown>, command, metadata, onDecided });
+      const committed = enqueue<S>(stream, { decider: decider as Decider<unknown, unknown>, command, metadata, onDecided, linger: options.linger });
       // A failure before any decision (the stream could not be loaded) is the decision's too.
       // Neither promise counts as unhandled while its caller is busy awaiting the other.
       committed.catch((err) => onDecided?.({ error: err }));
