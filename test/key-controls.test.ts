@@ -30,7 +30,8 @@ import { uniqueSchema } from './support/db.ts';
 import { call, openAccount, startGatewayWithRoutes, userMessage, writeModelsConfig, type Reply, type TestAccount } from './support/http.ts';
 import { assertMatches } from './support/openapi.ts';
 import { startOpenAIDouble, type OpenAIDouble } from './support/openai-double.ts';
-import { startAnthropicDouble, type AnthropicDouble } from './support/anthropic-double.ts';
+import { ANTHROPIC_DEFAULT_REPLY, startAnthropicDouble, type AnthropicDouble } from './support/anthropic-double.ts';
+import Anthropic from '@anthropic-ai/sdk';
 
 const run = promisify(execFile);
 
@@ -609,6 +610,13 @@ function frames(text: string): Array<{ event?: string; data: any }> {
 
 const billedHeader = (r: Reply) => Number(r.headers.get('x-tollgate-billed-tokens'));
 
+/** A stream's headers leave before its charge: what is left then, never a billed figure (the stream says it). */
+function assertStreamHeaders(r: Reply): void {
+  assert.is(r.status, 200, r.text);
+  assert.is(r.headers.get('x-tollgate-billed-tokens'), null, 'no billed header on a stream');
+  assert.ok(Number(r.headers.get('x-tollgate-remaining-tokens')) > 0, 'the remaining tokens when it began');
+}
+
 async function chargedFor(g: TestGateway, accountId: string): Promise<number[]> {
   await g.ledger.caughtUp();
   return (await g.ledger.events.readAll(0, 1_000_000))
@@ -645,7 +653,29 @@ async function billedInBodies(
   assert.is(chunks.at(-1)!.data, '[DONE]');
   const usageChunk = chunks.filter((c) => c.data !== '[DONE]' && c.data.usage).at(-1)!.data;
   assert.ok(usageChunk.usage.billed_tokens > 0, chatStream.text);
+  assertStreamHeaders(chatStream);
   out.push(usageChunk.usage.billed_tokens);
+  // Without include_usage: no usage anywhere, a top-level billed_tokens on the final chunk only.
+  const bareStream = await post('/v1/chat/completions', { model: models.chat, messages: MESSAGES, max_tokens: 30, stream: true });
+  const bare = frames(bareStream.text);
+  assert.is(bare.at(-1)!.data, '[DONE]');
+  const bareChunks = bare.slice(0, -1).map((c) => c.data);
+  assert.not.ok(
+    bareChunks.some((c) => 'usage' in c),
+    bareStream.text,
+  );
+  const finals = bareChunks.filter((c) => c.choices.some((choice: { finish_reason: unknown }) => choice.finish_reason != null));
+  assert.is(finals.length, 1, bareStream.text);
+  assert.is(finals[0], bareChunks.at(-1), 'the chunk with the finish_reason is the last');
+  assert.ok(finals[0].billed_tokens > 0, bareStream.text);
+  assert.equal(
+    bareChunks.filter((c) => 'billed_tokens' in c),
+    finals,
+    'no other chunk says it',
+  );
+  if (schemas) for (const c of bareChunks) assertMatches('CreateChatCompletionStreamResponse', c);
+  assertStreamHeaders(bareStream);
+  out.push(finals[0].billed_tokens);
 
   const msg = await post('/v1/messages', { model: models.messages, max_tokens: 30, messages: [{ role: 'user', content: 'Tell me about toll bridges.' }] });
   assert.is(msg.status, 200, msg.text);
@@ -659,6 +689,7 @@ async function billedInBodies(
   });
   const delta = frames(msgStream.text).find((f) => f.event === 'message_delta')!;
   assert.ok(delta.data.usage.billed_tokens > 0, msgStream.text);
+  assertStreamHeaders(msgStream);
   out.push(delta.data.usage.billed_tokens);
 
   const resp = await post('/v1/responses', { model: models.responses, input: 'Tell me about toll bridges.', max_output_tokens: 30 });
@@ -669,6 +700,7 @@ async function billedInBodies(
   const respStream = await post('/v1/responses', { model: models.responses, input: 'Tell me about toll bridges.', max_output_tokens: 30, stream: true });
   const completed = frames(respStream.text).find((f) => f.event === 'response.completed' || f.event === 'response.incomplete')!;
   assert.ok(completed.data.response.usage.billed_tokens > 0, respStream.text);
+  assertStreamHeaders(respStream);
   out.push(completed.data.response.usage.billed_tokens);
   return out;
 }
@@ -719,6 +751,108 @@ test('cost in every body: pass-through chat, Responses (OpenAI) and Messages (An
     await openai?.close();
     await anthropic?.close();
   }
+});
+
+test("cost in a pass-through Messages stream whose upstream sends no message_delta: a message_delta of the gateway's carries it, as the official SDK reads it", async () => {
+  let anthropic: AnthropicDouble | undefined;
+  let g: TestGateway | undefined;
+  try {
+    anthropic = await startAnthropicDouble({ omitMessageDelta: true });
+    g = await startGatewayWithRoutes(
+      { kcBare: { type: 'anthropic', baseURL: anthropic.url, apiKeyEnv: 'TG_KC_BARE_KEY', timeoutMs: 5000 } },
+      { 'kc/bare': { provider: 'kcBare', upstreamModel: 'claude-up-1', multiplierMilli: 1500 } },
+      { env: { TG_KC_BARE_KEY: 'test-anthropic-key' } },
+    );
+    const acct = await openAccount(g, { quota: 10_000_000 });
+    const messages = [{ role: 'user' as const, content: 'Tell me about toll bridges.' }];
+    const raw = await call(g, '/v1/messages', { key: acct.key, body: { model: 'kc/bare', max_tokens: 30, stream: true, messages } });
+    assertStreamHeaders(raw);
+    const events = frames(raw.text);
+    for (const f of events) assert.is(f.data.type, f.event, 'the event name is the data type');
+    assert.equal(
+      events.slice(-2).map((f) => f.event),
+      ['message_delta', 'message_stop'],
+    );
+    const deltas = events.filter((f) => f.event === 'message_delta');
+    assert.is(deltas.length, 1, 'one message_delta: the one the gateway added');
+    const start = events[0].data.message;
+    // Anthropic's usage fields (cumulative, as message_start reported them), then what it cost.
+    assert.equal(deltas[0].data.usage, {
+      input_tokens: start.usage.input_tokens,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens: start.usage.output_tokens,
+      billed_tokens: Math.ceil(((start.usage.input_tokens + start.usage.output_tokens) * 1500) / 1000),
+    });
+
+    // @anthropic-ai/sdk's stream parser takes it: the same text, usage and cost.
+    const client = new Anthropic({ apiKey: acct.key, baseURL: g.url, maxRetries: 0 });
+    const stream = client.messages.stream({ model: 'kc/bare', max_tokens: 30, messages });
+    const seen: Record<string, unknown>[] = [];
+    stream.on('streamEvent', (e) => {
+      if (e.type === 'message_delta') seen.push(structuredClone(e.usage) as unknown as Record<string, unknown>);
+    });
+    const final = await stream.finalMessage();
+    assert.is((final.content[0] as Anthropic.TextBlock).text, ANTHROPIC_DEFAULT_REPLY);
+    assert.equal([final.usage.input_tokens, final.usage.output_tokens], [start.usage.input_tokens, start.usage.output_tokens]);
+    assert.is(seen.length, 1);
+    assert.equal(await chargedFor(g, acct.accountId), [deltas[0].data.usage.billed_tokens, seen[0].billed_tokens], 'each stream says what the ledger charged');
+  } finally {
+    await g?.stop();
+    await anthropic?.close();
+  }
+});
+
+/** What an SDK call threw (uvu must not see errors thrown inside a catch block). */
+async function thrownBy(fn: () => Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> {
+  try {
+    await fn();
+  } catch (err) {
+    return err as InstanceType<typeof Anthropic.APIError>;
+  }
+  throw new Error('expected the call to fail');
+}
+
+test("Messages errors keep Anthropic's shape and carry the gateway's code in error.details.error_code, where @anthropic-ai/sdk reads it", async () => {
+  const body = { model: MODEL, max_tokens: MAX_TOKENS, messages: [{ role: 'user' as const, content: 'hi' }] };
+  // An expiry must be in the future when set: this key's passes while the others are set up.
+  const expired = await openAccount(gw, { quota: 1_000_000 });
+  const expiresAt = new Date(Date.now() + 1000).toISOString();
+  assert.is((await admin('PATCH', `/keys/${expired.keyId}`, { expires_at: expiresAt })).status, 200);
+  const limited = await openAccount(gw, { quota: 1_000_000, models: [MODEL, 'cx/gen-6-terra'] });
+  assert.is((await admin('PATCH', `/keys/${limited.keyId}`, { spend_limit: { tokens: 0, period: 'daily' } })).status, 200);
+  const poor = await openAccount(gw, { quota: 1 });
+  const narrow = await openAccount(gw, { quota: 1_000_000, models: [MODEL, 'cx/gen-6-terra'] });
+  assert.is((await admin('PATCH', `/keys/${narrow.keyId}`, { models: [MODEL] })).status, 200);
+  await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(expiresAt) - Date.now() + 20)));
+
+  const cases: [string, Record<string, unknown>, number, string, string][] = [
+    [limited.key, body, 402, 'billing_error', 'key_limit_exceeded'],
+    [poor.key, body, 402, 'billing_error', 'insufficient_quota'],
+    [expired.key, body, 401, 'authentication_error', 'key_expired'],
+    [`sk_svc_${'x'.repeat(43)}`, body, 401, 'authentication_error', 'invalid_api_key'],
+    [narrow.key, { ...body, model: 'cx/gen-6-terra' }, 403, 'permission_error', 'model_not_found'],
+  ];
+  for (const [key, b, status, type, code] of cases) {
+    const r = await call(gw, '/v1/messages', { key, body: b });
+    assert.is(r.status, status, r.text);
+    assert.equal(Object.keys(r.json), ['type', 'error', 'request_id']);
+    assert.is(r.json.type, 'error');
+    assert.equal({ ...r.json.error, message: undefined }, { type, message: undefined, details: { error_code: code } }, code);
+    // The same words as the OpenAI shape's error with that code.
+    const openai = await call(gw, '/v1/chat/completions', { key, body: { model: b.model, messages: b.messages, max_tokens: MAX_TOKENS } });
+    assert.equal([openai.status, openai.json.error.code], [status, code]);
+    assert.is(r.json.error.message, openai.json.error.message, code);
+
+    const client = new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 });
+    const err = await thrownBy(() => client.messages.create(b as unknown as Anthropic.MessageCreateParamsNonStreaming));
+    assert.instance(err, Anthropic.APIError);
+    assert.equal([err.status, err.type, err.errorCode], [status, type, code]);
+  }
+  assert.instance(
+    await thrownBy(() => new Anthropic({ apiKey: limited.key, baseURL: gw.url, maxRetries: 0 }).messages.create(body)),
+    Anthropic.PaymentRequiredError,
+  );
 });
 
 test('the read models (keys with controls and rotations, usage per key) equal a rebuild from zero', async () => {

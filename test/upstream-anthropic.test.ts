@@ -503,8 +503,8 @@ test('native call: a thinking budget too large for a small cap is dropped and th
   assert.is(reply.usage.completion_tokens, words(REPLY));
 });
 
-async function rawStream(body: Json): Promise<{ name: string; data: string }[]> {
-  const response = await fetch(`${claude.url}/v1/messages`, {
+async function rawStream(body: Json, double: AnthropicDouble = claude): Promise<{ name: string; data: string }[]> {
+  const response = await fetch(`${double.url}/v1/messages`, {
     method: 'POST',
     headers: { 'x-api-key': KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -637,17 +637,63 @@ test('streams: usage counts are cumulative (latest value wins, never summed); un
   }
 });
 
-test('native stream: without a stop_reason delta, the usage rides on message_stop', async () => {
+test("native stream: without a stop_reason delta, the usage rides on a message_delta of the gateway's, just before message_stop", async () => {
   const events = CUMULATIVE_EVENTS.filter(([name, data]) => name !== 'message_delta' || (data.delta as Json).stop_reason === null);
   const upstream = await rawUpstream((res) => sseAnswer(res, events));
   try {
     const p = createAnthropicProvider({ baseURL: upstream.url, apiKey: KEY, timeoutMs: 5_000 });
     const out = await collect(p.native!.stream(nativeCall({ model: PUBLIC_MODEL, max_tokens: 10, messages: [] })));
-    assert.is(out.at(-1)!.event, 'message_stop');
-    assert.equal(out.at(-1)!.usage, { prompt_tokens: 130, completion_tokens: 5, cached_tokens: 100, cache_write_tokens: 20 });
+    assert.equal(
+      out.map((e) => e.event),
+      [...events.slice(0, -1).map(([name]) => name), 'message_delta', 'message_stop'],
+    );
+    assert.equal(
+      out.slice(1, -2).map((e) => e.data),
+      events.slice(1, -1).map(([, data]) => JSON.stringify(data)),
+      "the upstream's events are forwarded as they came",
+    );
+    assert.is(out.at(-1)!.data, JSON.stringify({ type: 'message_stop' }));
+    assert.is(out.at(-1)!.usage, undefined);
+    const closing = out.at(-2)!;
+    assert.equal(closing.usage, { prompt_tokens: 130, completion_tokens: 5, cached_tokens: 100, cache_write_tokens: 20 });
+    assert.is(closing.upstreamId, 'msg_raw_1');
+    // Anthropic's wire format: the last delta repeated, the cumulative usage in Anthropic's fields.
+    assert.equal(JSON.parse(closing.data), {
+      type: 'message_delta',
+      delta: { stop_reason: null, stop_sequence: null },
+      usage: { input_tokens: 10, cache_creation_input_tokens: 20, cache_read_input_tokens: 100, output_tokens: 5 },
+    });
     assert.equal(out.filter((e) => e.usage).length, 1);
   } finally {
     await upstream.close();
+  }
+});
+
+test('native stream from the double without any message_delta: the closing delta repeats the stop reason message_start gave (none) and its usage', async () => {
+  const bare = await startAnthropicDouble({ apiKey: KEY, reply: REPLY, omitMessageDelta: true });
+  try {
+    const body = { model: PUBLIC_MODEL, max_tokens: 100, messages: [{ role: 'user', content: PROMPT }] };
+    const out = await collect(provider(bare).native!.stream(nativeCall(body)));
+    const raw = await rawStream(lastRequest(bare).body, bare);
+    assert.not.ok(
+      raw.some((e) => e.name === 'message_delta'),
+      'the double sent no message_delta',
+    );
+    assert.equal(
+      out.map((e) => e.event),
+      [...raw.slice(0, -1).map((e) => e.name), 'message_delta', 'message_stop'],
+    );
+    const closing = out.at(-2)!;
+    const sent = lastRequest(bare).body;
+    // message_start said output_tokens 1 and nothing updated it.
+    assert.equal(closing.usage, { prompt_tokens: anthropicPromptTokens(sent), completion_tokens: 1, cached_tokens: 0, cache_write_tokens: 0 });
+    assert.equal(JSON.parse(closing.data), {
+      type: 'message_delta',
+      delta: { stop_reason: null, stop_sequence: null },
+      usage: { input_tokens: anthropicPromptTokens(sent), cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 },
+    });
+  } finally {
+    await bare.close();
   }
 });
 

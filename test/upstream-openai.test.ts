@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { createOpenAIProvider, InvalidImageError } from '../src/upstream/openai/index.ts';
+import { eventWithBilledTokens } from '../src/gateway/billed-usage.ts';
 import { errorKindOf } from '../src/upstream/openai/errors.ts';
 import {
   UpstreamError,
@@ -246,7 +247,7 @@ test('native chat: the cap goes in the field the caller used, never both', async
   }
 });
 
-test('native chat stream: usage forced on, the usage chunk hidden when the caller did not ask; [DONE] last', async () => {
+test('native chat stream: usage forced on, the usage chunk hidden when the caller did not ask, its charge on the final chunk; [DONE] last', async () => {
   const body = { model: PUBLIC, messages: [{ role: 'user', content: PROMPT }], stream: true, max_completion_tokens: 50 };
   const before = structuredClone(body);
   const events = await collect(provider.native!.stream(nativeCall('chat.completions', body)));
@@ -255,14 +256,21 @@ test('native chat stream: usage forced on, the usage chunk hidden when the calle
   assert.equal(sent, { ...before, model: UPSTREAM, max_completion_tokens: 300, stream_options: { include_usage: true } });
 
   assert.equal(events.at(-1), { data: '[DONE]' });
+  // The upstream's usage-only chunk: metered, not forwarded.
+  const hidden = events.filter((e) => e.hidden);
+  assert.is(hidden.length, 1);
+  assert.is(events.indexOf(hidden[0]!), events.length - 2);
+  assert.equal(parsed(hidden[0]!).choices, []);
+  // Its usage is charged on the chunk with the finish_reason, held back until the usage came: the
+  // caller's last chunk leaves once charged (and says what it cost, see billed-usage.ts).
   const usageEvents = events.filter((e) => e.usage);
   assert.is(usageEvents.length, 1);
   const usageEvent = usageEvents[0]!;
-  assert.is(events.indexOf(usageEvent), events.length - 2);
-  assert.is(usageEvent.hidden, true);
+  assert.is(events.indexOf(usageEvent), events.length - 3);
+  assert.not.ok(usageEvent.hidden);
+  assert.is(parsed(usageEvent).choices[0].finish_reason, 'stop');
   const prompt = openaiPromptTokens(sent);
   assert.equal(usageEvent.usage, { prompt_tokens: prompt, completion_tokens: words(REPLY), cached_tokens: 0, reasoning_tokens: 0 });
-  assert.equal(parsed(usageEvent).choices, []);
   assert.match(usageEvent.upstreamId ?? '', /^chatcmpl-/);
 
   const visible = events.slice(0, -2);
@@ -277,7 +285,7 @@ test('native chat stream: usage forced on, the usage chunk hidden when the calle
     assert.is('usage' in chunk, false, 'a caller who did not ask for usage sees no usage field');
   }
   assert.is(generatedOf(events), REPLY);
-  assert.is(parsed(visible.at(-1)!).choices[0].finish_reason, 'stop');
+  assert.is(visible.at(-1), usageEvent);
 });
 
 test('native chat stream: with include_usage the usage chunk is forwarded', async () => {
@@ -311,7 +319,9 @@ test('native chat stream: tool-call arguments count as generated', async () => {
   const call = parsed(events[1]!).choices[0].delta.tool_calls[0];
   assert.is(call.function.name, 'get_weather');
   assert.equal(lastRequest(toolDouble).body.tools, tools);
-  assert.is(events.at(-2)!.usage!.completion_tokens, Math.ceil(TOOL_ARGS.length / 4));
+  const charged = events.find((e) => e.usage)!;
+  assert.is(parsed(charged).choices[0].finish_reason, 'tool_calls');
+  assert.is(charged.usage!.completion_tokens, Math.ceil(TOOL_ARGS.length / 4));
 });
 
 // ---- native Responses ----------------------------------------------------------------------
@@ -666,6 +676,64 @@ function sseServer(events: string[]): Promise<Server> {
 }
 
 const named = (type: string, payload: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...payload })}\n\n`;
+
+test('native chat stream without include_usage: the charge rides on the last chunk with a finish_reason (two choices; usage on the finish chunk itself)', async () => {
+  const frame = (chunk: Record<string, unknown>) =>
+    `data: ${JSON.stringify({ id: 'chatcmpl-raw', object: 'chat.completion.chunk', created: 1, model: UPSTREAM, ...chunk })}\n\n`;
+  const choice = (index: number, delta: Record<string, unknown>, finish: string | null = null) => ({ index, delta, logprobs: null, finish_reason: finish });
+  const usage = { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 };
+  const scenarios: [string, string[], { charged: number; hidden: number[] }][] = [
+    [
+      'two choices, then a usage-only chunk',
+      [
+        frame({ choices: [choice(0, { role: 'assistant', content: 'A' })], usage: null }),
+        frame({ choices: [choice(1, { role: 'assistant', content: 'B' })], usage: null }),
+        frame({ choices: [choice(0, {}, 'stop')], usage: null }),
+        frame({ choices: [choice(1, {}, 'length')], usage: null }),
+        frame({ choices: [], usage }),
+        'data: [DONE]\n\n',
+      ],
+      { charged: 3, hidden: [4] },
+    ],
+    [
+      'the usage on the finish chunk itself',
+      [frame({ choices: [choice(0, { role: 'assistant', content: 'A B' })] }), frame({ choices: [choice(0, {}, 'stop')], usage }), 'data: [DONE]\n\n'],
+      { charged: 1, hidden: [] },
+    ],
+  ];
+  for (const [name, chunks, expected] of scenarios) {
+    const server = await sseServer(chunks);
+    try {
+      const local = createOpenAIProvider({ baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, apiKey: KEY, timeoutMs: 5_000 });
+      const events = await collect(
+        local.native!.stream(nativeCall('chat.completions', { model: PUBLIC, messages: [{ role: 'user', content: 'hi' }], stream: true })),
+      );
+      assert.is(events.length, chunks.length, name);
+      assert.equal(events.at(-1), { data: '[DONE]' }, name);
+      assert.equal(
+        events.flatMap((e, i) => (e.usage ? [i] : [])),
+        [expected.charged],
+        name,
+      );
+      assert.equal(
+        events.flatMap((e, i) => (e.hidden ? [i] : [])),
+        expected.hidden,
+        name,
+      );
+      const carrier = events[expected.charged]!;
+      assert.equal(carrier.usage, { prompt_tokens: 7, completion_tokens: 2 }, name);
+      assert.is(carrier.upstreamId, 'chatcmpl-raw', name);
+      assert.is('usage' in parsed(carrier), false, name);
+      // Every event is forwarded in the upstream's order; the gateway then adds the cost to the carrier.
+      const billed = JSON.parse(eventWithBilledTokens(carrier.data, 42)) as Record<string, any>;
+      assert.equal(billed, { ...parsed(carrier), billed_tokens: 42 }, name);
+      assert.is(billed.choices.at(-1).finish_reason === null, false, name);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
+});
 
 test('responses error events: invalid requests are request errors, the rest retriable; no terminal event is an error', async () => {
   const created = named('response.created', { sequence_number: 0, response: { id: 'resp_1', model: UPSTREAM, status: 'in_progress' } });

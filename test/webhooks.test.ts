@@ -447,6 +447,22 @@ test('kinds: plan expiry on the clock and on a late renewal; corrections merge; 
   );
 });
 
+test('kinds: key.revoked for every revocation but the new key of a failed rotation, whose secret no one saw', () => {
+  const state = fold([
+    { type: 'AccountOpened', data: { accountId: 'a', name: 'A' } },
+    { type: 'SubscriptionStarted', data: terms(1000, '2026-01-01T00:00:00.000Z', '2026-01-31T00:00:00.000Z') },
+  ]);
+  const revoked = (keyId: string, reason: string): DomainEvent => ({ type: 'KeyRevoked', data: { keyId, accountId: 'a', reason } });
+  const found = noticesFor([revoked('k_new', 'rotation_failed'), revoked('k_old', 'rotated'), revoked('k_lost', 'laptop lost')], state);
+  assert.equal(
+    found.filter((n) => n.type === 'key.revoked').map((n) => [n.data.key_id, n.data.reason]),
+    [
+      ['k_old', 'rotated'],
+      ['k_lost', 'laptop lost'],
+    ],
+  );
+});
+
 test('signing: derived per webhook, verifiable, time-bound; endpoints follow the image-URL rules', async () => {
   const m = masterKey('m'.repeat(48));
   assert.is.not(m.secretFor('wh_a'), m.secretFor('wh_b'));

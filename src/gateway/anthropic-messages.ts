@@ -330,7 +330,17 @@ export function anthropicErrorType(status: number): string {
   return ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
 }
 
-/** Anthropic's error body: {"type":"error","error":{"type","message"},"request_id"}. */
+/**
+ * Anthropic's error body: {"type":"error","error":{"type","message","details":{"error_code"}},"request_id"}.
+ * The type is Anthropic's broad category for the status; the gateway's own code (the OpenAI
+ * shape's `code`: key_limit_exceeded, insufficient_quota, key_expired, invalid_api_key, ...) goes
+ * in `error.details.error_code`, where Anthropic puts its stable codes and @anthropic-ai/sdk reads
+ * them (`APIError.errorCode`). Without a code there is no `details`, as in Anthropic's own errors.
+ */
 export function anthropicErrorBody(e: ApiError, requestId?: string) {
-  return { type: 'error', error: { type: anthropicErrorType(e.status), message: e.message }, ...(requestId ? { request_id: requestId } : {}) };
+  return {
+    type: 'error',
+    error: { type: anthropicErrorType(e.status), message: e.message, ...(e.code ? { details: { error_code: e.code } } : {}) },
+    ...(requestId ? { request_id: requestId } : {}),
+  };
 }

@@ -5,7 +5,7 @@ import type { GatewayDeps } from '../gateway/deps.ts';
 import { validateBody } from '../http/validate.ts';
 import type { ChatMessage, ToolDefinition, Usage } from '../upstream/port.ts';
 import { openSse } from '../gateway/sse.ts';
-import { setBillingHeaders } from '../gateway/billing-headers.ts';
+import { setRemainingHeader } from '../gateway/billing-headers.ts';
 import { prepareChat } from '../gateway/chat-call.ts';
 import { withBilledTokens } from '../gateway/billed-usage.ts';
 
@@ -96,7 +96,7 @@ export function chatCompletions(deps: GatewayDeps) {
 
     const stream = await prepared.openStream();
     const sse = openSse(ctx);
-    setBillingHeaders(ctx, 0, await deps.metering.remaining(ctx.state.auth.accountId));
+    setRemainingHeader(ctx, await deps.metering.remaining(ctx.state.auth.accountId));
     const chunk = (delta: Record<string, unknown>, finish: string | null) => ({
       id,
       object: 'chat.completion.chunk',
@@ -127,8 +127,11 @@ export function chatCompletions(deps: GatewayDeps) {
               ),
             ),
           finish: (reason, usage, billing) => {
-            sse.data(chunk({}, reason));
-            if (body.stream_options?.include_usage)
+            // What the call cost: in the usage chunk when the caller asked for one, else as a
+            // top-level billed_tokens on the final chunk (see billed-usage.ts).
+            const wantsUsage = !!body.stream_options?.include_usage;
+            sse.data(wantsUsage ? chunk({}, reason) : { ...chunk({}, reason), billed_tokens: billing.billed });
+            if (wantsUsage)
               sse.data({
                 id,
                 object: 'chat.completion.chunk',

@@ -9,7 +9,7 @@ import { resolveCallerModel } from '../gateway/model-access.ts';
 import { prepareChat } from '../gateway/chat-call.ts';
 import { withBilledTokens } from '../gateway/billed-usage.ts';
 import { openSse } from '../gateway/sse.ts';
-import { setBillingHeaders } from '../gateway/billing-headers.ts';
+import { setRemainingHeader } from '../gateway/billing-headers.ts';
 import { countMessageTokens } from '../upstream/tokenizer.ts';
 import { withFailover } from '../upstream/channels/failover.ts';
 import { abortWhenClientGone } from '../http/client-gone.ts';
@@ -61,7 +61,7 @@ export function messages(deps: GatewayDeps) {
     }
     const stream = await prepared.openStream();
     const sse = openSse(ctx);
-    setBillingHeaders(ctx, 0, await deps.metering.remaining(ctx.state.auth.accountId));
+    setRemainingHeader(ctx, await deps.metering.remaining(ctx.state.auth.accountId));
     stream.pipe(sse, {
       renderer: () => messagesStreamRenderer(sse, id, model, prepared.promptTokens),
       nativeError: (message) => sse.event('error', { type: 'error', error: { type: 'api_error', message } }),

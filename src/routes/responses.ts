@@ -7,7 +7,7 @@ import { validateBody } from '../http/validate.ts';
 import { prepareChat } from '../gateway/chat-call.ts';
 import { withBilledTokens } from '../gateway/billed-usage.ts';
 import { openSse } from '../gateway/sse.ts';
-import { setBillingHeaders } from '../gateway/billing-headers.ts';
+import { setRemainingHeader } from '../gateway/billing-headers.ts';
 import { completedResponse, newId, responsesStreamRenderer, toCanonical, type ResponseShell, type ResponsesBody } from '../gateway/responses-dialect.ts';
 
 export function responses(deps: GatewayDeps) {
@@ -36,7 +36,7 @@ export function responses(deps: GatewayDeps) {
     }
     const stream = await prepared.openStream();
     const sse = openSse(ctx);
-    setBillingHeaders(ctx, 0, await deps.metering.remaining(ctx.state.auth.accountId));
+    setRemainingHeader(ctx, await deps.metering.remaining(ctx.state.auth.accountId));
     stream.pipe(sse, {
       renderer: () => responsesStreamRenderer(sse, shell),
       // Codex and the SDK stop at an `error` event; its payload is the code and message.

@@ -239,7 +239,9 @@ const keyRevoked: NotificationKind = {
   type: 'key.revoked',
   onEvent({ logged, after }) {
     const e = logged.event;
-    if (e.type !== 'KeyRevoked') return [];
+    // A key revoked because its rotation failed was never shown to anyone (its secret is only
+    // handed out once the rotation is recorded): the customer has nothing to be told about.
+    if (e.type !== 'KeyRevoked' || e.data.reason === 'rotation_failed') return [];
     return [
       {
         type: 'key.revoked',

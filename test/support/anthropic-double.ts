@@ -31,6 +31,8 @@ export interface AnthropicDoubleOptions {
   thinking?: string;
   /** When set and the request has tools, answer with this tool_use (name: tool_choice's, else the first tool's). */
   toolUse?: { name?: string; input: Record<string, unknown> };
+  /** Streams end with message_stop and no message_delta (no stop_reason, no final usage): the usage is message_start's. */
+  omitMessageDelta?: boolean;
 }
 
 export interface AnthropicDouble extends DoubleHandle {
@@ -237,7 +239,7 @@ export async function startAnthropicDouble(options: AnthropicDoubleOptions = {})
     if (turn.blocks.length === 0) await send('ping', {});
     // Anthropic's usage here is cumulative: a reader keeps the latest value, never adds.
     const { service_tier: _tier, cache_creation: _split, ...totals } = usage;
-    await send('message_delta', { delta: { stop_reason: turn.stopReason, stop_sequence: null }, usage: totals });
+    if (!options.omitMessageDelta) await send('message_delta', { delta: { stop_reason: turn.stopReason, stop_sequence: null }, usage: totals });
     await send('message_stop', {});
     await sse.end();
   }

@@ -1,6 +1,6 @@
 // Pass-through of Anthropic Messages bodies for callers who speak Messages themselves: the body
 // goes upstream as the caller wrote it, but for the model name and the output cap.
-import { UpstreamError, type Dialect, type NativeCall, type NativeProvider, type NativeReply, type NativeStreamEvent } from '../port.ts';
+import { UpstreamError, type Dialect, type NativeCall, type NativeProvider, type NativeReply, type NativeStreamEvent, type Usage } from '../port.ts';
 import { callerTexts, readJson, send, type UpstreamTarget } from '../upstream-http.ts';
 import { MESSAGES_PATH } from './chat.ts';
 import { isObject, tokenCount, type Json } from './json.ts';
@@ -60,6 +60,28 @@ function generatedBy(type: string, json: Json): string | undefined {
   return undefined;
 }
 
+/**
+ * The message_delta the gateway sends before message_stop when the upstream sent none with a
+ * stop_reason: it carries the final usage (and so what the call cost, once charged) in Anthropic's
+ * own wire format. Its delta repeats the last one seen, so a reader that applies it (the SDK's
+ * MessageStream overwrites stop_reason, stop_sequence and output_tokens) ends with the same message;
+ * its usage is the cumulative total, as Anthropic's message_delta reports it.
+ */
+export function closingDelta(delta: Json, usage: Usage): Json {
+  const cached = usage.cached_tokens ?? 0;
+  const written = usage.cache_write_tokens ?? 0;
+  return {
+    type: 'message_delta',
+    delta,
+    usage: {
+      input_tokens: usage.prompt_tokens - cached - written,
+      cache_creation_input_tokens: written,
+      cache_read_input_tokens: cached,
+      output_tokens: usage.completion_tokens,
+    },
+  };
+}
+
 export function createNativeMessages(target: UpstreamTarget): NativeProvider {
   async function call(native: NativeCall): Promise<NativeReply> {
     const op = 'messages';
@@ -93,8 +115,11 @@ export function createNativeMessages(target: UpstreamTarget): NativeProvider {
     const usage = new UsageTracker();
     let upstreamId: string | undefined;
     let charged = false;
+    // The message's delta so far (stop_reason, stop_sequence, ...), as a message_delta would repeat it.
+    let lastDelta: Json = { stop_reason: null, stop_sequence: null };
     // The final usage rides on the event the gateway must not forward before the charge is
-    // committed: the message_delta carrying stop_reason (or message_stop, if none did).
+    // committed: the message_delta carrying stop_reason. If none did, a message_delta of the
+    // gateway's own is sent just before message_stop to carry it (see closingDelta).
     const charge = (out: NativeStreamEvent) => {
       charged = true;
       out.usage = usage.usage(op);
@@ -110,15 +135,22 @@ export function createNativeMessages(target: UpstreamTarget): NativeProvider {
             if (typeof json.message.id === 'string') out.upstreamId = upstreamId = json.message.id;
             usage.merge(json.message.usage);
             if (usage.seen) out.promptUsage = { ...usage.usage(op), completion_tokens: 0 };
+            lastDelta = { stop_reason: json.message.stop_reason ?? null, stop_sequence: json.message.stop_sequence ?? null };
             out.data = JSON.stringify({ ...json, message: { ...json.message, model: native.publicModel } });
           }
           break;
         case 'message_delta':
           usage.merge(json.usage);
+          if (isObject(json.delta)) lastDelta = { ...lastDelta, ...json.delta };
           if (!charged && isObject(json.delta) && json.delta.stop_reason != null) charge(out);
           break;
         case 'message_stop':
-          if (!charged) charge(out);
+          if (!charged) {
+            const closing: NativeStreamEvent = { event: 'message_delta', data: '' };
+            charge(closing);
+            closing.data = JSON.stringify(closingDelta(lastDelta, closing.usage!));
+            yield closing;
+          }
           break;
         default: {
           const generated = generatedBy(event.type, json);

@@ -86,6 +86,10 @@ export async function* nativeChatStream(target: UpstreamTarget, call: NativeCall
   let usage: Usage | undefined;
   // The first chunk names the response: a caller who leaves early still has it on the charge.
   let named = false;
+  // A caller who did not ask for usage learns what the call cost from the final chunk (the last
+  // with a finish_reason): it is held back until the usage chunk that follows it, then carries
+  // the charge, and so leaves only once charged, with a top-level billed_tokens.
+  let held: NativeStreamEvent | null = null;
 
   for await (const event of upstreamEvents(response, { op, signal: call.signal, deadline })) {
     if (event.data === '[DONE]') {
@@ -103,19 +107,32 @@ export async function* nativeChatStream(target: UpstreamTarget, call: NativeCall
       out.upstreamId = chunk.id;
       named = true;
     }
+    const finishing = !callerWantsUsage && !usage && finishes(chunk);
     if (chunk.usage != null && !usage) {
       usage = chatUsageOf(chunk.usage, op);
-      out.usage = usage;
-      if (typeof chunk.id === 'string') out.upstreamId = chunk.id;
+      // The charge rides on the caller's final chunk when one is held, else on this one.
+      const carrier = held ?? out;
+      carrier.usage = usage;
+      if (typeof chunk.id === 'string') carrier.upstreamId = chunk.id;
       // The usage-only chunk (choices: []) the caller did not ask for is metered, not forwarded.
       if (!callerWantsUsage && generated === undefined && !(Array.isArray(chunk.choices) && chunk.choices.length > 0)) out.hidden = true;
     }
     // Without include_usage a caller's chunks carry no usage field at all.
     if (!callerWantsUsage && !out.hidden) delete forwarded.usage;
     out.data = JSON.stringify(forwarded);
-    yield out;
+    if (held) {
+      yield held;
+      held = null;
+    }
+    if (finishing && !out.usage) held = out;
+    else yield out;
   }
   // The usage chunk is the last before [DONE]: a stream cut just after it is complete.
   if (!usage) throw new UpstreamError(`upstream ${op} ended before it finished`);
   yield { data: '[DONE]' };
+}
+
+/** Whether a chunk ends a choice (carries a finish_reason). */
+function finishes(chunk: Json): boolean {
+  return Array.isArray(chunk.choices) && chunk.choices.some((choice) => isObject(choice) && choice.finish_reason != null);
 }

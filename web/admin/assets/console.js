@@ -145,6 +145,12 @@ function pill(state, text = state) {
   return el('span', { class: `pill pill-${String(state).replace(/[^a-z_]/gi, '')}` }, text);
 }
 
+/** A key's state: revoked, expired (its own expires_at passed; the listing says `expired`) or active. */
+function keyStatusPill(k) {
+  if (k.status !== 'active') return pill('revoked', 'Revoked');
+  return k.expired ? pill('expired', 'Expired') : pill('active', 'Active');
+}
+
 // ---- confirmation dialog ----------------------------------------------------------------------
 
 const dialog = $('dialog');
@@ -623,7 +629,7 @@ function accountView(accountId, alive) {
           { 'data-key-id': k.key_id, 'data-status': k.status },
           el('th', { scope: 'row' }, k.name),
           el('td', {}, el('code', { class: 'masked' }, k.masked)),
-          el('td', {}, pill(k.status === 'active' ? 'active' : 'revoked', k.status === 'active' ? 'Active' : 'Revoked')),
+          el('td', {}, keyStatusPill(k)),
           withControls ? el('td', { class: 'note controls' }, ...controlsText(k)) : null,
           el('td', {}, when(k.issued_at)),
           el('td', {}, k.last_used_at ? when(k.last_used_at) : 'Never'),
