@@ -90,7 +90,9 @@ ops('/metrics counts requests by route and status, billed tokens by model, appen
   assert.is(delta('tollgate_http_request_duration_seconds_count{route="/v1/chat/completions",method="POST",status="200"}'), 1);
   // Labelled by the model's canonical id, whatever alias the caller used.
   assert.is(delta('tollgate_billed_tokens_total{model="cx/gen-6-terra"}'), billedHeader);
-  assert.ok(delta('tollgate_eventstore_append_duration_seconds_count') >= 2, 'hold and charge appended');
+  // Hold and charge: one append when the upstream answered while the hold lingered, else two.
+  const appends = delta('tollgate_eventstore_append_duration_seconds_count');
+  assert.ok(appends === 1 || appends === 2, `hold and charge appended (${appends} appends)`);
   // The gauge reads the holds read model, which the projection updates just after the response.
   const settled = await eventually(
     async () => parseProm(await (await fetch(`${origin}/metrics`)).text()).get('tollgate_open_holds'),
