@@ -2,8 +2,9 @@
 // against an in-process gateway on the simulated upstream: sign-in (a wrong token first), the
 // accounts list, one account (a key issued, shown once, then masked and revoked; extra tokens
 // granted; a renewal; statements downloaded as CSV and JSON), a channel switched off and on, a
-// correction's dry run (table and chart equal to the API's) then applied, verify, one flow by
-// keyboard only, and a phone-sized screen. The new list endpoint is checked over HTTP too.
+// correction's dry run (table and chart equal to the API's) then applied, verify (its progress
+// streamed, shown as events checked per phase), one flow by keyboard only, and a phone-sized
+// screen. The new list endpoint is checked over HTTP too.
 // Screenshots go to artifacts/admin-*.png. Without chromium the file prints a SKIP line.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -551,19 +552,33 @@ if (skipReason) {
     await shot(page, 'admin-models-desktop.png');
   });
 
-  test('verify: a running state while the audit runs, then the counts of a ledger that verifies', async () => {
+  test('verify: a running state while the audit runs, its progress in events per phase, then the counts of a ledger that verifies', async () => {
     await page.getByRole('link', { name: 'Verify' }).click();
     await page.getByRole('heading', { level: 1, name: 'Verify the ledger' }).waitFor();
+    // Every state of the progress region while it is shown: the bar's value and max and its text.
     await page.evaluate(() => {
-      const w = window as unknown as { sawProgress: boolean };
+      type Seen = { value: string | null; max: string | null; position: number; text: string; valuetext: string | null };
+      const w = window as unknown as { sawProgress: boolean; progressStates: Seen[] };
       w.sawProgress = false;
+      w.progressStates = [];
       const p = document.querySelector('.verify-progress')!;
       new MutationObserver(() => {
-        if (!p.hasAttribute('hidden')) w.sawProgress = true;
-      }).observe(p, { attributes: true });
+        if (p.hasAttribute('hidden')) return;
+        w.sawProgress = true;
+        const bar = document.getElementById('verify-bar') as HTMLProgressElement;
+        w.progressStates.push({
+          value: bar.getAttribute('value'),
+          max: bar.getAttribute('max'),
+          position: bar.position,
+          text: document.getElementById('verify-status')!.textContent ?? '',
+          valuetext: bar.getAttribute('aria-valuetext'),
+        });
+      }).observe(p, { attributes: true, subtree: true, childList: true, characterData: true });
     });
     // Held back a moment on its way, so the running state can be seen (and photographed).
+    let accept = '';
     await page.route('**/admin/v1/verify', async (route) => {
+      accept = route.request().headers().accept ?? '';
       await new Promise((r) => setTimeout(r, 1500));
       await route.continue();
     });
@@ -571,13 +586,34 @@ if (skipReason) {
     await page.locator('.verify-progress:not([hidden]) progress').waitFor();
     assert.ok(await page.getByRole('button', { name: 'Run verify' }).isDisabled(), 'one run at a time');
     assert.is(await page.locator('section[aria-labelledby="verify-heading"]').getAttribute('aria-busy'), 'true');
+    assert.is(await page.locator('#verify-bar').evaluate((p: HTMLProgressElement) => p.position), -1, 'indeterminate until the first progress line');
     await shot(page, 'admin-verify-running.png');
     await page.locator('#verify-verdict').waitFor({ timeout: 60_000 });
     await page.unroute('**/admin/v1/verify');
-    assert.ok(await page.evaluate(() => (window as unknown as { sawProgress: boolean }).sawProgress), 'the progress indicator was shown while verify ran');
-    assert.is(await page.locator('#verify-bar').evaluate((p: HTMLProgressElement) => p.position), -1, 'indeterminate');
+    assert.is(accept, 'application/x-ndjson', 'the console asks for the progress stream');
+    const w = await page.evaluate(() => {
+      const { sawProgress, progressStates } = window as unknown as { sawProgress: boolean; progressStates: Array<Record<string, any>> };
+      return { sawProgress, progressStates };
+    });
+    assert.ok(w.sawProgress, 'the progress indicator was shown while verify ran');
+    const determinate = w.progressStates.filter((s) => s.max !== null);
+    assert.ok(determinate.length > 0, `a determinate progress was shown: ${JSON.stringify(w.progressStates)}`);
+    for (const s of determinate) {
+      assert.ok(Number(s.max) >= 1 && Number(s.value) >= 0 && Number(s.value) <= Number(s.max), JSON.stringify(s));
+      assert.ok(s.position >= 0 && s.position <= 1, 'a determinate bar');
+      assert.match(s.text, /^Checked [\d,]+ of [\d,]+ events \((hash chains|read models)\)$/);
+      assert.is(s.valuetext, s.text, 'the bar reads out the same text');
+    }
+    // The last progress line (every event replayed: those checked, or more if some were appended
+    // meanwhile) stays on the (now hidden) bar.
+    const events = await dataValue(page, '[data-field="events"]');
+    assert.ok(events > 20);
+    const bar = await page.locator('#verify-bar').evaluate((p: HTMLProgressElement) => ({ value: p.value, max: p.max }));
+    assert.is(bar.value, bar.max);
+    assert.ok(bar.max >= events, `${bar.max} >= ${events}`);
+    const n = bar.max.toLocaleString('en-US');
+    assert.is(await page.locator('#verify-status').textContent(), `Checked ${n} of ${n} events (read models)`);
     assert.is(await page.locator('#verify-verdict').getAttribute('data-ok'), 'true');
-    assert.ok((await dataValue(page, '[data-field="events"]')) > 20);
     assert.is(await dataValue(page, '[data-field="chain_problems"]'), 0);
     assert.is(await dataValue(page, '[data-field="read_model_differences"]'), 0);
     assert.ok(await page.getByRole('button', { name: 'Run verify' }).isEnabled());

@@ -267,6 +267,91 @@ test('statements: every charge and adjustment with request ids; totals equal the
   assert.equal(JSON.parse(viaCli.stdout).totals, s.totals);
 });
 
+/** POST /admin/v1/verify asking for NDJSON progress: the status, the content type and the parsed lines. */
+async function verifyStream() {
+  const res = await fetch(`${gw.url}/admin/v1/verify`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, accept: 'application/x-ndjson' } });
+  const text = await res.text();
+  assert.ok(text.endsWith('\n'), 'every line ends with a newline');
+  return {
+    status: res.status,
+    type: res.headers.get('content-type') ?? '',
+    lines: text
+      .slice(0, -1)
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, any>),
+  };
+}
+
+test('verify with Accept: application/x-ndjson streams its progress, then the plain answer', async () => {
+  const plain = await admin('POST', '/verify');
+  assert.is(plain.status, 200);
+  assert.is(plain.json.object, 'verification');
+  assert.is(plain.json.ok, true);
+  const streamed = await verifyStream();
+  assert.is(streamed.status, 200);
+  assert.match(streamed.type, /^application\/x-ndjson/);
+  const progress = streamed.lines.slice(0, -1);
+  const last = streamed.lines[streamed.lines.length - 1];
+  assert.ok(progress.length >= 4, 'each phase reports its start and its end');
+  let phase = '';
+  let done = -1;
+  const seen: string[] = [];
+  for (const p of progress) {
+    assert.equal(Object.keys(p).sort(), ['done', 'object', 'phase', 'total'], JSON.stringify(p));
+    assert.is(p.object, 'verification.progress');
+    assert.ok(p.phase === 'chains' || p.phase === 'read models', p.phase);
+    assert.ok(Number.isSafeInteger(p.done) && Number.isSafeInteger(p.total) && p.done >= 0, JSON.stringify(p));
+    assert.ok(p.done <= p.total, `done never exceeds total: ${JSON.stringify(p)}`);
+    if (p.phase !== phase) {
+      assert.not.ok(seen.includes(p.phase), 'a phase is never resumed');
+      seen.push(p.phase);
+      phase = p.phase;
+      done = -1;
+    }
+    assert.ok(p.done >= done, `done never decreases within a phase: ${done} then ${p.done}`);
+    done = p.done;
+  }
+  assert.equal(seen, ['chains', 'read models']);
+  for (const ph of seen) {
+    const lines = progress.filter((p) => p.phase === ph);
+    assert.is(lines[0].done, 0, `${ph} starts at 0`);
+    assert.equal([lines.at(-1)!.done, lines.at(-1)!.total], [plain.json.events, plain.json.events], `${ph} ends at every event`);
+  }
+  // The last line is the plain POST's body (no timing fields in either; nothing was appended in between).
+  assert.equal(last, plain.json);
+  // Whatever else the client accepts, the JSON body stays the default.
+  const json = await fetch(`${gw.url}/admin/v1/verify`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, accept: 'application/json, */*' } });
+  assert.match(json.headers.get('content-type') ?? '', /^application\/json/);
+  assert.equal(await json.json(), plain.json);
+});
+
+test('verify: a failure once the progress stream began ends it with an error line; the gateway keeps serving', async () => {
+  // The replay of the read-models phase fails reading the log, after the chains phase was streamed.
+  const store = gw.ledger.events as { readAllProjected?: unknown };
+  const original = store.readAllProjected;
+  assert.type(original, 'function', 'the PostgreSQL store replays with readAllProjected');
+  store.readAllProjected = async () => {
+    throw new Error('the database went away (test)');
+  };
+  let streamed: Awaited<ReturnType<typeof verifyStream>>;
+  try {
+    streamed = await verifyStream();
+  } finally {
+    store.readAllProjected = original;
+  }
+  assert.is(streamed.status, 200, 'the status was sent with the first line');
+  const last = streamed.lines[streamed.lines.length - 1];
+  assert.equal(Object.keys(last), ['object', 'status', 'error']);
+  assert.equal([last.object, last.status, last.error.type, last.error.code], ['error', 500, 'server_error', 'server_error']);
+  assert.match(last.error.message, /verification stopped before it finished/);
+  assert.not.match(last.error.message, /database went away/, 'no internals in the answer');
+  assert.ok(streamed.lines.some((l) => l.object === 'verification.progress' && l.phase === 'chains'));
+  assert.not.ok(streamed.lines.some((l) => l.object === 'verification'));
+  // The process is up, and the next verify (the scratch schema was dropped) passes.
+  assert.is((await admin('GET', '/plans')).status, 200);
+  assert.is((await admin('POST', '/verify')).json.ok, true);
+});
+
 test('verify passes on an honest ledger and reports a tampered event row', async () => {
   const ok = await cli(['verify', '--json']);
   assert.is(ok.code, 0, ok.stderr);

@@ -1,8 +1,9 @@
 // The web pages (/app/chat, /app/usage) driven end to end in Debian's chromium through
 // playwright-core, against an in-process gateway on the simulated upstream: a streamed chat
-// reply, an image generated and edited in the chat frame, readable 401 and 402 errors, and the
-// usage chart with today's bar. Screenshots (desktop and a 390x844 phone) go to artifacts/.
-// Without chromium the file prints a SKIP line and reports the test as skipped.
+// reply, an image generated and edited in the chat frame, readable 401 and 402 errors, the
+// usage chart with today's bar and the usage downloaded as CSV. Screenshots (desktop and a
+// 390x844 phone) go to artifacts/. Without chromium the file prints a SKIP line and reports the
+// test as skipped.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
@@ -32,6 +33,29 @@ const consoleProblems: string[] = [];
 const pageErrors: string[] = [];
 
 const today = () => new Date().toISOString().slice(0, 10);
+
+/** The cells of one CSV line (RFC 4180 quoting: "a,b" and "say ""hi"""). */
+function csvCells(line: string): string[] {
+  const cells: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i];
+    if (quoted) {
+      if (ch === '"' && line[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') {
+      cells.push(cell);
+      cell = '';
+    } else cell += ch;
+  }
+  cells.push(cell);
+  return cells;
+}
 
 async function shot(p: Page, name: string, fullPage = false): Promise<void> {
   await p.screenshot({ path: join(ARTIFACTS, name), fullPage });
@@ -414,6 +438,72 @@ if (skipReason) {
       await page.waitForFunction((n) => document.querySelectorAll('svg.chart g.day').length === n, days);
       await page.locator(`svg.chart g.day[data-date="${today()}"] rect.seg`).first().waitFor();
     }
+  });
+
+  test('usage: "Download CSV" saves the selected range per API key with the API\'s totals; a failure reads as a message', async () => {
+    await page.getByLabel('7 days').check();
+    await page.waitForURL(/range=7d/);
+    const download = page.getByRole('button', { name: 'Download CSV' });
+    const requested = page.waitForRequest((r) => r.url().includes('format=csv'));
+    const [file] = await Promise.all([page.waitForEvent('download'), download.click()]);
+    const req = await requested;
+    assert.is(new URL(req.url()).search, '?group_by=key&format=csv&range=7d');
+    assert.is(req.headers().authorization, `Bearer ${demoKey}`, 'the saved key, in the Authorization header');
+    assert.not.ok(req.url().includes(demoKey), 'never in the URL');
+
+    const api = await (await fetch(`${gw.baseUrl}/usage?group_by=key&range=7d`, { headers: { authorization: `Bearer ${demoKey}` } })).json();
+    assert.is(file.suggestedFilename(), `usage-${api.account_id}-${api.range.start}-${api.range.end}-by-key.csv`);
+    const text = readFileSync(await file.path(), 'utf8');
+    const [header, ...rows] = text.replace(/\r\n$/, '').split('\r\n');
+    assert.is(header, 'date,key_id,key_name,requests,prompt_tokens,completion_tokens,images,billed_tokens,adjustment_tokens,corrected_billed_tokens');
+    assert.ok(rows.length > 0, 'a row for today at least');
+    const columns = header.split(',');
+    const numeric = columns.slice(3);
+    const sums = Object.fromEntries(numeric.map((c) => [c, 0]));
+    for (const row of rows) {
+      const cells = csvCells(row);
+      assert.is(cells.length, columns.length, row);
+      const r = Object.fromEntries(columns.map((c, i) => [c, cells[i]]));
+      assert.ok(r.date >= api.range.start && r.date <= api.range.end, r.date);
+      assert.ok(
+        api.keys.some((k: { key_id: string | null }) => (k.key_id ?? '') === r.key_id),
+        r.key_id,
+      );
+      for (const c of numeric) sums[c] += Number(r[c]);
+    }
+    for (const c of numeric) assert.is(sums[c], api.totals[c], `the CSV's ${c} add up to the API's total`);
+    assert.ok(sums.billed_tokens > 0);
+    assert.match((await page.locator('#csv-status').textContent()) ?? '', /^Downloaded usage-.*-by-key\.csv \(\d+ rows?, the last 7 days\)\.$/);
+
+    // A failure: what went wrong and what to do, in the page's alert region; no file.
+    const csvUrl = /\/v1\/usage\?.*format=csv/;
+    await page.route(csvUrl, (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { message: 'The read models are behind; try again.', type: 'server_error', param: null, code: 'read_model_behind' } }),
+      }),
+    );
+    let downloads = 0;
+    const count = () => downloads++;
+    page.on('download', count);
+    await download.click();
+    const alert = page.locator('#problem[role="alert"]');
+    await alert.getByText('The CSV could not be downloaded: The gateway is busy or starting').waitFor();
+    const said = (await alert.textContent()) ?? '';
+    assert.match(said, /The read models are behind; try again\./);
+    assert.match(said, /What to do:/);
+    assert.match(said, /HTTP 503 · read_model_behind/);
+    assert.is(await page.locator('#csv-status').textContent(), '');
+    assert.ok(await download.isEnabled(), 'the button works again');
+    await shot(page, 'usage-csv-error-desktop.png');
+    await page.unroute(csvUrl);
+    page.off('download', count);
+    assert.is(downloads, 0, 'nothing was saved');
+
+    // Once it works again the error goes away.
+    await Promise.all([page.waitForEvent('download'), download.click()]);
+    await page.waitForFunction(() => document.getElementById('problem')!.textContent === '');
   });
 
   test('a phone-sized screen (390x844): both pages fit the width and stay usable', async () => {

@@ -16,10 +16,13 @@ export interface ModelDifference {
   rebuilt: unknown;
 }
 
-/** Walks all events in global order, recomputing each stream's chain. */
+/**
+ * Walks all events in global order, recomputing each stream's chain. `onProgress` hears after
+ * each page the events checked so far and the position reached (awaited, so it may read the head).
+ */
 export async function verifyHashChains(
   ledger: Ledger,
-  onProgress?: (n: number) => void,
+  onProgress?: (events: number, position: number) => void | Promise<void>,
 ): Promise<{ events: number; streams: number; problems: ChainProblem[] }> {
   const last = new Map<string, { revision: number; hash: string }>();
   const problems: ChainProblem[] = [];
@@ -41,20 +44,29 @@ export async function verifyHashChains(
       events++;
     }
     position = page[page.length - 1].position;
-    onProgress?.(events);
+    await onProgress?.(events, position);
   }
   return { events, streams: last.size, problems };
 }
 
-/** Rebuilds into a scratch schema and lists every row that differs from the live read models. */
-export async function compareWithRebuild(ledger: Ledger): Promise<ModelDifference[]> {
+/**
+ * Rebuilds into a scratch schema and lists every row that differs from the live read models.
+ * `onReplayed` hears the number of events replayed so far, after each page of the replay.
+ */
+export async function compareWithRebuild(ledger: Ledger, onReplayed?: (events: number) => void): Promise<ModelDifference[]> {
   await ledger.caughtUp();
   const scratch = `${ledger.rmSchema}_verify`;
-  const position = await replayInto(ledger.readModels.db, ledger.events, scratch);
-  await ledger.waitForPosition(position, 10_000);
-  const live = await dumpReadModels(ledger.readModels.db, ledger.rmSchema);
-  const rebuilt = await dumpReadModels(ledger.readModels.db, scratch);
-  await dropReadModels(ledger.readModels.db, scratch);
+  let live: Record<string, unknown[]>;
+  let rebuilt: Record<string, unknown[]>;
+  try {
+    const position = await replayInto(ledger.readModels.db, ledger.events, scratch, { onProgress: onReplayed && ((p) => onReplayed(p.events)) });
+    await ledger.waitForPosition(position, 10_000);
+    live = await dumpReadModels(ledger.readModels.db, ledger.rmSchema);
+    rebuilt = await dumpReadModels(ledger.readModels.db, scratch);
+  } finally {
+    // Also after a failure: no half-built scratch schema is left behind (the next verify would drop it anyway).
+    await dropReadModels(ledger.readModels.db, scratch).catch(() => undefined);
+  }
   const diffs: ModelDifference[] = [];
   for (const table of Object.keys(rebuilt)) {
     if (table === 'checkpoint') continue;
@@ -68,9 +80,51 @@ export async function compareWithRebuild(ledger: Ledger): Promise<ModelDifferenc
   return diffs;
 }
 
-export async function verifyLedger(ledger: Ledger) {
-  const chains = await verifyHashChains(ledger);
-  const readModels = await compareWithRebuild(ledger);
+/** The two phases of a verification: the hash chains, then the read models against a replay. */
+export type VerifyPhase = 'chains' | 'read models';
+
+/**
+ * How far a verification is. `done` never decreases within a phase and never exceeds `total`.
+ * 'chains': events checked; `total` is the head position, scaled by the events per position seen
+ * so far (positions are event numbers on PostgreSQL, with rare gaps, and log offsets on
+ * KurrentDB), and exactly the events checked on the phase's last report. 'read models': events
+ * replayed of the events the chains phase counted (more if the log grew meanwhile).
+ */
+export interface VerifyProgress {
+  phase: VerifyPhase;
+  done: number;
+  total: number;
+}
+
+/** Events in the log, estimated from the events read up to `position` and the head position. */
+function estimateTotal(events: number, position: number, head: number): number {
+  if (position <= 0) return Math.max(events, head);
+  return Math.max(events, Math.round((events * Math.max(head, position)) / position));
+}
+
+/**
+ * Every stream's hash chain, then every read model against a fresh rebuild. With `onProgress`,
+ * each phase is reported at its start (done 0), after each page, and at its end (done = total).
+ */
+export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: VerifyProgress) => void } = {}) {
+  const report = opts.onProgress;
+  let head = report ? await ledger.events.headPosition() : 0;
+  report?.({ phase: 'chains', done: 0, total: head });
+  const chains = await verifyHashChains(
+    ledger,
+    report &&
+      (async (events, position) => {
+        // Read past the head seen so far: the log grew while it was read.
+        if (position >= head) head = Math.max(position, await ledger.events.headPosition());
+        report({ phase: 'chains', done: events, total: estimateTotal(events, position, head) });
+      }),
+  );
+  report?.({ phase: 'chains', done: chains.events, total: chains.events });
+  report?.({ phase: 'read models', done: 0, total: chains.events });
+  const readModels = await compareWithRebuild(
+    ledger,
+    report && ((events) => report({ phase: 'read models', done: events, total: Math.max(chains.events, events) })),
+  );
   return {
     ok: chains.problems.length === 0 && readModels.length === 0,
     events: chains.events,

@@ -3,7 +3,7 @@
 import type { Context, Next } from 'koa';
 import Router from '@koa/router';
 import type { GatewayDeps } from '../gateway/deps.ts';
-import { ApiError, badRequest } from '../http/errors.ts';
+import { ApiError, badRequest, errorBody, toApiError } from '../http/errors.ts';
 import { adminTokenMatches } from '../admin/admin-token.ts';
 import { toMilli } from '../ledger/pricing.ts';
 import { requireId } from '../ledger/ledger.ts';
@@ -12,7 +12,7 @@ import { maskKey } from '../ledger/keys.ts';
 import { applyCorrection, correctionInput, dryRunCorrection, type CorrectionInput } from '../admin/corrections.ts';
 import { buildStatement, statementCsv } from '../admin/statements.ts';
 import { buildUpstreamReport, upstreamReportCsv, upstreamReportQuery } from '../admin/upstream-report.ts';
-import { verifyLedger } from '../admin/audit.ts';
+import { verifyLedger, type VerifyProgress } from '../admin/audit.ts';
 import { rebuildReadModels } from '../../projections/rebuild.ts';
 import * as accounts from '../../projections/accounts.ts';
 import * as models from '../../projections/models.ts';
@@ -24,6 +24,9 @@ import type { PlanTerms } from '../ledger/events.ts';
 import { webhookAdminRouter } from './admin-webhooks.ts';
 
 type Body = Record<string, unknown>;
+
+/** The least time between two progress lines of POST /admin/v1/verify's NDJSON answer. */
+const VERIFY_PROGRESS_MS = 200;
 
 function adminAuth(token: string) {
   return async (ctx: Context, next: Next) => {
@@ -276,7 +279,49 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
   });
 
   r.post('/verify', async (ctx) => {
-    ctx.body = { object: 'verification', ...(await verifyLedger(ledger)) };
+    // One JSON body, unless the client asks for NDJSON progress (Accept: application/x-ndjson
+    // preferred to application/json; a client that sends */* or nothing gets the JSON body).
+    ctx.vary('Accept');
+    if (ctx.accepts('application/json', 'application/x-ndjson') !== 'application/x-ndjson') {
+      ctx.body = { object: 'verification', ...(await verifyLedger(ledger)) };
+      return;
+    }
+    const { PassThrough } = await import('node:stream');
+    const out = new PassThrough();
+    ctx.type = 'application/x-ndjson';
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = out;
+    const line = (value: unknown) => JSON.stringify(value) + '\n';
+    // At most one progress line per VERIFY_PROGRESS_MS, except a phase's first and last ones.
+    let lastPhase = '';
+    let lastWrite = 0;
+    const onProgress = (p: VerifyProgress) => {
+      const now = Date.now();
+      if (p.phase === lastPhase && p.done < p.total && now - lastWrite < VERIFY_PROGRESS_MS) return;
+      lastPhase = p.phase;
+      lastWrite = now;
+      out.write(line({ object: 'verification.progress', phase: p.phase, done: p.done, total: p.total }));
+    };
+    // The status (200) is sent with the first line: a failure from here on is the last line.
+    void verifyLedger(ledger, { onProgress })
+      .then((result) => {
+        out.end(line({ object: 'verification', ...result }));
+      })
+      .catch((err: unknown) => {
+        // An unexpected failure keeps its cause in the log; the line says what it means here.
+        const known = toApiError(err);
+        const api =
+          known.code === 'server_error'
+            ? new ApiError(
+                500,
+                'The verification stopped before it finished (the gateway log has the cause). It only reads: nothing was changed; run it again.',
+                'server_error',
+                'server_error',
+              )
+            : known;
+        deps.log.error({ err: (err as Error)?.message, requestId: ctx.state.requestId }, 'verify failed after its progress began');
+        out.end(line({ object: 'error', status: api.status, ...errorBody(api) }));
+      });
   });
   r.post('/sweep', async (ctx) => {
     const orphaned = await sweepOrphanedHolds(ledger, { db: ledger.readModels.db, schema: ledger.schema });

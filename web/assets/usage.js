@@ -1,7 +1,9 @@
 // The usage page: billed tokens per UTC day split by model (stacked SVG bars), tables with
 // totals, and the subscription card. Data from GET /v1/usage?daily=true&range=Nd&view=corrected (billed net of
-// corrections) and /v1/subscription.
-import { apiJson, compact, el, fmt, getKey, getPref, renderQuota, renderQuotaError, setPref, setupKeyBar, showProblem, svg } from './common.js';
+// corrections) and /v1/subscription. "Download CSV" saves GET /v1/usage?group_by=key&format=csv
+// for the selected range (fetched with the saved key in the Authorization header, then offered
+// as a file from a Blob).
+import { api, apiJson, compact, el, fmt, getKey, getPref, renderQuota, renderQuotaError, setPref, setupKeyBar, showProblem, svg } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const quota = $('quota');
@@ -49,6 +51,48 @@ for (const r of document.querySelectorAll('input[name="range"]')) {
   });
 }
 $('refresh').addEventListener('click', () => load());
+
+// ---- CSV download -----------------------------------------------------------------------------
+
+const csvButton = $('download-csv');
+const csvStatus = $('csv-status');
+/** The error box of the last failed download, removed once a download works. */
+let csvProblem = null;
+
+/** The file name the gateway suggests (Content-Disposition), else one made from the range. */
+function csvFileName(disposition, days) {
+  const name = (/filename="([^"]+)"/i.exec(disposition ?? '')?.[1] ?? '').replace(/[^\w.-]/g, '_');
+  return /^\w[\w.-]*\.csv$/.test(name) ? name : `usage-${days}d-by-key.csv`;
+}
+
+csvButton.addEventListener('click', async () => {
+  const days = rangeDays();
+  csvButton.disabled = true;
+  csvButton.setAttribute('aria-busy', 'true');
+  csvStatus.textContent = 'Preparing the CSV…';
+  try {
+    // The key goes in the Authorization header (api() adds it), never in the URL.
+    const res = await api(`usage?group_by=key&format=csv&range=${days}d`);
+    const text = await res.text();
+    const name = csvFileName(res.headers.get('content-disposition'), days);
+    const href = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
+    const a = el('a', { href, download: name, class: 'visually-hidden' }, name);
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(href), 60_000);
+    const rows = Math.max(0, text.split('\n').filter((l) => l.trim()).length - 1);
+    csvStatus.textContent = `Downloaded ${name} (${fmt(rows)} row${rows === 1 ? '' : 's'}, the last ${days} days).`;
+    if (csvProblem?.isConnected) problem.replaceChildren();
+  } catch (err) {
+    csvStatus.textContent = '';
+    csvProblem = showProblem(problem, err, { onKey: () => $('key-change').click() });
+    csvProblem.querySelector('.problem-title')?.prepend('The CSV could not be downloaded: ');
+  } finally {
+    csvButton.disabled = false;
+    csvButton.removeAttribute('aria-busy');
+  }
+});
 
 // ---- loading ----------------------------------------------------------------------------------
 

@@ -57,10 +57,11 @@ export function onUnauthorized(fn) {
 }
 
 /**
- * Calls /admin/v1/<path>. JSON in and out unless `raw` (then the Response is returned, for CSV).
+ * Calls /admin/v1/<path>. JSON in and out unless `raw` (then the Response is returned, for CSV or
+ * a stream); `accept` sets the Accept header (e.g. application/x-ndjson for verify's progress).
  * The URL is built from ADMIN_BASE and checked to stay under it: the token goes nowhere else.
  */
-export async function admin(path, { method = 'GET', body, raw = false, token = getToken(), signal } = {}) {
+export async function admin(path, { method = 'GET', body, raw = false, accept, token = getToken(), signal } = {}) {
   if (!token) throw new AdminProblem(401, { message: 'You are not signed in.', code: 'missing_admin_token' });
   const url = new URL(path, ADMIN_BASE);
   if (url.origin !== location.origin || !url.pathname.startsWith(new URL(ADMIN_BASE).pathname))
@@ -69,6 +70,7 @@ export async function admin(path, { method = 'GET', body, raw = false, token = g
   const actor = getActor();
   if (actor) headers['x-tollgate-actor'] = actor;
   if (body !== undefined) headers['content-type'] = 'application/json';
+  if (accept) headers.accept = accept;
   let res;
   try {
     res = await fetch(url, {

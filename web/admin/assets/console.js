@@ -1084,9 +1084,9 @@ function plansView(alive) {
     );
     if (!res) return;
     const text = update ? `Plan ${res.planId} updated: subscriptions started or renewed from now get the new terms.` : `Plan ${res.planId} defined.`;
-    showResult(formResult, text);
     stopEditing();
-    load();
+    await load();
+    showResult(formResult, text);
   });
 
   view.append(
@@ -1215,8 +1215,9 @@ function modelsView(alive) {
       if (!res) return;
       editSlot.replaceChildren();
       const text = `${m.model_id} priced: ×${milli(res.multiplierMilli)}, ${res.status === 'ACTIVE' ? 'active' : 'inactive'}${res.alias ? `, alias ${res.alias}` : ''}.`;
-      showResult(result, text);
+      // The table is reloaded before the message, so what the message announces is already shown.
       await load();
+      showResult(result, text);
       list.querySelector(`tr[data-model-id="${CSS.escape(m.model_id)}"] button`)?.focus();
     });
     editSlot.replaceChildren(
@@ -1707,17 +1708,61 @@ function correctionsView(alive) {
 // ---- verify -----------------------------------------------------------------------------------
 
 /** The last verify run, kept while the operator looks at other sections. */
-const verifyRun = { running: null, startedAt: 0, result: null, error: null, took: 0 };
+const verifyRun = { running: null, startedAt: 0, result: null, error: null, took: 0, progress: null, update: null };
+
+const VERIFY_PHASES = { chains: 'hash chains', 'read models': 'read models' };
+
+/**
+ * POST /admin/v1/verify with its progress: NDJSON lines {object: "verification.progress", phase,
+ * done, total}, then the result ({object: "verification", …}) or, if it failed once the answer
+ * had begun, {object: "error", status, error}. Calls onProgress for each progress line.
+ */
+async function verifyWithProgress(onProgress) {
+  const res = await admin('verify', { method: 'POST', raw: true, accept: 'application/x-ndjson' });
+  // A gateway that answers one JSON body (no progress) is read as such.
+  if (!/^application\/x-ndjson/i.test(res.headers.get('content-type') ?? '') || !res.body) return res.json();
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = '';
+  let last = null;
+  const take = (text) => {
+    if (!text.trim()) return;
+    let msg;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      throw new AdminProblem(502, { message: 'The gateway sent a line of its verification that is not JSON.', code: 'bad_stream' });
+    }
+    if (msg?.object === 'verification.progress') onProgress(msg);
+    else last = msg;
+  };
+  for (;;) {
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch {
+      throw new AdminProblem(0, { message: 'The connection to the gateway was cut while it verified.', code: 'network_error' });
+    }
+    if (chunk.done) break;
+    buffered += decoder.decode(chunk.value, { stream: true });
+    for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+      take(buffered.slice(0, nl));
+      buffered = buffered.slice(nl + 1);
+    }
+  }
+  take(buffered + decoder.decode());
+  if (last?.object === 'verification') return last;
+  // The HTTP status was 200, sent before the failure: the line carries the one it would have had.
+  if (last?.object === 'error') throw new AdminProblem(Number(last.status) || 500, last.error ?? {});
+  throw new AdminProblem(0, { message: 'The verification ended before its result arrived (the connection was cut).', code: 'network_error' });
+}
 
 function verifyView(alive) {
   const run = el('button', { type: 'button', id: 'verify-run' }, 'Run verify');
-  const progress = el(
-    'div',
-    { class: 'verify-progress', hidden: true },
-    el('label', { for: 'verify-bar' }, 'Verifying the ledger…'),
-    el('progress', { id: 'verify-bar', 'aria-describedby': 'verify-elapsed' }),
-    el('span', { id: 'verify-elapsed', class: 'muted' }),
-  );
+  const bar = el('progress', { id: 'verify-bar', 'aria-describedby': 'verify-status verify-elapsed' });
+  const status = el('span', { id: 'verify-status' });
+  const elapsed = el('span', { id: 'verify-elapsed', class: 'muted' });
+  const progress = el('div', { class: 'verify-progress', hidden: true }, el('label', { for: 'verify-bar' }, 'Verifying the ledger…'), bar, status, elapsed);
   const result = el('div', { class: 'verify-result', role: 'status', 'aria-live': 'polite' });
   const problem = problemRegion();
   const section = el(
@@ -1736,6 +1781,24 @@ function verifyView(alive) {
   );
   let timer = null;
 
+  /** The bar and its text: indeterminate until the first progress line, then N of M events. */
+  function renderProgress() {
+    const p = verifyRun.progress;
+    if (!p) {
+      bar.removeAttribute('value');
+      bar.removeAttribute('max');
+      bar.removeAttribute('aria-valuetext');
+      status.textContent = 'Starting…';
+      return;
+    }
+    const max = Math.max(1, p.total);
+    bar.max = max;
+    bar.value = Math.min(p.done, max);
+    const text = `Checked ${fmt(p.done)} of ${fmt(p.total)} events (${VERIFY_PHASES[p.phase] ?? p.phase})`;
+    status.textContent = text;
+    bar.setAttribute('aria-valuetext', text);
+  }
+
   function render() {
     if (!alive()) {
       clearInterval(timer);
@@ -1746,7 +1809,8 @@ function verifyView(alive) {
     progress.hidden = !running;
     section.setAttribute('aria-busy', String(running));
     if (running) {
-      $('verify-elapsed').textContent = `${Math.floor((Date.now() - verifyRun.startedAt) / 1000)} s elapsed`;
+      renderProgress();
+      elapsed.textContent = `${Math.floor((Date.now() - verifyRun.startedAt) / 1000)} s elapsed`;
       return;
     }
     clearInterval(timer);
@@ -1812,8 +1876,15 @@ function verifyView(alive) {
     verifyRun.startedAt = Date.now();
     verifyRun.result = null;
     verifyRun.error = null;
+    verifyRun.progress = null;
     announce('Verifying the ledger. This may take a while.');
-    verifyRun.running = admin('verify', { method: 'POST' })
+    verifyRun.running = verifyWithProgress((p) => {
+      const phaseBegins = verifyRun.progress?.phase !== p.phase;
+      verifyRun.progress = { phase: p.phase, done: Number(p.done) || 0, total: Number(p.total) || 0 };
+      // The bar is not a live region (it changes several times a second); a new phase is said once.
+      if (phaseBegins && p.phase === 'read models') announce('Hash chains checked. Now comparing the read models with a rebuild.');
+      verifyRun.update?.();
+    })
       // The result region (a live region) reads the outcome out.
       .then((r) => {
         verifyRun.result = r;
@@ -1831,6 +1902,8 @@ function verifyView(alive) {
   });
 
   view.append(...heading('Verify the ledger', 'Checks that no event was edited and that every read model equals a rebuild from the events.'), section);
+  // Progress lines redraw the view on screen (this one, until another section is opened).
+  verifyRun.update = render;
   if (verifyRun.running) {
     timer = setInterval(render, 500);
     verifyRun.running.finally(() => render());
