@@ -212,7 +212,7 @@ export function describeRun(run: BenchRun): string {
   ];
   if (g?.floor) {
     lines.push(
-      `Where Tollgate's c=1 time goes: ${g.floor.appendsPerRequest.toFixed(2)} event store appends per call (hold, then charge), ${g.floor.appendMeanMs.toFixed(3)} ms each on average (from its /metrics); a lone one-row commit on this PostgreSQL takes p50 ${g.floor.commitP50Ms.toFixed(3)} ms, p99 ${g.floor.commitP99Ms.toFixed(3)} ms (the WAL flush a durable append waits for).`,
+      `Where Tollgate's c=1 time goes: ${g.floor.appendsPerRequest.toFixed(2)} event store appends per call (hold and charge share one when the reply comes within the hold's linger), ${g.floor.appendMeanMs.toFixed(3)} ms each on average (from its /metrics); a lone one-row commit on this PostgreSQL takes p50 ${g.floor.commitP50Ms.toFixed(3)} ms, p99 ${g.floor.commitP99Ms.toFixed(3)} ms (the WAL flush a durable append waits for).`,
     );
   }
   if (g) {
