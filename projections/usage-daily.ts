@@ -1,18 +1,13 @@
 // Usage per account, UTC day and model: calls, tokens by kind, images, billed and adjusted.
 import type { Queryable } from '../src/eventstore/db.ts';
 import { dayOf, defineProjection, eventData, type Row } from './row-projection.ts';
+import { countCharge, noUsage, type UsageCounts } from './usage-counts.ts';
 import { fromTable, q } from './sql.ts';
 
-export interface UsageRow extends Row {
+export interface UsageRow extends Row, UsageCounts {
   account_id: string;
   day: string;
   model: string;
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  images: number;
-  billed: number;
-  adjustment: number;
   /** Within prompt_tokens: read from / written to the upstream's cache. Within completion_tokens: reasoning. */
   cached_tokens: number;
   cache_write_tokens: number;
@@ -35,23 +30,15 @@ export const usageDaily = defineProjection<UsageRow>({
     return [`${d.accountId}|${day}|${d.model}`];
   },
   evolve(row, e, key) {
-    const r = row ?? newUsageRow(key);
-    if (e.type === 'ChargeAdjusted') return { ...r, adjustment: r.adjustment + eventData<'ChargeAdjusted'>(e).delta };
-    if (e.type === 'ChatCharged') {
-      const d = eventData<'ChatCharged'>(e);
-      return {
-        ...r,
-        requests: r.requests + 1,
-        prompt_tokens: r.prompt_tokens + d.promptTokens,
-        completion_tokens: r.completion_tokens + d.completionTokens,
-        billed: r.billed + d.billed,
-        cached_tokens: r.cached_tokens + (d.cachedTokens ?? 0),
-        cache_write_tokens: r.cache_write_tokens + (d.cacheWriteTokens ?? 0),
-        reasoning_tokens: r.reasoning_tokens + (d.reasoningTokens ?? 0),
-      };
-    }
-    const d = eventData<'ImageCharged'>(e);
-    return { ...r, requests: r.requests + 1, images: r.images + d.images, billed: r.billed + d.billed };
+    const r = countCharge(row ?? newUsageRow(key), e);
+    if (e.type !== 'ChatCharged') return r;
+    const d = eventData<'ChatCharged'>(e);
+    return {
+      ...r,
+      cached_tokens: r.cached_tokens + (d.cachedTokens ?? 0),
+      cache_write_tokens: r.cache_write_tokens + (d.cacheWriteTokens ?? 0),
+      reasoning_tokens: r.reasoning_tokens + (d.reasoningTokens ?? 0),
+    };
   },
 });
 
@@ -63,12 +50,7 @@ function newUsageRow(key: string): UsageRow {
     account_id: key.slice(0, a),
     day: key.slice(a + 1, b),
     model: key.slice(b + 1),
-    requests: 0,
-    prompt_tokens: 0,
-    completion_tokens: 0,
-    images: 0,
-    billed: 0,
-    adjustment: 0,
+    ...noUsage(),
     cached_tokens: 0,
     cache_write_tokens: 0,
     reasoning_tokens: 0,

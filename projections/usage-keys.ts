@@ -2,19 +2,14 @@
 // adjustment counts for the key and the day of the charge it corrects; one from before
 // adjustments named their key is counted under the key id '' (unknown).
 import type { Queryable } from '../src/eventstore/db.ts';
-import { dayOf, defineProjection, eventData, type Row } from './row-projection.ts';
+import { dayOf, defineProjection, type Row } from './row-projection.ts';
+import { countCharge, noUsage, type UsageCounts } from './usage-counts.ts';
 import { fromTable, q } from './sql.ts';
 
-export interface KeyUsageRow extends Row {
+export interface KeyUsageRow extends Row, UsageCounts {
   account_id: string;
   day: string;
   key_id: string;
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  images: number;
-  billed: number;
-  adjustment: number;
 }
 
 export const usageKeys = defineProjection<KeyUsageRow>({
@@ -30,28 +25,13 @@ export const usageKeys = defineProjection<KeyUsageRow>({
     const day = dayOf(e.type === 'ChargeAdjusted' ? String(d.chargedAt) : e.timestamp);
     return [`${d.accountId}|${day}|${d.keyId ?? ''}`];
   },
-  evolve(row, e, key) {
-    const r = row ?? newRow(key);
-    if (e.type === 'ChargeAdjusted') return { ...r, adjustment: r.adjustment + eventData<'ChargeAdjusted'>(e).delta };
-    if (e.type === 'ChatCharged') {
-      const d = eventData<'ChatCharged'>(e);
-      return {
-        ...r,
-        requests: r.requests + 1,
-        prompt_tokens: r.prompt_tokens + d.promptTokens,
-        completion_tokens: r.completion_tokens + d.completionTokens,
-        billed: r.billed + d.billed,
-      };
-    }
-    const d = eventData<'ImageCharged'>(e);
-    return { ...r, requests: r.requests + 1, images: r.images + d.images, billed: r.billed + d.billed };
-  },
+  evolve: (row, e, key) => countCharge(row ?? newRow(key), e),
 });
 
 // Account ids, days and key ids cannot hold '|'.
 function newRow(key: string): KeyUsageRow {
   const [account_id, day, key_id] = key.split('|');
-  return { account_id, day, key_id, requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0, billed: 0, adjustment: 0 };
+  return { account_id, day, key_id, ...noUsage() };
 }
 
 /** An account's usage on the days `from` to `to` (YYYY-MM-DD, both included), by day and key. */
