@@ -41,7 +41,7 @@ const LAG_COUNT_LIMIT = 100_000;
  * The store's head, the checkpoint, the events between them and the age of the oldest of those
  * (seconds).
  */
-export async function lag(db: Queryable, store: Pick<EventStore, 'kind' | 'headPosition' | 'readAll'>, schema: string): Promise<Lag> {
+export async function lag(db: Queryable, store: Pick<EventStore, 'headPosition' | 'readAll' | 'countAfter'>, schema: string): Promise<Lag> {
   const head = await store.headPosition();
   const checkpoint = await read(db, schema);
   let seconds = 0;
@@ -49,7 +49,10 @@ export async function lag(db: Queryable, store: Pick<EventStore, 'kind' | 'headP
     const [next] = await store.readAll(checkpoint, 1);
     if (next) seconds = Math.max(0, (Date.now() - Date.parse(next.timestamp)) / 1000);
   }
-  // PostgreSQL positions count events; KurrentDB's are log offsets, so there the events are counted (up to a bound).
-  const events = store.kind === 'kurrentdb' && head > checkpoint ? (await store.readAll(checkpoint, LAG_COUNT_LIMIT)).length : Math.max(0, head - checkpoint);
+  // Positions do not count events (PostgreSQL's keep room per transaction, KurrentDB's are log
+  // offsets): the events are counted, up to a bound.
+  let events = 0;
+  if (head > checkpoint)
+    events = store.countAfter ? await store.countAfter(checkpoint, LAG_COUNT_LIMIT) : (await store.readAll(checkpoint, LAG_COUNT_LIMIT)).length;
   return { head, checkpoint, events, seconds };
 }

@@ -235,6 +235,7 @@ test('key lookups use the SHA-256 hash only; the admin token compare is constant
   } as unknown as Database;
   const fakeStore = {
     headPosition: async () => 0,
+    readableHead: async () => 0,
     subscribe: () => ({ caughtUp: async () => undefined, close: async () => undefined }),
   } as unknown as EventStore;
   const directory = await createKeyDirectory({ db: fakeDb, store: fakeStore, rmSchema: 'rm', waitForProjections: async () => undefined });

@@ -17,7 +17,8 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
-// Positions and token counts are bigint columns but stay far below 2^53.
+// Positions and token counts are bigint columns but stay below 2^53 (positions: until 2^41
+// transactions after the ledger began, see postgres-schema.ts).
 pg.types.setTypeParser(20, (v: string) => Number(v));
 pg.types.setTypeParser(1700, (v: string) => Number(v));
 

@@ -37,3 +37,14 @@ export class DuplicateEventError extends Error {
     this.name = 'DuplicateEventError';
   }
 }
+
+/**
+ * The log could not be read up to what was committed before the read within its bound (on
+ * PostgreSQL, an older transaction kept running): the read is to be retried, a 503.
+ */
+export class LogNotReadableYet extends Error {
+  constructor(readonly target: number) {
+    super(`events committed up to position ${target} are not readable yet`);
+    this.name = 'LogNotReadableYet';
+  }
+}

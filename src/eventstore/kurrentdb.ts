@@ -333,6 +333,8 @@ export function createKurrentDbEventStore(client: KurrentClient, options: Kurren
       return null;
     },
     headPosition,
+    // One log writer: $all order is commit order, so the head is readable at once.
+    readableHead: headPosition,
     subscribe(afterPosition, handler, subscribeOptions): Subscription {
       startFeed();
       return pollingSubscription({

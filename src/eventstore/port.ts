@@ -79,7 +79,10 @@ export interface SubscribeOptions {
 }
 
 /** Reading the event log: what a consumer that never appends needs. */
-export type EventReader = Pick<EventStore, 'kind' | 'readStream' | 'readAll' | 'readAllProjected' | 'headPosition' | 'subscribe' | 'readSnapshot'>;
+export type EventReader = Pick<
+  EventStore,
+  'kind' | 'readStream' | 'readAll' | 'readAllProjected' | 'headPosition' | 'readableHead' | 'countAfter' | 'subscribe' | 'readSnapshot'
+>;
 
 export interface EventStore {
   readonly kind: string;
@@ -92,7 +95,19 @@ export interface EventStore {
   /** The same events with only what projections read; cheaper, for replays of the whole log. */
   readAllProjected?(afterPosition: number, limit: number): Promise<ProjectedEvent[]>;
   readSnapshot(stream: string): Promise<Snapshot | null>;
+  /**
+   * The last committed position: every event committed before the call is at or below it (what a
+   * reader waits for). Positions are ordered but not dense: they do not count events.
+   */
   headPosition(): Promise<number>;
+  /**
+   * The position to subscribe after so as to hear every event committed from now on: no event
+   * can still commit at or below it. On PostgreSQL it may trail headPosition() while an older
+   * transaction runs; elsewhere the two are the same.
+   */
+  readableHead(): Promise<number>;
+  /** How many committed events follow `afterPosition` (counted up to `limit`). */
+  countAfter?(afterPosition: number, limit: number): Promise<number>;
   subscribe(afterPosition: number, handler: EventHandler, options?: SubscribeOptions): Subscription;
   close(): Promise<void>;
 }

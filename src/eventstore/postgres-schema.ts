@@ -1,9 +1,29 @@
-// DDL of the PostgreSQL event store. All appends go through tg_append(), which takes a
-// transaction-scoped advisory lock first: appenders are serialised, so global positions are
-// handed out and committed in one order and a reader trusting "position > checkpoint" can never
-// skip an event that commits late. Group commit keeps that single lane fast.
+// DDL of the PostgreSQL event store. Appends run side by side: no ledger-wide lock. A position
+// is made of the appending transaction's id (xid8) and the event's place in that transaction,
+// so positions follow transaction ids; a reader reads only below the oldest transaction still
+// running (its snapshot's xmin). Every append that could still commit therefore lands above what
+// any reader has read, and "position > checkpoint" never skips a late commit.
 
-export function eventStoreDdl(schema: string, lockKey: number): string {
+/** Events one transaction may hold: a position keeps this many places per transaction id. */
+export const EVENTS_PER_TRANSACTION = 4096;
+const PLACE_BITS = 12;
+
+/** Where the positions of this schema start: the transaction id and position of that moment. */
+export interface PositionOrigin {
+  xid: number;
+  position: number;
+}
+
+/**
+ * SQL for the first position no reader may read yet: that of the oldest transaction still
+ * running (or of the next one). Positions below it belong to finished transactions only.
+ */
+export function readableBoundSql(origin: PositionOrigin): string {
+  return `(${origin.position}::bigint + ((pg_snapshot_xmin(pg_current_snapshot())::text::bigint - ${origin.xid}) << ${PLACE_BITS}))`;
+}
+
+/** Tables, triggers and the position origin; the append function comes after (appendFunctionDdl). */
+export function eventTablesDdl(schema: string): string {
   const s = `"${schema}"`;
   return `
 CREATE SCHEMA IF NOT EXISTS ${s};
@@ -45,6 +65,30 @@ DROP TRIGGER IF EXISTS events_no_truncate ON ${s}.events;
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON ${s}.events
   FOR EACH STATEMENT EXECUTE FUNCTION ${s}.refuse_change();
 
+-- Positions start after those of older versions (numbered from a sequence under a ledger-wide
+-- lock) and count from the transaction id of the moment this row was made.
+CREATE TABLE IF NOT EXISTS ${s}.position_origin (
+  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  xid       bigint NOT NULL,
+  position  bigint NOT NULL
+);
+INSERT INTO ${s}.position_origin (xid, position)
+  SELECT pg_current_xact_id()::text::bigint, coalesce(max(position), 0) + 1 FROM ${s}.events
+  ON CONFLICT DO NOTHING;
+-- The jsonb append of early versions numbered positions from the sequence: it must not run
+-- beside this one.
+DROP FUNCTION IF EXISTS ${s}.append(jsonb);
+`;
+}
+
+/** The append function, with the schema's position origin written in. */
+export function appendFunctionDdl(schema: string, origin: PositionOrigin): string {
+  const s = `"${schema}"`;
+  // A custom setting, local to the transaction, holds the next free place when a transaction
+  // appends more than once.
+  const placeSetting = `tollgate.next_place_${schema}`;
+  return `
+
 -- Appends a batch of requests. Per request: p_streams, p_snapshots (JSON text; '' for none),
 -- p_expected and p_counts (its number of events); per event, request after request: p_ids and
 -- p_bodies (canonical body text). Text lists are joined with U+001E, which neither JSON text nor
@@ -59,8 +103,9 @@ CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON ${s}.events
 -- revision, duplicate id, or good) and one to insert the good ones' events with their hash chains
 -- and upsert their streams. If the batch repeats an event id, requests go one per round, so a
 -- later copy is refused as a duplicate exactly as if the requests had come one by one.
--- (Earlier versions called append(jsonb); it is left in place for processes not yet upgraded:
--- both take the same advisory lock and the same sequence, so they can run side by side.)
+--
+-- Appends to one stream take turns on its row in streams (locked in name order, so two batches
+-- never deadlock); appends to different streams run side by side and share the disk's flushes.
 CREATE OR REPLACE FUNCTION ${s}.append(p_streams text, p_expected integer[], p_snapshots text, p_counts integer[], p_ids text, p_bodies text)
 RETURNS jsonb LANGUAGE plpgsql
 -- Generic plans take the arrays below as parameters (subscripts are O(1)); custom plans would
@@ -80,8 +125,8 @@ DECLARE
   bad integer[]; bad_result jsonb[];
   distinct_ids boolean; one_round boolean; rec record; ix integer; p integer; q integer;
   total integer; inserted bigint; base bigint; last_pos bigint := 0; found_id uuid;
+  placeholders integer; place bigint; origin bigint;
 BEGIN
-  PERFORM pg_advisory_xact_lock(${lockKey});
   IF n = 0 THEN RETURN '[]'::jsonb; END IF;
   -- A lone request without snapshot sends '', which splits into no element at all.
   IF p_snapshots = '' THEN snapshots := array_fill(NULL::text, ARRAY[n]); END IF;
@@ -91,6 +136,20 @@ BEGIN
      OR cardinality(ids) <> firsts[n] + p_counts[n] - 1 THEN
     RAISE EXCEPTION 'malformed append batch';
   END IF;
+  place := coalesce(nullif(current_setting('${placeSetting}', true), '')::bigint, 0);
+  IF place + cardinality(ids) > ${EVENTS_PER_TRANSACTION} THEN
+    RAISE EXCEPTION 'a transaction appends at most ${EVENTS_PER_TRANSACTION} events';
+  END IF;
+
+  -- Every stream of the batch gets a row (a placeholder at revision -1 for a new one, removed
+  -- below if still unused), then the rows are locked: a concurrent append to one of them waits
+  -- here and then sees its result.
+  INSERT INTO ${s}.streams (stream, revision, last_hash)
+    SELECT DISTINCT st, -1, repeat('0', 64) FROM unnest(streams) st ORDER BY 1
+    ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS placeholders = ROW_COUNT;
+  PERFORM 1 FROM ${s}.streams h WHERE h.stream = ANY (streams) ORDER BY h.stream FOR UPDATE;
+  origin := ${origin.position}::bigint + ((pg_current_xact_id()::text::bigint - ${origin.xid}) << ${PLACE_BITS});
 
   -- Rounds: the r-th request of a stream goes in round r; ordered lists requests round by round.
   -- (A lone request is one round, and its ids need no comparing with those of other requests.)
@@ -149,8 +208,8 @@ BEGIN
 
     -- Positions follow request order; the hash chain runs through each request's events in a
     -- recursive query (one step per event of the longest request).
-    base := nextval('${s}.events_position_seq');
-    PERFORM setval('${s}.events_position_seq', base + total - 1);
+    base := origin + place;
+    place := place + total;
     last_pos := base + total - 1;
     WITH RECURSIVE req AS (
       SELECT u.i, u.rev, u.hash, firsts[u.i] + p_counts[u.i] - 1 AS last_k,
@@ -194,7 +253,11 @@ BEGIN
     END IF;
     FOR ix IN 1..cardinality(done) LOOP results[done[ix]] := done_result[ix]; END LOOP;
   END LOOP;
-  IF last_pos > 0 THEN PERFORM pg_notify('${schema}_events', last_pos::text); END IF;
+  IF placeholders > 0 THEN DELETE FROM ${s}.streams h WHERE h.stream = ANY (streams) AND h.revision = -1; END IF;
+  IF last_pos > 0 THEN
+    PERFORM set_config('${placeSetting}', place::text, true);
+    PERFORM pg_notify('${schema}_events', last_pos::text);
+  END IF;
   RETURN to_jsonb(results);
 END $fn$;
 `;

@@ -2,10 +2,10 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Database } from './db.ts';
-import { eventStoreDdl } from './postgres-schema.ts';
+import { appendFunctionDdl, EVENTS_PER_TRANSACTION, eventTablesDdl, readableBoundSql, type PositionOrigin } from './postgres-schema.ts';
 import { eventBody } from './canonical.ts';
 import { assertStreamName } from './stream-name.ts';
-import { DuplicateEventError, WrongExpectedRevisionError } from './errors.ts';
+import { DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from './errors.ts';
 import { pollingSubscription } from './subscription.ts';
 import type {
   AppendRequest,
@@ -27,9 +27,39 @@ export interface PostgresStoreOptions {
   validate?: (event: NewEvent) => void;
   /** Fallback poll for subscribers in case a notification is missed. */
   pollIntervalMs?: number;
+  /** How long a read waits for older transactions to end before it answers LogNotReadableYet (default 5 s). */
+  readWaitMs?: number;
 }
 
 const SEP = '\u001e';
+
+/** A request checked and encoded, ready for append(). */
+interface Prepared {
+  index: number;
+  stream: string;
+  expected: number;
+  snapshot: string;
+  ids: string[];
+  bodies: string[];
+  durable: boolean;
+}
+
+type AppendOutcome = Record<string, number | boolean | string>;
+
+/** Consecutive runs of requests holding at most EVENTS_PER_TRANSACTION events each. */
+function chunksOf(prepared: Prepared[]): Prepared[][] {
+  const chunks: Prepared[][] = [];
+  let events = EVENTS_PER_TRANSACTION;
+  for (const p of prepared) {
+    if (events + p.ids.length > EVENTS_PER_TRANSACTION) {
+      chunks.push([]);
+      events = 0;
+    }
+    chunks[chunks.length - 1].push(p);
+    events += p.ids.length;
+  }
+  return chunks;
+}
 
 interface EventRow {
   position: number;
@@ -56,11 +86,18 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
   if (!/^[a-z_][a-z0-9_]{0,40}$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
   const s = `"${schema}"`;
   const lockKey = hashToInt(schema);
-  // Concurrent first starts race on CREATE ... IF NOT EXISTS; a session advisory lock orders them.
-  await db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey + 1]);
-    for (const stmt of splitDdl(eventStoreDdl(schema, lockKey))) await tx.query(stmt);
+  // Concurrent first starts race on CREATE ... IF NOT EXISTS; an advisory lock orders them. The
+  // second lock is the one appends of older versions took: none runs while positions change scheme.
+  const origin = await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1), pg_advisory_xact_lock($2)', [lockKey + 1, lockKey]);
+    for (const stmt of splitDdl(eventTablesDdl(schema))) await tx.query(stmt);
+    const [row] = await tx.query<{ xid: string; position: string }>(`SELECT xid, position FROM ${s}.position_origin`);
+    const found: PositionOrigin = { xid: Number(row.xid), position: Number(row.position) };
+    for (const stmt of splitDdl(appendFunctionDdl(schema, found))) await tx.query(stmt);
+    return found;
   });
+  // Readers stay below every transaction still running (see postgres-schema.ts).
+  const readable = `position < ${readableBoundSql(origin)}`;
 
   const appended = new EventEmitter();
   appended.setMaxListeners(0);
@@ -76,72 +113,117 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
 
   async function appendMany(requests: AppendRequest[]): Promise<Array<AppendResult | Error>> {
     const results: Array<AppendResult | Error> = new Array(requests.length);
-    // Column-wise arguments of append(): one element per request, then one per event.
-    const streams: string[] = [];
-    const expecteds: number[] = [];
-    const snapshots: string[] = [];
-    const counts: number[] = [];
-    const ids: string[] = [];
-    const bodies: string[] = [];
-    const indexes: number[] = [];
+    const prepared: Prepared[] = [];
     const current = await resolveAny(requests);
     for (let i = 0; i < requests.length; i++) {
       const req = requests[i];
       try {
         assertStreamName(req.stream);
         if (req.events.length === 0) throw new Error('an append needs at least one event');
+        if (req.events.length > EVENTS_PER_TRANSACTION) throw new Error(`an append holds at most ${EVENTS_PER_TRANSACTION} events`);
         const expected = req.expectedRevision === 'no_stream' ? -1 : req.expectedRevision === 'any' ? (current.get(req.stream) ?? -1) : req.expectedRevision;
         const timestamp = new Date().toISOString();
-        const eventIds: string[] = [];
-        const eventBodies = req.events.map((e, j) => {
+        const ids: string[] = [];
+        const bodies = req.events.map((e, j) => {
           options.validate?.(e);
           const id = e.id ?? randomUUID();
-          eventIds.push(id);
+          // U+001E cannot occur in JSON text (control characters are escaped) or in a stream name.
+          if (id.includes(SEP)) throw new Error('an event id cannot contain U+001E');
+          ids.push(id);
           return eventBody({ id, stream: req.stream, revision: expected + 1 + j, type: e.type, timestamp, data: e.data, metadata: e.metadata });
         });
-        streams.push(req.stream);
-        expecteds.push(expected);
         // '' is no snapshot (JSON text is never empty).
-        snapshots.push(req.snapshot === undefined ? '' : (JSON.stringify(req.snapshot) ?? ''));
-        counts.push(eventBodies.length);
-        for (let j = 0; j < eventBodies.length; j++) {
-          ids.push(eventIds[j]);
-          bodies.push(eventBodies[j]);
-        }
-        indexes.push(i);
+        const snapshot = req.snapshot === undefined ? '' : (JSON.stringify(req.snapshot) ?? '');
+        prepared.push({ index: i, stream: req.stream, expected, snapshot, ids, bodies, durable: req.durable !== false });
       } catch (err) {
         results[i] = err as Error;
       }
     }
-    if (indexes.length > 0) {
-      // U+001E cannot occur in JSON text (control characters are escaped) or in a stream name.
-      if (ids.some((id) => id.includes(SEP))) throw new Error('an event id cannot contain U+001E');
-      // One statement is one transaction: set_config(..., true) applies to its commit only. A
-      // batch waits for the disk if any of its requests must.
-      const relaxed = requests.every((r) => r.durable === false) ? `, set_config('synchronous_commit', 'off', true)` : '';
-      const rows = await db.query<{ r: Array<Record<string, number | boolean | string>> }>(
-        `SELECT ${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6) AS r${relaxed}`,
-        [streams.join(SEP), expecteds, snapshots.join(SEP), counts, ids.join(SEP), bodies.join(SEP)],
-      );
-      rows[0].r.forEach((r, j) => {
-        const req = requests[indexes[j]];
+    // A transaction holds at most EVENTS_PER_TRANSACTION events; larger batches go as several,
+    // one after another (each request is atomic on its own, so a batch may be split between them).
+    for (const chunk of chunksOf(prepared)) {
+      const rows = await sendWithRetry(chunk);
+      rows.forEach((r, j) => {
+        const p = chunk[j];
         if (r.ok) {
-          results[indexes[j]] = { stream: req.stream, revision: r.revision as number, firstPosition: r.first as number, lastPosition: r.last as number };
+          results[p.index] = { stream: p.stream, revision: r.revision as number, firstPosition: r.first as number, lastPosition: r.last as number };
           appended.emit('position', r.last as number);
         } else if (r.duplicate) {
-          results[indexes[j]] = new DuplicateEventError(String(r.duplicate));
+          results[p.index] = new DuplicateEventError(String(r.duplicate));
         } else {
-          results[indexes[j]] = new WrongExpectedRevisionError(req.stream, expecteds[j], r.actual as number);
+          results[p.index] = new WrongExpectedRevisionError(p.stream, p.expected, r.actual as number);
         }
       });
     }
     return results;
   }
 
-  async function readAll(afterPosition: number, limit: number): Promise<StoredEvent[]> {
-    const rows = await db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`, [afterPosition, limit]);
+  /** One call of append(): one transaction. Column-wise arguments, one element per request, then one per event. */
+  async function send(chunk: Prepared[]): Promise<AppendOutcome[]> {
+    // One statement is one transaction: set_config(..., true) applies to its commit only. A
+    // batch waits for the disk if any of its requests must.
+    const relaxed = chunk.every((p) => !p.durable) ? `, set_config('synchronous_commit', 'off', true)` : '';
+    const rows = await db.query<{ r: AppendOutcome[] }>(`SELECT ${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6) AS r${relaxed}`, [
+      chunk.map((p) => p.stream).join(SEP),
+      chunk.map((p) => p.expected),
+      chunk.map((p) => p.snapshot).join(SEP),
+      chunk.map((p) => p.ids.length),
+      chunk.flatMap((p) => p.ids).join(SEP),
+      chunk.flatMap((p) => p.bodies).join(SEP),
+    ]);
+    return rows[0].r;
+  }
+
+  // Appends run side by side, so two of them can collide where no stream lock orders them: the
+  // same new event id sent to two streams at once (unique violation) or a deadlock between their
+  // index entries. The loser's transaction wrote nothing; sent again, it sees the winner's result.
+  async function sendWithRetry(chunk: Prepared[]): Promise<AppendOutcome[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await send(chunk);
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (attempt >= 5 || (code !== '23505' && code !== '40P01')) throw err;
+      }
+    }
+  }
+
+  /** The last committed position: every event committed before the call is at or below it. */
+  async function headPosition(): Promise<number> {
+    const rows = await db.query<{ p: number | null }>(`SELECT max(position) AS p FROM ${s}.events`);
+    return Number(rows[0].p ?? 0);
+  }
+
+  /** What is readable now: may stop short of what is committed (see readable). */
+  async function readReadable(afterPosition: number, limit: number): Promise<StoredEvent[]> {
+    const rows = await db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE position > $1 AND ${readable} ORDER BY position LIMIT $2`, [
+      afterPosition,
+      limit,
+    ]);
     return rows.map(toStored);
   }
+
+  /**
+   * A page that reaches everything committed before the call (or is full): a page cut short by an
+   * older transaction still running is read again once it ends, backing off, within a bound.
+   */
+  async function readCommitted<E extends { position: number }>(
+    read: (after: number, limit: number) => Promise<E[]>,
+    afterPosition: number,
+    limit: number,
+  ): Promise<E[]> {
+    const target = await headPosition();
+    const until = Date.now() + (options.readWaitMs ?? 5000);
+    for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
+      const events = await read(afterPosition, limit);
+      const reached = events.length ? events[events.length - 1].position : afterPosition;
+      if (events.length >= limit || reached >= target) return events;
+      if (Date.now() >= until) throw new LogNotReadableYet(target);
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+
+  const readAll = (afterPosition: number, limit: number) => readCommitted(readReadable, afterPosition, limit);
 
   return {
     kind: db.kind,
@@ -159,15 +241,15 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       return rows.map(toStored);
     },
     readAll,
-    async readAllProjected(afterPosition, limit): Promise<ProjectedEvent[]> {
-      const rows = await db.query<ProjectedEvent>(`SELECT ${PROJECTED_COLUMNS} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`, [
+    readAllProjected: (afterPosition, limit) =>
+      readCommitted(
+        // The rows are the events already (position, a bigint, is parsed to a number by the
+        // driver and by PGlite's normaliseRow): no second object per event.
+        (after, n) =>
+          db.query<ProjectedEvent>(`SELECT ${PROJECTED_COLUMNS} FROM ${s}.events WHERE position > $1 AND ${readable} ORDER BY position LIMIT $2`, [after, n]),
         afterPosition,
         limit,
-      ]);
-      // The rows are the events already (position, a bigint, is parsed to a number by the driver
-      // and by PGlite's normaliseRow): no second object per event.
-      return rows;
-    },
+      ),
     async readSnapshot(stream): Promise<Snapshot | null> {
       const rows = await db.query<{ snapshot: unknown; snapshot_revision: number | null }>(
         `SELECT snapshot, snapshot_revision FROM ${s}.streams WHERE stream = $1`,
@@ -176,16 +258,25 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       const row = rows[0];
       return row && row.snapshot_revision !== null ? { revision: row.snapshot_revision, state: row.snapshot } : null;
     },
-    async headPosition() {
-      const rows = await db.query<{ p: number | null }>(`SELECT max(position) AS p FROM ${s}.events`);
+    headPosition,
+    async readableHead() {
+      const rows = await db.query<{ p: number | null }>(`SELECT max(position) AS p FROM ${s}.events WHERE ${readable}`);
       return Number(rows[0].p ?? 0);
+    },
+    async countAfter(afterPosition, limit) {
+      const rows = await db.query<{ n: number }>(`SELECT count(*)::integer AS n FROM (SELECT 1 FROM ${s}.events WHERE position > $1 LIMIT $2) e`, [
+        afterPosition,
+        limit,
+      ]);
+      return Number(rows[0].n);
     },
     subscribe(afterPosition: number, handler: EventHandler, subscribeOptions?: SubscribeOptions): Subscription {
       return pollingSubscription({
         afterPosition,
         handler,
-        readAll,
-        head: async () => Number((await db.query<{ p: number | null }>(`SELECT max(position) AS p FROM ${s}.events`))[0].p ?? 0),
+        // The subscription reads again by itself when what it was told of is not readable yet.
+        readAll: readReadable,
+        head: headPosition,
         notifier: appended,
         pollIntervalMs: options.pollIntervalMs ?? 1000,
         lingerMs: subscribeOptions?.lingerMs,

@@ -1,5 +1,7 @@
 // Catch-up-then-live subscription over any readAll(): reads in pages until the head, then
 // waits for an append notification (or a slow poll, in case one was missed) and reads again.
+// A notified event may not be readable yet (on PostgreSQL an older transaction still running
+// holds readers back, and its end may notify nobody): then it reads again soon, backing off.
 import type { EventEmitter } from 'node:events';
 import type { EventHandler, StoredEvent, Subscription } from './port.ts';
 
@@ -26,12 +28,31 @@ export function pollingSubscription(opts: {
   const waiters: Array<{ target: number; resolve: () => void; reject: (e: Error) => void }> = [];
   const pageSize = opts.pageSize ?? 2000;
 
-  const onAppend = () => {
+  /** The highest position an append notification named. */
+  let notified = 0;
+  let retryMs = 0;
+  let retry: NodeJS.Timeout | null = null;
+  const onAppend = (at?: number) => {
+    if (typeof at === 'number' && at > notified) notified = at;
     dirty = true;
     wake?.();
   };
+  /** Called after reading everything readable: a notified or awaited event still unseen is looked for again. */
+  const retryIfShort = () => {
+    const wanted = waiters.reduce((max, w) => Math.max(max, w.target), notified);
+    if (wanted <= position || closed) {
+      retryMs = 0;
+      return;
+    }
+    retryMs = Math.min(Math.max(1, retryMs * 2), 100);
+    retry ??= setTimeout(() => {
+      retry = null;
+      onAppend();
+    }, retryMs);
+    retry.unref();
+  };
   opts.notifier.on('position', onAppend);
-  const timer = setInterval(onAppend, opts.pollIntervalMs);
+  const timer = setInterval(() => onAppend(), opts.pollIntervalMs);
   timer.unref();
 
   const settleWaiters = () => {
@@ -72,6 +93,7 @@ export function pollingSubscription(opts: {
           if (events.length < pageSize) break;
         }
         failure = null;
+        retryIfShort();
       } catch (err) {
         // A failing handler is retried from the same position on the next wake-up.
         failure = err as Error;
@@ -97,6 +119,7 @@ export function pollingSubscription(opts: {
     async close() {
       closed = true;
       clearInterval(timer);
+      if (retry) clearTimeout(retry);
       cutLinger?.();
       opts.notifier.off('position', onAppend);
       wake?.();

@@ -22,7 +22,7 @@ export async function followChannelStates(opts: {
     }
   };
   opts.localEvents.on('events', apply);
-  const subscription: Subscription = opts.feed.subscribe(await opts.feed.headPosition(), async (events) => apply(events));
+  const subscription: Subscription = opts.feed.subscribe(await opts.feed.readableHead(), async (events) => apply(events));
   for (const channel of opts.registry.list()) apply(await opts.ledger.events.readStream(streams.channel(channel.id)));
   return {
     async close() {

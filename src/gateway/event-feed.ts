@@ -10,12 +10,15 @@
 // now (an unknown key) asks for caughtUp(), which reads at once.
 import type { EventHandler, EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
 
-export type EventFeed = Pick<EventStore, 'subscribe' | 'headPosition'>;
+export type EventFeed = Pick<EventStore, 'subscribe' | 'headPosition' | 'readableHead'>;
 
 export const POLL_MS = 250;
 const PAGE = 2000;
 
-export function pollingEventFeed(store: Pick<EventStore, 'readAll' | 'headPosition'>, opts: { pollMs?: number } = {}): EventFeed & { close(): Promise<void> } {
+export function pollingEventFeed(
+  store: Pick<EventStore, 'readAll' | 'headPosition' | 'readableHead'>,
+  opts: { pollMs?: number } = {},
+): EventFeed & { close(): Promise<void> } {
   const handlers = new Set<EventHandler>();
   let position = -1;
   let reading: Promise<void> | null = null;
@@ -54,6 +57,7 @@ export function pollingEventFeed(store: Pick<EventStore, 'readAll' | 'headPositi
 
   return {
     headPosition: () => store.headPosition(),
+    readableHead: () => store.readableHead(),
     subscribe(afterPosition, handler): Subscription {
       // The first subscriber's start is the feed's; a later one may also see some earlier events
       // (the caches apply events idempotently, so that is harmless).
@@ -62,10 +66,14 @@ export function pollingEventFeed(store: Pick<EventStore, 'readAll' | 'headPositi
       schedule();
       return {
         async caughtUp() {
+          // What is committed may not be readable yet (an older transaction still running):
+          // read again, backing off, until it is. Callers bound the wait.
           const target = await store.headPosition();
-          for (let before = -2; position < target && position !== before;) {
-            before = position;
+          const until = Date.now() + 10_000;
+          for (let pause = 1; !closed && position < target && Date.now() < until; pause = Math.min(pause * 2, 50)) {
+            const before = position;
             await readNow();
+            if (position === before) await new Promise((r) => setTimeout(r, pause));
           }
         },
         async close() {

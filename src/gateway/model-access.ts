@@ -9,7 +9,7 @@ import { isModelAllowedForKey, isModelEnabled } from '../ledger/account.ts';
  * ids are not disclosed.
  */
 export async function resolveCallerModel(deps: GatewayDeps, ctx: Context, idOrAlias: string) {
-  const model = deps.catalog.resolve(idOrAlias);
+  const model = await deps.catalog.resolveCurrent(idOrAlias);
   const state = model ? await deps.metering.state(ctx.state.auth.accountId) : null;
   if (!model || !state || !isModelEnabled(state, model.id) || !isModelAllowedForKey(state, ctx.state.auth.keyId, model.id))
     throw modelNotFound(idOrAlias, deps.baseUrl(ctx));

@@ -1,6 +1,7 @@
 // The price list in memory: loaded from the models read model, then kept current from
 // ModelPriced events: a price change is in force in the process that made it before the call
-// returns, and in every other process within one poll of the event feed (event-feed.ts).
+// returns, and in every other process within one poll of the event feed (event-feed.ts), or at
+// once when a call names a model this process does not know yet.
 import type { Database } from '../eventstore/db.ts';
 import type { EventEmitter } from 'node:events';
 import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
@@ -19,9 +20,12 @@ export interface CatalogModel {
   cacheWriteMilli?: number;
 }
 
+/** How long a lookup of an unknown model waits for the event feed. */
+const CATCH_UP_BOUND_MS = 1000;
+
 export async function createModelCatalog(opts: {
   db: Database;
-  store: Pick<EventStore, 'subscribe' | 'headPosition'>;
+  store: Pick<EventStore, 'subscribe' | 'readableHead'>;
   rmSchema: string;
   routes: Map<string, Route>;
   localEvents?: EventEmitter;
@@ -52,7 +56,7 @@ export async function createModelCatalog(opts: {
   };
   // A price set by this process is in force before the call that set it returns.
   opts.localEvents?.on('events', apply);
-  const head = await opts.store.headPosition();
+  const head = await opts.store.readableHead();
   const subscription: Subscription = opts.store.subscribe(head, async (events) => apply(events));
   await reload();
 
@@ -74,6 +78,16 @@ export async function createModelCatalog(opts: {
       const route = id ? opts.routes.get(id) : undefined;
       if (!m || m.status !== 'ACTIVE' || !route) return null;
       return { ...m, route };
+    },
+    /**
+     * resolve(), but a model unknown here is looked for in what other processes appended first
+     * (a price set through another gateway a moment ago), within a bound.
+     */
+    async resolveCurrent(idOrAlias: string): Promise<(CatalogModel & { route: Route }) | null> {
+      const found = this.resolve(idOrAlias);
+      if (found) return found;
+      await Promise.race([subscription.caughtUp().catch(() => undefined), new Promise((r) => setTimeout(r, CATCH_UP_BOUND_MS).unref())]);
+      return this.resolve(idOrAlias);
     },
     active(): CatalogModel[] {
       return [...byId.values()].filter((m) => m.status === 'ACTIVE' && opts.routes.has(m.id)).sort((a, b) => a.id.localeCompare(b.id));

@@ -4,6 +4,7 @@ import { DomainError } from '../ledger/errors.ts';
 import { UpstreamError } from '../upstream/port.ts';
 import { InvalidImageError } from '../upstream/image-error.ts';
 import { ReadModelsBehind } from '../ledger/read-your-writes.ts';
+import { LogNotReadableYet } from '../eventstore/errors.ts';
 import type { RateDecision } from '../ledger/call-rate.ts';
 import { seconds } from './rate-limit.ts';
 
@@ -113,6 +114,18 @@ export function toApiError(err: unknown): ApiError {
       default:
         return new ApiError(400, err.message, 'invalid_request_error', 'invalid_value', param);
     }
+  }
+  if (err instanceof LogNotReadableYet) {
+    return new ApiError(
+      503,
+      'The event log is still committing earlier writes; nothing was changed. Retry in a second.',
+      'server_error',
+      'log_not_readable',
+      null,
+      {
+        'retry-after': '1',
+      },
+    );
   }
   if (err instanceof ReadModelsBehind) {
     return new ApiError(

@@ -17,7 +17,7 @@ import { hashKey } from '../ledger/keys.ts';
 import * as keys from '../../projections/keys.ts';
 
 /** What the directory reads events from: the store, or a feed shared with other caches. */
-type EventSource = Pick<EventStore, 'subscribe' | 'headPosition'>;
+type EventSource = Pick<EventStore, 'subscribe' | 'readableHead'>;
 
 export interface KeyRecord {
   keyId: string;
@@ -113,7 +113,7 @@ export async function createKeyDirectory(opts: {
   // Revocations made by this process apply before the revoking call returns; others' within
   // one poll of the event feed.
   opts.localEvents?.on('events', apply);
-  const subscription: Subscription = opts.store.subscribe(await opts.store.headPosition(), async (events) => apply(events));
+  const subscription: Subscription = opts.store.subscribe(await opts.store.readableHead(), async (events) => apply(events));
 
   async function fromReadModel(hash: string): Promise<KeyRecord | null> {
     const row = await keys.byHash(opts.db, opts.rmSchema, hash);
