@@ -254,10 +254,9 @@ BEGIN
     FOR ix IN 1..cardinality(done) LOOP results[done[ix]] := done_result[ix]; END LOOP;
   END LOOP;
   IF placeholders > 0 THEN DELETE FROM ${s}.streams h WHERE h.stream = ANY (streams) AND h.revision = -1; END IF;
-  IF last_pos > 0 THEN
-    PERFORM set_config('${placeSetting}', place::text, true);
-    PERFORM pg_notify('${schema}_events', last_pos::text);
-  END IF;
+  -- No NOTIFY here: PostgreSQL orders the commits of notifying transactions under one lock, which
+  -- would serialise appends again. The appender notifies after its commit (postgres.ts).
+  IF last_pos > 0 THEN PERFORM set_config('${placeSetting}', place::text, true); END IF;
   RETURN to_jsonb(results);
 END $fn$;
 `;

@@ -103,6 +103,25 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
   appended.setMaxListeners(0);
   await db.listen(`${schema}_events`, (payload) => appended.emit('position', Number(payload)));
 
+  // Other processes hear of appends by NOTIFY, sent after the commit (inside the append it would
+  // order all commits under one lock) and coalesced: while one is on its way, later positions
+  // wait and go as one. Embedded PGlite has no other process to tell. A lost one costs a poll.
+  let notifying = false;
+  let toNotify = 0;
+  function notifyOthers(position: number): void {
+    if (db.kind === 'pglite') return;
+    toNotify = Math.max(toNotify, position);
+    if (notifying) return;
+    notifying = true;
+    const sent = toNotify;
+    db.query('SELECT pg_notify($1, $2)', [`${schema}_events`, String(sent)])
+      .catch(() => undefined)
+      .finally(() => {
+        notifying = false;
+        if (toNotify > sent) notifyOthers(toNotify);
+      });
+  }
+
   /** Current revisions of the streams appended to with expectedRevision 'any', in one query. */
   async function resolveAny(requests: AppendRequest[]): Promise<Map<string, number>> {
     const names = [...new Set(requests.filter((r) => r.expectedRevision === 'any').map((r) => r.stream))];
@@ -148,6 +167,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
         if (r.ok) {
           results[p.index] = { stream: p.stream, revision: r.revision as number, firstPosition: r.first as number, lastPosition: r.last as number };
           appended.emit('position', r.last as number);
+          notifyOthers(r.last as number);
         } else if (r.duplicate) {
           results[p.index] = new DuplicateEventError(String(r.duplicate));
         } else {
