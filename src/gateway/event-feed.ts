@@ -66,14 +66,12 @@ export function pollingEventFeed(
       schedule();
       return {
         async caughtUp() {
-          // What is committed may not be readable yet (an older transaction still running):
-          // read again, backing off, until it is. Callers bound the wait.
+          // store.readAll answers with everything committed before it was called (it waits for
+          // older transactions itself), so reading until no page moves reaches the head.
           const target = await store.headPosition();
-          const until = Date.now() + 10_000;
-          for (let pause = 1; !closed && position < target && Date.now() < until; pause = Math.min(pause * 2, 50)) {
-            const before = position;
+          for (let before = -2; position < target && position !== before;) {
+            before = position;
             await readNow();
-            if (position === before) await new Promise((r) => setTimeout(r, pause));
           }
         },
         async close() {
@@ -87,4 +85,15 @@ export function pollingEventFeed(
       await reading?.catch(() => undefined);
     },
   };
+}
+
+/**
+ * Waits until `subscription` has read what was committed before the call, or `boundMs` passed;
+ * for a cache asked about something it does not know (a key or a model added through another
+ * process a moment ago). A failed read counts as done: the caller then answers from what it has.
+ */
+export async function caughtUpWithin(subscription: Subscription, boundMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([subscription.caughtUp().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, boundMs)))]);
+  clearTimeout(timer);
 }

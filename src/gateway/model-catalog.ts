@@ -2,6 +2,7 @@
 // ModelPriced events: a price change is in force in the process that made it before the call
 // returns, and in every other process within one poll of the event feed (event-feed.ts), or at
 // once when a call names a model this process does not know yet.
+import { caughtUpWithin } from './event-feed.ts';
 import type { Database } from '../eventstore/db.ts';
 import type { EventEmitter } from 'node:events';
 import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
@@ -86,7 +87,7 @@ export async function createModelCatalog(opts: {
     async resolveCurrent(idOrAlias: string): Promise<(CatalogModel & { route: Route }) | null> {
       const found = this.resolve(idOrAlias);
       if (found) return found;
-      await Promise.race([subscription.caughtUp().catch(() => undefined), new Promise((r) => setTimeout(r, CATCH_UP_BOUND_MS).unref())]);
+      await caughtUpWithin(subscription, CATCH_UP_BOUND_MS);
       return this.resolve(idOrAlias);
     },
     active(): CatalogModel[] {

@@ -10,6 +10,7 @@
 // request (read model, event store head and read, read model again). A negative entry is dropped
 // as soon as a KeyIssued event with its hash is heard (at once for this process's issues, within
 // one feed poll for another's), so a key issued later works at once.
+import { caughtUpWithin } from '../gateway/event-feed.ts';
 import type { Database } from '../eventstore/db.ts';
 import type { EventEmitter } from 'node:events';
 import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
@@ -134,7 +135,7 @@ export async function createKeyDirectory(opts: {
     // A key issued a moment ago (maybe by another process) may not be projected yet, but
     // its KeyIssued event is in the store: read up to the head now.
     if (!rec) {
-      await Promise.race([subscription.caughtUp(), new Promise((r) => setTimeout(r, 1000))]);
+      await caughtUpWithin(subscription, 1000);
       rec = byHash.get(hash) ?? null;
     }
     if (!rec && opts.waitForProjections) {
