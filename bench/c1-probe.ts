@@ -48,7 +48,11 @@ try {
     );
   const sum = value('tollgate_eventstore_append_duration_seconds_sum');
   const count = value('tollgate_eventstore_append_duration_seconds_count');
-  console.log(`appends inside the gateway: ${count} in all, ${((sum / count) * 1000).toFixed(3)} ms each on average`);
+  const buckets = metrics
+    .split('\n')
+    .filter((l) => l.startsWith('tollgate_eventstore_append_duration_seconds_bucket'))
+    .map((l) => `≤${/le="([^"]+)"/.exec(l)?.[1]} s: ${Math.round((Number(l.split(' ')[1]) / count) * 100)} %`);
+  console.log(`appends inside the gateway: ${count} in all, ${((sum / count) * 1000).toFixed(3)} ms each on average; ${buckets.join(', ')}`);
 } finally {
   await gw.stop();
   await mock.proc.stop();

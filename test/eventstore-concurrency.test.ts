@@ -6,6 +6,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomUUID } from 'node:crypto';
 import { openTestPostgres, type TestDatabase } from './support/db.ts';
+import { openPostgres } from '../src/eventstore/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { eventBody } from '../src/eventstore/canonical.ts';
 import { DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from '../src/eventstore/errors.ts';
@@ -208,6 +209,47 @@ if (!process.env.DATABASE_URL) {
       events.forEach((e, i) => assert.is(e.revision, i));
       for (let i = 1; i < events.length; i++) assert.is(events[i].prevHash, events[i - 1].hash);
     }
+  });
+
+  s(
+    'another process hears of every append at once: of one alone (notified in its transaction) and of many side by side (after their commits)',
+    async ({ t, store }) => {
+      // The other process: its own pool and listener on the same schema, with a 60 s poll.
+      const otherDb = openPostgres(process.env.DATABASE_URL!, 4);
+      const other = await createPostgresEventStore(otherDb, { schema: t.schema, validate: validateEvent, pollIntervalMs: 60_000 });
+      const seen: StoredEvent[] = [];
+      const sub = other.subscribe(await other.readableHead(), async (events) => void seen.push(...events));
+      try {
+        const alone = await store.append({ stream: `account-${randomUUID()}`, expectedRevision: 'no_stream', events: [opened('alone')] });
+        await until('the lone append, in the other process', () => seen.some((e) => e.position === alone.lastPosition), 1000);
+        const many = await Promise.all(
+          Array.from({ length: 16 }, (_, i) => store.append({ stream: `account-${randomUUID()}`, expectedRevision: 'no_stream', events: [opened(`m${i}`)] })),
+        );
+        const last = Math.max(...many.map((r) => r.lastPosition));
+        await until('the 16 side-by-side appends, in the other process', () => seen.some((e) => e.position === last), 1000);
+        assert.is(seen.length, 17, 'each read once');
+      } finally {
+        await sub.close();
+        await other.close();
+        await otherDb.close();
+      }
+    },
+  );
+
+  s('the append functions look rows up by key only: a plan cached while the ledger was empty stays an index scan', async ({ t }) => {
+    // PL/pgSQL keeps a generic plan per connection. Planned on the empty tables of a new ledger
+    // (no statistics yet), a lookup became a sequential scan that grew with every event until
+    // autovacuum's first ANALYZE (append 0.8 -> 2.2 ms over 12,000 events).
+    const rows = await t.db.query<{ name: string; config: string[] | null }>(
+      `SELECT p.proname AS name, p.proconfig AS config FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE n.nspname = $1 AND p.proname IN ('append', 'append_one') ORDER BY 1`,
+      [t.schema],
+    );
+    assert.equal(
+      rows.map((r) => r.name),
+      ['append', 'append_one'],
+    );
+    for (const r of rows) assert.ok(r.config?.includes('enable_seqscan=off'), `${r.name}: ${JSON.stringify(r.config)}`);
   });
 
   s.run();

@@ -110,8 +110,11 @@ CREATE OR REPLACE FUNCTION ${s}.append(p_streams text, p_expected integer[], p_s
 RETURNS jsonb LANGUAGE plpgsql
 -- Generic plans take the arrays below as parameters (subscripts are O(1)); custom plans would
 -- inline each one as a constant, plan every statement again on each call and walk the constant
--- for every subscript.
-SET plan_cache_mode = force_generic_plan AS $fn$
+-- for every subscript. A generic plan is kept for the connection's life, so it must not be a plan
+-- for the empty table the ledger began with: a sequential scan chosen then (no statistics yet)
+-- grows with every event until autovacuum's first ANALYZE replans it (appends measured at 0.8 ms
+-- growing to 2.2 ms over the first 12,000 events). Every lookup here is by key: no seq scans.
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $fn$
 DECLARE
   streams text[] := string_to_array(p_streams, E'\x1e');
   snapshots text[] := string_to_array(p_snapshots, E'\x1e', '');
@@ -258,6 +261,67 @@ BEGIN
   -- would serialise appends again. The appender notifies after its commit (postgres.ts).
   IF last_pos > 0 THEN PERFORM set_config('${placeSetting}', place::text, true); END IF;
   RETURN to_jsonb(results);
+END $fn$;
+
+-- One request, the common case (a call's hold, its charge): the same decisions in four
+-- statements and none of the batch planning, about half the server time of append() for it.
+-- A new stream takes no placeholder row: two first appends to it collide on the events'
+-- (stream, revision) key, and the loser is sent again (postgres.ts) and then sees the winner.
+-- p_channel, when given, is notified of the last position inside the transaction: the appender
+-- asks for it only when no other append of its process is under way, so it orders no commits
+-- while it saves a second round trip.
+CREATE OR REPLACE FUNCTION ${s}.append_one(p_stream text, p_expected integer, p_snapshot text, p_ids text, p_bodies text, p_channel text)
+RETURNS jsonb LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $fn$
+DECLARE
+  ids uuid[] := string_to_array(p_ids, E'\x1e');
+  bodies text[] := string_to_array(p_bodies, E'\x1e');
+  k integer := cardinality(ids);
+  prevs text[] := array_fill(NULL::text, ARRAY[k]);
+  hashes text[] := array_fill(NULL::text, ARRAY[k]);
+  current_revision integer; head_hash text; place bigint; base bigint; found_id uuid; inserted integer;
+BEGIN
+  IF k = 0 OR cardinality(bodies) <> k THEN RAISE EXCEPTION 'malformed append batch'; END IF;
+  place := coalesce(nullif(current_setting('${placeSetting}', true), '')::bigint, 0);
+  IF place + k > ${EVENTS_PER_TRANSACTION} THEN
+    RAISE EXCEPTION 'a transaction appends at most ${EVENTS_PER_TRANSACTION} events';
+  END IF;
+  SELECT st.revision, st.last_hash INTO current_revision, head_hash FROM ${s}.streams st WHERE st.stream = p_stream FOR UPDATE;
+  IF NOT FOUND THEN current_revision := -1; head_hash := repeat('0', 64); END IF;
+  IF current_revision <> p_expected THEN
+    RETURN jsonb_build_array(jsonb_build_object('ok', false, 'actual', current_revision));
+  END IF;
+  SELECT e.id INTO found_id FROM ${s}.events e WHERE e.id = ANY (ids) LIMIT 1;
+  IF found_id IS NOT NULL THEN
+    RETURN jsonb_build_array(jsonb_build_object('ok', false, 'duplicate', found_id));
+  END IF;
+  FOR i IN 1..k LOOP
+    prevs[i] := head_hash;
+    head_hash := encode(sha256(convert_to(head_hash || bodies[i], 'UTF8')), 'hex');
+    hashes[i] := head_hash;
+  END LOOP;
+  base := ${origin.position}::bigint + ((pg_current_xact_id()::text::bigint - ${origin.xid}) << ${PLACE_BITS}) + place;
+  INSERT INTO ${s}.events (position, id, stream, revision, type, data, metadata, created_at, prev_hash, hash)
+    SELECT base + u.n - 1, b.id, p_stream, b.revision, b.type, b.data, b.metadata, b."timestamp", u.prev, u.hash
+      FROM unnest(bodies, prevs, hashes) WITH ORDINALITY u(body, prev, hash, n)
+      CROSS JOIN LATERAL jsonb_to_record(u.body::jsonb)
+        AS b(id uuid, revision integer, type text, data jsonb, metadata jsonb, "timestamp" timestamptz)
+      WHERE b.revision = p_expected + u.n
+      ORDER BY u.n;
+  GET DIAGNOSTICS inserted = ROW_COUNT;
+  IF inserted <> k THEN RAISE EXCEPTION 'event body revisions do not follow stream revision %', p_expected; END IF;
+  IF current_revision = -1 THEN
+    INSERT INTO ${s}.streams (stream, revision, last_hash, snapshot, snapshot_revision)
+      VALUES (p_stream, p_expected + k, head_hash, nullif(p_snapshot, '')::jsonb, CASE WHEN p_snapshot <> '' THEN p_expected + k END);
+  ELSE
+    UPDATE ${s}.streams SET revision = p_expected + k, last_hash = head_hash,
+      snapshot = coalesce(nullif(p_snapshot, '')::jsonb, snapshot),
+      snapshot_revision = CASE WHEN p_snapshot <> '' THEN p_expected + k ELSE snapshot_revision END
+      WHERE stream = p_stream;
+  END IF;
+  PERFORM set_config('${placeSetting}', (place + k)::text, true);
+  IF p_channel IS NOT NULL THEN PERFORM pg_notify(p_channel, (base + k - 1)::text); END IF;
+  RETURN jsonb_build_array(jsonb_build_object('ok', true, 'revision', p_expected + k, 'first', base, 'last', base + k - 1));
 END $fn$;
 `;
 }

@@ -101,20 +101,23 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
 
   const appended = new EventEmitter();
   appended.setMaxListeners(0);
-  await db.listen(`${schema}_events`, (payload) => appended.emit('position', Number(payload)));
+  const channel = `${schema}_events`;
+  await db.listen(channel, (payload) => appended.emit('position', Number(payload)));
 
   // Other processes hear of appends by NOTIFY, sent after the commit (inside the append it would
   // order all commits under one lock) and coalesced: while one is on its way, later positions
   // wait and go as one. Embedded PGlite has no other process to tell. A lost one costs a poll.
   let notifying = false;
   let toNotify = 0;
+  /** Appends of this process under way (transactions sent, not yet answered). */
+  let appending = 0;
   function notifyOthers(position: number): void {
     if (db.kind === 'pglite') return;
     toNotify = Math.max(toNotify, position);
     if (notifying) return;
     notifying = true;
     const sent = toNotify;
-    db.query('SELECT pg_notify($1, $2)', [`${schema}_events`, String(sent)])
+    db.query('SELECT pg_notify($1, $2)', [channel, String(sent)])
       .catch(() => undefined)
       .finally(() => {
         notifying = false;
@@ -161,13 +164,22 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     // A transaction holds at most EVENTS_PER_TRANSACTION events; larger batches go as several,
     // one after another (each request is atomic on its own, so a batch may be split between them).
     for (const chunk of chunksOf(prepared)) {
-      const rows = await sendWithRetry(chunk);
+      appending++;
+      // Alone, the append notifies inside its own transaction (no commit to keep order with,
+      // one round trip saved); beside others, after its commit (see notifyOthers).
+      const notifiesItself = appending === 1 && chunk.length === 1 && db.kind !== 'pglite';
+      let rows: AppendOutcome[];
+      try {
+        rows = await sendWithRetry(chunk, notifiesItself);
+      } finally {
+        appending--;
+      }
       rows.forEach((r, j) => {
         const p = chunk[j];
         if (r.ok) {
           results[p.index] = { stream: p.stream, revision: r.revision as number, firstPosition: r.first as number, lastPosition: r.last as number };
           appended.emit('position', r.last as number);
-          notifyOthers(r.last as number);
+          if (!notifiesItself) notifyOthers(r.last as number);
         } else if (r.duplicate) {
           results[p.index] = new DuplicateEventError(String(r.duplicate));
         } else {
@@ -179,10 +191,22 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
   }
 
   /** One call of append(): one transaction. Column-wise arguments, one element per request, then one per event. */
-  async function send(chunk: Prepared[]): Promise<AppendOutcome[]> {
+  async function send(chunk: Prepared[], notifiesItself: boolean): Promise<AppendOutcome[]> {
     // One statement is one transaction: set_config(..., true) applies to its commit only. A
     // batch waits for the disk if any of its requests must.
     const relaxed = chunk.every((p) => !p.durable) ? `, set_config('synchronous_commit', 'off', true)` : '';
+    if (chunk.length === 1) {
+      const [p] = chunk;
+      const rows = await db.query<{ r: AppendOutcome[] }>(`SELECT ${s}.append_one($1, $2, $3, $4, $5, $6) AS r${relaxed}`, [
+        p.stream,
+        p.expected,
+        p.snapshot,
+        p.ids.join(SEP),
+        p.bodies.join(SEP),
+        notifiesItself ? channel : null,
+      ]);
+      return rows[0].r;
+    }
     const rows = await db.query<{ r: AppendOutcome[] }>(`SELECT ${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6) AS r${relaxed}`, [
       chunk.map((p) => p.stream).join(SEP),
       chunk.map((p) => p.expected),
@@ -197,10 +221,10 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
   // Appends run side by side, so two of them can collide where no stream lock orders them: the
   // same new event id sent to two streams at once (unique violation) or a deadlock between their
   // index entries. The loser's transaction wrote nothing; sent again, it sees the winner's result.
-  async function sendWithRetry(chunk: Prepared[]): Promise<AppendOutcome[]> {
+  async function sendWithRetry(chunk: Prepared[], notifiesItself: boolean): Promise<AppendOutcome[]> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await send(chunk);
+        return await send(chunk, notifiesItself);
       } catch (err) {
         const code = (err as { code?: string }).code;
         if (attempt >= 5 || (code !== '23505' && code !== '40P01')) throw err;

@@ -33,6 +33,8 @@ export function pollingSubscription(opts: {
   let retryMs = 0;
   let retry: NodeJS.Timeout | null = null;
   const onAppend = (at?: number) => {
+    // Already read (a process hears its own appends twice: at once, and by NOTIFY).
+    if (typeof at === 'number' && at <= position) return;
     if (typeof at === 'number' && at > notified) notified = at;
     dirty = true;
     wake?.();
