@@ -15,6 +15,8 @@ import { summarize, type AutocannonResult, type SequentialResult, type Summary, 
 import {
   BENCH_MODEL,
   BENCH_RPM,
+  BENCH_SLOW_MODEL,
+  SLOW_UPSTREAM_MS,
   PROMPT,
   directRequest,
   ensurePeerInstalled,
@@ -29,6 +31,7 @@ import {
   type Mock,
   type Peer,
   type Tollgate,
+  type Upstream,
 } from './targets.ts';
 
 export type TargetName = 'direct' | 'tollgate' | 'portkey';
@@ -41,13 +44,13 @@ export interface GatewayBenchOptions {
   /** Directory for CPU profiles of the Tollgate process, one per heavy phase (bench/profile-hook.ts). */
   cpuProfileDir?: string;
   /** Only these phases (default all): for short runs while optimising. */
-  phases?: Array<'latency' | 'ttft' | 'c64' | 'c256'>;
+  phases?: Array<'latency' | 'latency-slow' | 'ttft' | 'c64' | 'c256'>;
   /** Run Tollgate as docker-compose.yml does: projections in a separate projector process. */
   projector?: boolean;
   /** Only these targets (default all three). */
   targets?: TargetName[];
   /** Overrides of the request counts. */
-  sizes?: Partial<Pick<GatewayBenchResult['settings'], 'latencySamples' | 'ttftSamples' | 'c64Requests' | 'c256Requests'>>;
+  sizes?: Partial<Pick<GatewayBenchResult['settings'], 'latencySamples' | 'slowLatencySamples' | 'ttftSamples' | 'c64Requests' | 'c256Requests'>>;
   log?: (line: string) => void;
 }
 
@@ -85,6 +88,9 @@ export interface GatewayBenchResult {
   peerVersion: string | null;
   /** Sequential, non-streaming: milliseconds to the end of the response, per target. */
   latency: Record<string, Summary>;
+  /** The same with an upstream that answers after SLOW_UPSTREAM_MS (slowUpstreamMs). */
+  latencySlow: Record<string, Summary>;
+  slowUpstreamMs: number;
   /** Sequential, streaming: to the first content token, and to the first SSE data chunk. */
   ttft: Record<string, { firstToken: Summary; firstData: Summary; total: Summary }>;
   throughput: ThroughputFigure[];
@@ -97,13 +103,22 @@ export interface GatewayBenchResult {
    * flush every durable append waits for).
    */
   floor: { appendsPerRequest: number; appendMeanMs: number; commitP50Ms: number; commitP99Ms: number } | null;
-  settings: { latencySamples: number; ttftSamples: number; c64Requests: number; c256Requests: number; rateLimitPerMinute: number; synchronousCommit: string };
+  settings: {
+    latencySamples: number;
+    slowLatencySamples: number;
+    ttftSamples: number;
+    c64Requests: number;
+    c256Requests: number;
+    rateLimitPerMinute: number;
+    synchronousCommit: string;
+  };
   errors: string[];
 }
 
-const MILLI = toMilli(SEED_MODELS.find((m) => m.id === BENCH_MODEL)!.multiplier);
-/** What each call must be billed: the mock's usage (4 characters per prompt token, one per word). */
-export const EXPECTED_BILLED = chatCharge(Math.ceil(JSON.stringify(PROMPT).length / 4), MOCK_WORDS.length, MILLI);
+/** What each call of `model` must be billed: the mock's usage (4 characters per prompt token, one per word). */
+const expectedBilled = (model: string) =>
+  chatCharge(Math.ceil(JSON.stringify(PROMPT).length / 4), MOCK_WORDS.length, toMilli(SEED_MODELS.find((m) => m.id === model)!.multiplier));
+export const EXPECTED_BILLED = expectedBilled(BENCH_MODEL);
 
 /** The event store append histogram of a Tollgate process (its /metrics). */
 async function appendMetrics(url: string): Promise<{ sum: number; count: number }> {
@@ -129,7 +144,7 @@ async function commitLatency(db: Database, n: number): Promise<Summary> {
   return summarize(times);
 }
 
-async function ledgerCheck(db: Database, schema: string, phase: string, account: BenchAccount, expected: number): Promise<LedgerCheck> {
+async function ledgerCheck(db: Database, schema: string, phase: string, account: BenchAccount, expected: number, model: string): Promise<LedgerCheck> {
   const rows = await db.query<{ type: string; n: number; billed: string }>(
     `SELECT type, count(*)::int AS n, coalesce(sum((data->>'billed')::bigint), 0)::text AS billed FROM "${schema}".events WHERE stream = $1 GROUP BY type`,
     [streams.account(account.accountId)],
@@ -145,7 +160,7 @@ async function ledgerCheck(db: Database, schema: string, phase: string, account:
     reserved: by('QuotaReserved')?.n ?? 0,
     released: by('ReservationReleased')?.n ?? 0,
     billed,
-    expectedBilled: expected * EXPECTED_BILLED,
+    expectedBilled: expected * expectedBilled(model),
     ok: false,
   };
   c.ok = c.charged === expected && c.reserved === expected && c.released === 0 && c.billed === c.expectedBilled;
@@ -173,6 +188,8 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
   const withPeer = (o.peer ?? true) && (o.targets ?? ['portkey']).includes('portkey');
   const settings = {
     latencySamples: quick ? 600 : 3000,
+    // Each call waits SLOW_UPSTREAM_MS: 600 per target is about 1.5 minutes for the three.
+    slowLatencySamples: quick ? 150 : 600,
     ttftSamples: quick ? 400 : 2000,
     c64Requests: quick ? 6000 : 40_000,
     c256Requests: quick ? 6000 : 30_000,
@@ -180,13 +197,15 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
     synchronousCommit: '',
     ...o.sizes,
   };
-  const phases = new Set(o.phases ?? ['latency', 'ttft', 'c64', 'c256']);
+  const phases = new Set(o.phases ?? ['latency', 'latency-slow', 'ttft', 'c64', 'c256']);
   const only = new Set<TargetName>(o.targets ?? ['direct', 'tollgate', 'portkey']);
   const result: GatewayBenchResult = {
     date: new Date().toISOString(),
     quick,
     peerVersion: null,
     latency: {},
+    latencySlow: {},
+    slowUpstreamMs: SLOW_UPSTREAM_MS,
     ttft: {},
     throughput: [],
     rss: [],
@@ -224,17 +243,20 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
     const accounts = {
       warm: await openBenchAccount(gw, 'warm'),
       latency: await openBenchAccount(gw, 'c1'),
+      latencySlow: await openBenchAccount(gw, 'c1slow'),
       ttft: await openBenchAccount(gw, 'ttft'),
       c64: await openBenchAccount(gw, 'c64'),
       c256: await openBenchAccount(gw, 'c256'),
     };
-    const requests = (account: BenchAccount, stream: boolean): TargetRequest[] =>
-      [directRequest(mock!, stream), tollgateRequest(gw!, account, stream), ...(peer ? [portkeyRequest(peer, mock!, stream)] : [])].filter(
-        (t) => only.has(t.name as TargetName) || t.name === 'tollgate',
-      );
+    const requests = (account: BenchAccount, stream: boolean, upstream: Upstream = 'fast'): TargetRequest[] =>
+      [
+        directRequest(mock!, stream, upstream),
+        tollgateRequest(gw!, account, stream, upstream),
+        ...(peer ? [portkeyRequest(peer, mock!, stream, upstream)] : []),
+      ].filter((t) => only.has(t.name as TargetName) || t.name === 'tollgate');
     const servers: Record<TargetName, Child | null> = { direct: mock.proc, tollgate: gw.proc, portkey: peer?.proc ?? null };
-    const check = async (phase: string, account: BenchAccount, expected: number) => {
-      const c = await ledgerCheck(db, gw!.schema, phase, account, expected);
+    const check = async (phase: string, account: BenchAccount, expected: number, model = BENCH_MODEL) => {
+      const c = await ledgerCheck(db, gw!.schema, phase, account, expected, model);
       result.ledgerChecks.push(c);
       const line = `ledger ${phase}: ${c.charged} charges for ${expected} successful responses, ${c.reserved} holds, ${c.released} releases, billed ${c.billed} (expected ${c.expectedBilled})`;
       log(c.ok ? line : `FAILED ${line}`);
@@ -285,6 +307,30 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
         if (r.failures) result.errors.push(`c=1 latency: ${name} had ${r.failures} failed responses (${JSON.stringify(r.statuses)})`);
       }
       await check('c=1 latency', accounts.latency, seq.perTarget.tollgate.ok);
+    }
+
+    // 1b. The same with an upstream that answers after SLOW_UPSTREAM_MS: the hold is no longer
+    // merged with the charge (it commits on its own while the upstream works), so what is added
+    // is the charge's durable append after the reply.
+    if (phases.has('latency-slow')) {
+      await quiesce(db);
+      result.load.byPhase.latencySlow = os.loadavg()[0];
+      const seq = await runLoad<SequentialResult>({
+        kind: 'sequential',
+        targets: requests(accounts.latencySlow, false, 'slow'),
+        samples: settings.slowLatencySamples,
+        warmup: 20,
+        block: 50,
+        stream: false,
+      });
+      for (const [name, r] of Object.entries(seq.perTarget)) {
+        result.latencySlow[name] = r.total;
+        log(
+          `c=1 latency, upstream after ${SLOW_UPSTREAM_MS} ms, ${name.padEnd(8)} p50 ${r.total.p50.toFixed(3)} ms  p99 ${r.total.p99.toFixed(3)} ms  (${r.total.n} samples, ${r.failures} failures)`,
+        );
+        if (r.failures) result.errors.push(`c=1 latency (slow upstream): ${name} had ${r.failures} failed responses (${JSON.stringify(r.statuses)})`);
+      }
+      await check(`c=1 latency, upstream after ${SLOW_UPSTREAM_MS} ms`, accounts.latencySlow, seq.perTarget.tollgate.ok, BENCH_SLOW_MODEL);
     }
 
     // 2. Time to first token, streaming, concurrency 1.

@@ -61,6 +61,11 @@ export interface EngineFigures {
   rebuild: RebuildFigure[];
   /** Time per event at the largest size over time per event at the smallest (1 = linear). */
   linearity: number | null;
+  /**
+   * PostgreSQL: mean latency of a plain durable one-row INSERT from one client (the floor a
+   * single appender is compared with), measured right after the single appender.
+   */
+  plainInsertMs: number | null;
   /** One-minute load average before and after (it includes this benchmark's own earlier phases). */
   load: { before: number; after: number };
   notes: string[];
@@ -85,7 +90,7 @@ export interface LedgerBenchResult {
   targets: TargetCheck[];
 }
 
-export const TARGETS = { batchedAppendPerSecond: 20_000, rebuildPerSecond: 100_000, rebuild1MSeconds: 10, linearityMax: 1.25 };
+export const TARGETS = { batchedAppendPerSecond: 30_000, singleVsInsertMax: 1.5, rebuildPerSecond: 100_000, rebuild1MSeconds: 10, linearityMax: 1.25 };
 
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const ACCOUNTS_PER_APPENDER = 8;
@@ -137,6 +142,7 @@ async function benchEngine(
     seed: { events: 0, seconds: 0, eventsPerSecond: 0, eventsPerCall: 0 },
     rebuild: [],
     linearity: null,
+    plainInsertMs: null,
     load: { before: os.loadavg()[0], after: 0 },
     notes: [],
   };
@@ -156,6 +162,10 @@ async function benchEngine(
       o.log(
         `append  ${name.padEnd(42)} ${fmt(f.eventsPerSecond).padStart(9)} events/s  (${f.events} events in ${f.seconds.toFixed(2)} s, mean latency ${f.meanLatencyMs.toFixed(2)} ms, ${cpuText(f.cpu, f.events)})`,
       );
+      if (engine === 'postgres' && n === 1 && mode === 'direct') {
+        figures.plainInsertMs = await plainInsertLatency(db, schema, o.seconds);
+        o.log(`insert  a plain durable one-row INSERT, one client: mean latency ${figures.plainInsertMs.toFixed(2)} ms`);
+      }
     }
     await store.close();
 
@@ -198,6 +208,21 @@ async function benchEngine(
     await db.close();
   }
   return figures;
+}
+
+/** Mean latency of a durable one-row INSERT, one after another for `seconds`, in a table of its own. */
+async function plainInsertLatency(db: Database, schema: string, seconds: number): Promise<number> {
+  const table = `"${schema}".plain_insert`;
+  await db.exec(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, v text NOT NULL)`);
+  let n = 0;
+  const started = performance.now();
+  while (performance.now() - started < seconds * 1000) {
+    await db.query(`INSERT INTO ${table} (v) VALUES ($1)`, ['x']);
+    n++;
+  }
+  const mean = (performance.now() - started) / n;
+  await db.exec(`DROP TABLE ${table}`);
+  return mean;
 }
 
 /** `appenders` workers, each awaiting one command's append after another, for `seconds`. */
@@ -325,6 +350,15 @@ function checkTargets(engines: EngineFigures[]): TargetCheck[] {
   const out: TargetCheck[] = [];
   for (const e of engines.filter((x) => x.engine === 'postgres')) {
     const bestBatched = Math.max(0, ...e.append.filter((f) => f.mode === 'group').map((f) => f.eventsPerSecond));
+    const single = e.append.find((f) => f.mode === 'direct' && f.appenders === 1);
+    if (single && e.plainInsertMs !== null)
+      out.push({
+        engine: e.engine,
+        measure: 'single appender mean latency / plain durable INSERT',
+        value: single.meanLatencyMs / e.plainInsertMs,
+        target: `<= ${TARGETS.singleVsInsertMax}`,
+        met: single.meanLatencyMs / e.plainInsertMs <= TARGETS.singleVsInsertMax,
+      });
     out.push({
       engine: e.engine,
       measure: 'append with group commit (best), events/s',
@@ -386,6 +420,18 @@ export function formatTable(r: LedgerBenchResult): string {
         cpuCell(a.cpu, a.events),
         t,
         t ? (a.eventsPerSecond >= TARGETS.batchedAppendPerSecond ? 'yes' : 'no') : '',
+      ]);
+    }
+    const single = e.append.find((a) => a.mode === 'direct' && a.appenders === 1);
+    if (single && e.plainInsertMs !== null) {
+      const x = single.meanLatencyMs / e.plainInsertMs;
+      rows.push([
+        e.engine,
+        'append: single appender, mean latency vs a plain durable one-row INSERT',
+        `${single.meanLatencyMs.toFixed(3)} vs ${e.plainInsertMs.toFixed(3)} ms (${x.toFixed(2)}×)`,
+        '',
+        `<= ${TARGETS.singleVsInsertMax}×`,
+        x <= TARGETS.singleVsInsertMax ? 'yes' : 'no',
       ]);
     }
     rows.push([

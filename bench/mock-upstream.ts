@@ -1,5 +1,5 @@
 // The benchmark's upstream: an OpenAI-compatible chat completions endpoint that answers at once,
-// streamed or not, with usage. Unlike test/support/upstream-double.ts it records nothing (a
+// streamed or not, with usage (or, under a base URL /delay-<ms>/v1, after that many ms). Unlike test/support/upstream-double.ts it records nothing (a
 // load test would grow that list without bound) and does as little work as it can, so what is
 // measured is the gateway in front of it. Runs as its own process:
 //   node --import tsx bench/mock-upstream.ts [port]   → prints "listening <port>"
@@ -58,7 +58,11 @@ export function handle(req: IncomingMessage, res: ServerResponse): void {
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const path = (req.url ?? '/').split('?')[0];
-    if (req.method === 'POST' && path.endsWith('/chat/completions')) return chat(Buffer.concat(chunks), res);
+    if (req.method === 'POST' && path.endsWith('/chat/completions')) {
+      const delayMs = Number(/^\/delay-(\d+)\//.exec(path)?.[1] ?? 0);
+      if (delayMs > 0) return void setTimeout(() => chat(Buffer.concat(chunks), res), delayMs);
+      return chat(Buffer.concat(chunks), res);
+    }
     if (req.method === 'GET' && path.endsWith('/models')) return send(res, 200, '{"object":"list","data":[{"id":"mock","object":"model","owned_by":"bench"}]}');
     send(res, 404, `{"error":{"message":"no route","type":"invalid_request_error","param":null,"code":null}}`);
   });

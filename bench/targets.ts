@@ -17,15 +17,20 @@ const PEER_ENTRY = join(PEER_DIR, 'node_modules', '@portkey-ai', 'gateway', 'bui
 
 /** The model every call asks for (priced at 1.25 in the seed price list). */
 export const BENCH_MODEL = 'cx/gen-6-terra';
+/** The model routed to the mock's slow base URL: an upstream that answers after SLOW_UPSTREAM_MS. */
+export const BENCH_SLOW_MODEL = 'cx/gen-6-sol';
+export const SLOW_UPSTREAM_MS = 50;
 export const PROMPT = [{ role: 'user', content: 'Say hello in one short sentence.' }];
 
-export function chatBody(stream: boolean): string {
-  return JSON.stringify({ model: BENCH_MODEL, messages: PROMPT, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
+export function chatBody(stream: boolean, model = BENCH_MODEL): string {
+  return JSON.stringify({ model, messages: PROMPT, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
 }
 
 export interface Mock {
   port: number;
   baseUrl: string;
+  /** The same mock answering after SLOW_UPSTREAM_MS. */
+  slowBaseUrl: string;
   proc: Child;
 }
 
@@ -35,15 +40,18 @@ export async function startMock(): Promise<Mock> {
     ready: /listening (\d+)/,
   });
   const port = Number(match[1]);
-  return { port, baseUrl: `http://127.0.0.1:${port}/v1`, proc };
+  return { port, baseUrl: `http://127.0.0.1:${port}/v1`, slowBaseUrl: `http://127.0.0.1:${port}/delay-${SLOW_UPSTREAM_MS}/v1`, proc };
 }
 
-export function directRequest(mock: Mock, stream: boolean): TargetRequest {
+/** Which upstream a request reaches: the mock that answers at once, or after SLOW_UPSTREAM_MS. */
+export type Upstream = 'fast' | 'slow';
+
+export function directRequest(mock: Mock, stream: boolean, upstream: Upstream = 'fast'): TargetRequest {
   return {
     name: 'direct',
-    url: `${mock.baseUrl}/chat/completions`,
+    url: `${upstream === 'slow' ? mock.slowBaseUrl : mock.baseUrl}/chat/completions`,
     headers: { 'content-type': 'application/json', authorization: 'Bearer mock' },
-    body: chatBody(stream),
+    body: chatBody(stream, upstream === 'slow' ? BENCH_SLOW_MODEL : BENCH_MODEL),
   };
 }
 
@@ -95,8 +103,11 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
   writeFileSync(
     config,
     JSON.stringify({
-      providers: { mock: { type: 'openai-compatible', baseURL: o.mock.baseUrl } },
-      models: Object.fromEntries(SEED_MODELS.map((m) => [m.id, { provider: 'mock', upstreamModel: m.id }])),
+      providers: {
+        mock: { type: 'openai-compatible', baseURL: o.mock.baseUrl },
+        mock_slow: { type: 'openai-compatible', baseURL: o.mock.slowBaseUrl },
+      },
+      models: Object.fromEntries(SEED_MODELS.map((m) => [m.id, { provider: m.id === BENCH_SLOW_MODEL ? 'mock_slow' : 'mock', upstreamModel: m.id }])),
     }),
   );
   const adminToken = randomBytes(24).toString('hex');
@@ -188,12 +199,12 @@ export async function openBenchAccount(gw: Tollgate, name: string): Promise<Benc
   return { accountId, key: String(key.key) };
 }
 
-export function tollgateRequest(gw: Tollgate, account: BenchAccount, stream: boolean): TargetRequest {
+export function tollgateRequest(gw: Tollgate, account: BenchAccount, stream: boolean, upstream: Upstream = 'fast'): TargetRequest {
   return {
     name: 'tollgate',
     url: `${gw.url}/v1/chat/completions`,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${account.key}` },
-    body: chatBody(stream),
+    body: chatBody(stream, upstream === 'slow' ? BENCH_SLOW_MODEL : BENCH_MODEL),
   };
 }
 
@@ -234,11 +245,16 @@ export async function startPortkey(port: number): Promise<Peer> {
   return { url: `http://127.0.0.1:${port}`, proc, stop: () => proc.stop() };
 }
 
-export function portkeyRequest(peer: Peer, mock: Mock, stream: boolean): TargetRequest {
+export function portkeyRequest(peer: Peer, mock: Mock, stream: boolean, upstream: Upstream = 'fast'): TargetRequest {
   return {
     name: 'portkey',
     url: `${peer.url}/v1/chat/completions`,
-    headers: { 'content-type': 'application/json', authorization: 'Bearer mock', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': mock.baseUrl },
-    body: chatBody(stream),
+    headers: {
+      'content-type': 'application/json',
+      authorization: 'Bearer mock',
+      'x-portkey-provider': 'openai',
+      'x-portkey-custom-host': upstream === 'slow' ? mock.slowBaseUrl : mock.baseUrl,
+    },
+    body: chatBody(stream, upstream === 'slow' ? BENCH_SLOW_MODEL : BENCH_MODEL),
   };
 }
