@@ -22,6 +22,19 @@ export function readableBoundSql(origin: PositionOrigin): string {
   return `(${origin.position}::bigint + ((pg_snapshot_xmin(pg_current_snapshot())::text::bigint - ${origin.xid}) << ${PLACE_BITS}))`;
 }
 
+/**
+ * A page of the log ($1: after this position, $2: at most this many events): the next events in
+ * position order, then cut at the readable bound. The cut is made outside the LIMIT (the same
+ * rows as inside: the page is in order, so the cut keeps a prefix) because inside it the two
+ * limits on position read as a narrow range to a planner without column statistics (autovacuum
+ * off, or before its first ANALYZE), which then sorted the whole rest of the log for every page:
+ * a replay of 1M events read 40 pages at about a second each.
+ */
+export function readPageSql(schema: string, origin: PositionOrigin, columns: string): string {
+  return `SELECT * FROM (SELECT ${columns} FROM "${schema}".events WHERE position > $1 ORDER BY position LIMIT $2) page
+    WHERE position < ${readableBoundSql(origin)} ORDER BY position`;
+}
+
 /** Tables, triggers and the position origin; the append function comes after (appendFunctionDdl). */
 export function eventTablesDdl(schema: string): string {
   const s = `"${schema}"`;

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Database } from './db.ts';
-import { appendFunctionDdl, EVENTS_PER_TRANSACTION, eventTablesDdl, readableBoundSql, type PositionOrigin } from './postgres-schema.ts';
+import { appendFunctionDdl, EVENTS_PER_TRANSACTION, eventTablesDdl, readableBoundSql, readPageSql, type PositionOrigin } from './postgres-schema.ts';
 import { eventBody } from './canonical.ts';
 import { assertStreamName } from './stream-name.ts';
 import { DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from './errors.ts';
@@ -98,6 +98,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
   });
   // Readers stay below every transaction still running (see postgres-schema.ts).
   const readable = `position < ${readableBoundSql(origin)}`;
+  const page = (columns: string) => readPageSql(schema, origin, columns);
 
   const appended = new EventEmitter();
   appended.setMaxListeners(0);
@@ -240,10 +241,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
 
   /** What is readable now: may stop short of what is committed (see readable). */
   async function readReadable(afterPosition: number, limit: number): Promise<StoredEvent[]> {
-    const rows = await db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE position > $1 AND ${readable} ORDER BY position LIMIT $2`, [
-      afterPosition,
-      limit,
-    ]);
+    const rows = await db.query<EventRow>(page(EVENT_COLUMNS), [afterPosition, limit]);
     return rows.map(toStored);
   }
 
@@ -289,8 +287,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       readCommitted(
         // The rows are the events already (position, a bigint, is parsed to a number by the
         // driver and by PGlite's normaliseRow): no second object per event.
-        (after, n) =>
-          db.query<ProjectedEvent>(`SELECT ${PROJECTED_COLUMNS} FROM ${s}.events WHERE position > $1 AND ${readable} ORDER BY position LIMIT $2`, [after, n]),
+        (after, n) => db.query<ProjectedEvent>(page(PROJECTED_COLUMNS), [after, n]),
         afterPosition,
         limit,
       ),
