@@ -9,6 +9,11 @@ export interface Queryable {
 
 export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite';
+  /**
+   * The same as query, as a named prepared statement (parsed once per connection): for the
+   * statements every call sends. One name, one text.
+   */
+  queryPrepared<R = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<R[]>;
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs several statements separated by semicolons (no parameters). */
   exec(sql: string): Promise<void>;
@@ -33,6 +38,9 @@ export function openPostgres(url: string, poolSize = 10): Database {
     kind: 'postgres',
     async query(text, params) {
       return (await pool.query(text, params as unknown[])).rows;
+    },
+    async queryPrepared(name, text, params) {
+      return (await pool.query({ name, text, values: params })).rows;
     },
     async exec(sql) {
       await pool.query(sql);
@@ -81,6 +89,10 @@ export async function openPglite(dataDir?: string): Promise<Database> {
     kind: 'pglite',
     async query(text, params) {
       return rowsOf(await db.query(text, params as unknown[]));
+    },
+    // Embedded: no network round trip to save, and PGlite keeps no named statements.
+    async queryPrepared(_name, text, params) {
+      return rowsOf(await db.query(text, params));
     },
     async exec(sql) {
       await db.exec(sql);

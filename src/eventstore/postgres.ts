@@ -194,28 +194,30 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
   /** One call of append(): one transaction. Column-wise arguments, one element per request, then one per event. */
   async function send(chunk: Prepared[], notifiesItself: boolean): Promise<AppendOutcome[]> {
     // One statement is one transaction: set_config(..., true) applies to its commit only. A
-    // batch waits for the disk if any of its requests must.
+    // batch waits for the disk if any of its requests must. Named statements, parsed once per
+    // connection (names stay under PostgreSQL's 63 bytes: a schema name has at most 41).
     const relaxed = chunk.every((p) => !p.durable) ? `, set_config('synchronous_commit', 'off', true)` : '';
     if (chunk.length === 1) {
       const [p] = chunk;
-      const rows = await db.query<{ r: AppendOutcome[] }>(`SELECT ${s}.append_one($1, $2, $3, $4, $5, $6) AS r${relaxed}`, [
-        p.stream,
-        p.expected,
-        p.snapshot,
-        p.ids.join(SEP),
-        p.bodies.join(SEP),
-        notifiesItself ? channel : null,
-      ]);
+      const rows = await db.queryPrepared<{ r: AppendOutcome[] }>(
+        `append1_${schema}${relaxed ? '_r' : ''}`,
+        `SELECT ${s}.append_one($1, $2, $3, $4, $5, $6) AS r${relaxed}`,
+        [p.stream, p.expected, p.snapshot, p.ids.join(SEP), p.bodies.join(SEP), notifiesItself ? channel : null],
+      );
       return rows[0].r;
     }
-    const rows = await db.query<{ r: AppendOutcome[] }>(`SELECT ${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6) AS r${relaxed}`, [
-      chunk.map((p) => p.stream).join(SEP),
-      chunk.map((p) => p.expected),
-      chunk.map((p) => p.snapshot).join(SEP),
-      chunk.map((p) => p.ids.length),
-      chunk.flatMap((p) => p.ids).join(SEP),
-      chunk.flatMap((p) => p.bodies).join(SEP),
-    ]);
+    const rows = await db.queryPrepared<{ r: AppendOutcome[] }>(
+      `appendn_${schema}${relaxed ? '_r' : ''}`,
+      `SELECT ${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6) AS r${relaxed}`,
+      [
+        chunk.map((p) => p.stream).join(SEP),
+        chunk.map((p) => p.expected),
+        chunk.map((p) => p.snapshot).join(SEP),
+        chunk.map((p) => p.ids.length),
+        chunk.flatMap((p) => p.ids).join(SEP),
+        chunk.flatMap((p) => p.bodies).join(SEP),
+      ],
+    );
     return rows[0].r;
   }
 
