@@ -10,8 +10,8 @@ import { SEED_MODELS } from '../src/ledger/price-list.ts';
 import { toMilli } from '../src/ledger/pricing.ts';
 import { MOCK_WORDS } from './mock-upstream.ts';
 import { freePort, processCpuSeconds, runLoad, sampleRss, type Child } from './processes.ts';
-import { withApplicationName, cpuMeter } from './machine.ts';
-import { summarize, type AutocannonResult, type SequentialResult, type Summary, type TargetRequest } from './load.ts';
+import { commitLatency, withApplicationName, cpuMeter } from './machine.ts';
+import { type AutocannonResult, type SequentialResult, type Summary, type TargetRequest } from './load.ts';
 import {
   BENCH_MODEL,
   BENCH_RPM,
@@ -125,23 +125,6 @@ async function appendMetrics(url: string): Promise<{ sum: number; count: number 
   const text = await (await fetch(`${url}/metrics`)).text();
   const value = (name: string) => Number(new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN);
   return { sum: value('tollgate_eventstore_append_duration_seconds_sum'), count: value('tollgate_eventstore_append_duration_seconds_count') };
-}
-
-/** Latency of a lone one-row INSERT and commit (synchronous commit: it waits for the WAL flush). */
-async function commitLatency(db: Database, n: number): Promise<Summary> {
-  const table = `bench_commit_${process.pid}`;
-  await db.exec(`CREATE TABLE IF NOT EXISTS public.${table} (id bigserial PRIMARY KEY, v text)`);
-  const times: number[] = [];
-  try {
-    for (let i = 0; i < n; i++) {
-      const t = performance.now();
-      await db.query(`INSERT INTO public.${table} (v) VALUES ($1)`, ['x']);
-      times.push(performance.now() - t);
-    }
-  } finally {
-    await db.exec(`DROP TABLE IF EXISTS public.${table}`);
-  }
-  return summarize(times);
 }
 
 async function ledgerCheck(db: Database, schema: string, phase: string, account: BenchAccount, expected: number, model: string): Promise<LedgerCheck> {

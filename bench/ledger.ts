@@ -13,7 +13,7 @@ import type { AppendRequest, AppendResult, EventStore } from '../src/eventstore/
 import { validateEvent } from '../src/ledger/catalogue.ts';
 import { replayInto } from '../projections/rebuild.ts';
 import { catalogueSetup, SimAccount } from './ledger-traffic.ts';
-import { cpuMeter, machineInfo, withApplicationName, type CpuSeconds, type MachineInfo } from './machine.ts';
+import { commitLatency, cpuMeter, machineInfo, withApplicationName, type CpuSeconds, type MachineInfo } from './machine.ts';
 
 export type Engine = 'pglite' | 'postgres';
 
@@ -163,7 +163,7 @@ async function benchEngine(
         `append  ${name.padEnd(42)} ${fmt(f.eventsPerSecond).padStart(9)} events/s  (${f.events} events in ${f.seconds.toFixed(2)} s, mean latency ${f.meanLatencyMs.toFixed(2)} ms, ${cpuText(f.cpu, f.events)})`,
       );
       if (engine === 'postgres' && n === 1 && mode === 'direct') {
-        figures.plainInsertMs = await plainInsertLatency(db, schema, o.seconds);
+        figures.plainInsertMs = (await commitLatency(db, 2000)).mean;
         o.log(`insert  a plain durable one-row INSERT, one client: mean latency ${figures.plainInsertMs.toFixed(2)} ms`);
       }
     }
@@ -208,21 +208,6 @@ async function benchEngine(
     await db.close();
   }
   return figures;
-}
-
-/** Mean latency of a durable one-row INSERT, one after another for `seconds`, in a table of its own. */
-async function plainInsertLatency(db: Database, schema: string, seconds: number): Promise<number> {
-  const table = `"${schema}".plain_insert`;
-  await db.exec(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, v text NOT NULL)`);
-  let n = 0;
-  const started = performance.now();
-  while (performance.now() - started < seconds * 1000) {
-    await db.query(`INSERT INTO ${table} (v) VALUES ($1)`, ['x']);
-    n++;
-  }
-  const mean = (performance.now() - started) / n;
-  await db.exec(`DROP TABLE ${table}`);
-  return mean;
 }
 
 /** `appenders` workers, each awaiting one command's append after another, for `seconds`. */

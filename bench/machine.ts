@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { openPostgres, type Database } from '../src/eventstore/db.ts';
+import { summarize, type Summary } from './load.ts';
 
 export interface MachineInfo {
   nproc: number;
@@ -98,4 +99,21 @@ export function cpuMeter(db: Database | null, appName: string) {
       };
     },
   };
+}
+
+/** Latency of a lone one-row INSERT and commit (synchronous commit: it waits for the WAL flush). */
+export async function commitLatency(db: Database, n: number): Promise<Summary> {
+  const table = `bench_commit_${process.pid}`;
+  await db.exec(`CREATE TABLE IF NOT EXISTS public.${table} (id bigserial PRIMARY KEY, v text)`);
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const t = performance.now();
+      await db.query(`INSERT INTO public.${table} (v) VALUES ($1)`, ['x']);
+      times.push(performance.now() - t);
+    }
+  } finally {
+    await db.exec(`DROP TABLE IF EXISTS public.${table}`);
+  }
+  return summarize(times);
 }

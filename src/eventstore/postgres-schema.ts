@@ -19,7 +19,12 @@ export interface PositionOrigin {
  * running (or of the next one). Positions below it belong to finished transactions only.
  */
 export function readableBoundSql(origin: PositionOrigin): string {
-  return `(${origin.position}::bigint + ((pg_snapshot_xmin(pg_current_snapshot())::text::bigint - ${origin.xid}) << ${PLACE_BITS}))`;
+  return firstPositionSql(origin, 'pg_snapshot_xmin(pg_current_snapshot())');
+}
+
+/** SQL for the first position of the transaction `xid` (an xid8 expression): the one rule positions follow. */
+function firstPositionSql(origin: PositionOrigin, xid: string): string {
+  return `(${origin.position}::bigint + ((${xid}::text::bigint - ${origin.xid}) << ${PLACE_BITS}))`;
 }
 
 /**
@@ -94,12 +99,18 @@ DROP FUNCTION IF EXISTS ${s}.append(jsonb);
 `;
 }
 
-/** The append function, with the schema's position origin written in. */
+/** The append functions (append for a batch, append_one for a lone request), with the schema's position origin written in. */
 export function appendFunctionDdl(schema: string, origin: PositionOrigin): string {
   const s = `"${schema}"`;
   // A custom setting, local to the transaction, holds the next free place when a transaction
   // appends more than once.
   const placeSetting = `tollgate.next_place_${schema}`;
+  /** PL/pgSQL: the transaction's next free place into `place`, refusing more events than it has room for. */
+  const takePlaces = (count: string) => `place := coalesce(nullif(current_setting('${placeSetting}', true), '')::bigint, 0);
+  IF place + ${count} > ${EVENTS_PER_TRANSACTION} THEN
+    RAISE EXCEPTION 'a transaction appends at most ${EVENTS_PER_TRANSACTION} events';
+  END IF;`;
+  const transactionStart = firstPositionSql(origin, 'pg_current_xact_id()');
   return `
 
 -- Appends a batch of requests. Per request: p_streams, p_snapshots (JSON text; '' for none),
@@ -152,10 +163,7 @@ BEGIN
      OR cardinality(ids) <> firsts[n] + p_counts[n] - 1 THEN
     RAISE EXCEPTION 'malformed append batch';
   END IF;
-  place := coalesce(nullif(current_setting('${placeSetting}', true), '')::bigint, 0);
-  IF place + cardinality(ids) > ${EVENTS_PER_TRANSACTION} THEN
-    RAISE EXCEPTION 'a transaction appends at most ${EVENTS_PER_TRANSACTION} events';
-  END IF;
+  ${takePlaces('cardinality(ids)')}
 
   -- Every stream of the batch gets a row (a placeholder at revision -1 for a new one, removed
   -- below if still unused), then the rows are locked: a concurrent append to one of them waits
@@ -165,17 +173,13 @@ BEGIN
     ON CONFLICT DO NOTHING;
   GET DIAGNOSTICS placeholders = ROW_COUNT;
   PERFORM 1 FROM ${s}.streams h WHERE h.stream = ANY (streams) ORDER BY h.stream FOR UPDATE;
-  origin := ${origin.position}::bigint + ((pg_current_xact_id()::text::bigint - ${origin.xid}) << ${PLACE_BITS});
+  origin := ${transactionStart};
 
   -- Rounds: the r-th request of a stream goes in round r; ordered lists requests round by round.
-  -- (A lone request is one round, and its ids need no comparing with those of other requests.)
-  IF n = 1 THEN
-    distinct_ids := true; rounds := '{1}'; one_round := true; ordered := '{1}';
-  ELSE
-    SELECT (SELECT count(DISTINCT x) FROM unnest(ids) x) = cardinality(ids), array_agg(r ORDER BY i), max(r) = 1, array_agg(i ORDER BY r, i)
-      INTO distinct_ids, rounds, one_round, ordered
-      FROM (SELECT i::integer, row_number() OVER (PARTITION BY st ORDER BY i) AS r FROM unnest(streams) WITH ORDINALITY u(st, i)) t;
-  END IF;
+  -- (The adapter sends a lone request to append_one; one sent here takes the same path.)
+  SELECT (SELECT count(DISTINCT x) FROM unnest(ids) x) = cardinality(ids), array_agg(r ORDER BY i), max(r) = 1, array_agg(i ORDER BY r, i)
+    INTO distinct_ids, rounds, one_round, ordered
+    FROM (SELECT i::integer, row_number() OVER (PARTITION BY st ORDER BY i) AS r FROM unnest(streams) WITH ORDINALITY u(st, i)) t;
   IF distinct_ids THEN
     -- Ids are distinct, so no round can store an id a later round carries: one look suffices.
     FOR rec IN SELECT e.id FROM ${s}.events e WHERE e.id = ANY (ids) LOOP
@@ -295,10 +299,7 @@ DECLARE
   current_revision integer; head_hash text; place bigint; base bigint; found_id uuid; inserted integer;
 BEGIN
   IF k = 0 OR cardinality(bodies) <> k THEN RAISE EXCEPTION 'malformed append batch'; END IF;
-  place := coalesce(nullif(current_setting('${placeSetting}', true), '')::bigint, 0);
-  IF place + k > ${EVENTS_PER_TRANSACTION} THEN
-    RAISE EXCEPTION 'a transaction appends at most ${EVENTS_PER_TRANSACTION} events';
-  END IF;
+  ${takePlaces('k')}
   SELECT st.revision, st.last_hash INTO current_revision, head_hash FROM ${s}.streams st WHERE st.stream = p_stream FOR UPDATE;
   IF NOT FOUND THEN current_revision := -1; head_hash := repeat('0', 64); END IF;
   IF current_revision <> p_expected THEN
@@ -313,7 +314,7 @@ BEGIN
     head_hash := encode(sha256(convert_to(head_hash || bodies[i], 'UTF8')), 'hex');
     hashes[i] := head_hash;
   END LOOP;
-  base := ${origin.position}::bigint + ((pg_current_xact_id()::text::bigint - ${origin.xid}) << ${PLACE_BITS}) + place;
+  base := ${transactionStart} + place;
   INSERT INTO ${s}.events (position, id, stream, revision, type, data, metadata, created_at, prev_hash, hash)
     SELECT base + u.n - 1, b.id, p_stream, b.revision, b.type, b.data, b.metadata, b."timestamp", u.prev, u.hash
       FROM unnest(bodies, prevs, hashes) WITH ORDINALITY u(body, prev, hash, n)

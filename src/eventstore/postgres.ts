@@ -108,12 +108,13 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
   // Other processes hear of appends by NOTIFY, sent after the commit (inside the append it would
   // order all commits under one lock) and coalesced: while one is on its way, later positions
   // wait and go as one. Embedded PGlite has no other process to tell. A lost one costs a poll.
+  const othersMayListen = db.kind === 'postgres';
   let notifying = false;
   let toNotify = 0;
   /** Appends of this process under way (transactions sent, not yet answered). */
   let appending = 0;
   function notifyOthers(position: number): void {
-    if (db.kind === 'pglite') return;
+    if (!othersMayListen) return;
     toNotify = Math.max(toNotify, position);
     if (notifying) return;
     notifying = true;
@@ -168,7 +169,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       appending++;
       // Alone, the append notifies inside its own transaction (no commit to keep order with,
       // one round trip saved); beside others, after its commit (see notifyOthers).
-      const notifiesItself = appending === 1 && chunk.length === 1 && db.kind !== 'pglite';
+      const notifiesItself = othersMayListen && appending === 1 && chunk.length === 1;
       let rows: AppendOutcome[];
       try {
         rows = await sendWithRetry(chunk, notifiesItself);
