@@ -101,6 +101,19 @@ export function cpuMeter(db: Database | null, appName: string) {
   };
 }
 
+/**
+ * CPU seconds the whole machine spent busy (every process, every core) between start() and
+ * stop(), beside the wall time: how close a run came to using every core.
+ */
+export function machineBusy() {
+  const busy = () => os.cpus().reduce((sum, c) => sum + c.times.user + c.times.nice + c.times.sys + c.times.irq, 0) / 1000;
+  const b0 = busy();
+  const t0 = performance.now();
+  return {
+    stop: () => ({ busySeconds: busy() - b0, wallSeconds: (performance.now() - t0) / 1000, cores: os.cpus().length }),
+  };
+}
+
 /** Latency of a lone one-row INSERT and commit (synchronous commit: it waits for the WAL flush). */
 export async function commitLatency(db: Database, n: number): Promise<Summary> {
   const table = `bench_commit_${process.pid}`;

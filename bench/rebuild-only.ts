@@ -10,7 +10,7 @@ import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { validateEvent } from '../src/ledger/catalogue.ts';
 import { replayInto } from '../projections/rebuild.ts';
 import { createSeeder } from './ledger.ts';
-import { cpuMeter, withApplicationName } from './machine.ts';
+import { cpuMeter, machineBusy, withApplicationName } from './machine.ts';
 
 const args = process.argv.slice(2);
 const arg = (n: string, d: string) => {
@@ -36,6 +36,7 @@ if (head < size) {
 const count = Number((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${storeSchema}".events`))[0].n);
 const load = os.loadavg()[0];
 const usage = await cpu.start();
+const machine = machineBusy();
 const t0 = performance.now();
 const target = `${storeSchema}_rm`;
 let loopMs = 0;
@@ -47,9 +48,10 @@ await replayInto(db, store, target, {
 });
 const s = (performance.now() - t0) / 1000;
 const used = await usage.stop();
+const busy = machine.stop();
 const per = (x: number | null) => (x === null ? 'n/a' : ((x * 1e6) / count).toFixed(1));
 console.log(
-  `rebuild ${count} events: ${s.toFixed(2)} s, ${Math.round(count / s)} events/s, node ${per(used.node)} µs/event, pg ${per(used.postgres)} µs/event, load ${load.toFixed(2)}, pages ${(loopMs / 1000).toFixed(2)} s + finish ${(s - loopMs / 1000).toFixed(2)} s`,
+  `rebuild ${count} events: ${s.toFixed(2)} s, ${Math.round(count / s)} events/s, node ${per(used.node)} µs/event, pg ${per(used.postgres)} µs/event, load ${load.toFixed(2)}, pages ${(loopMs / 1000).toFixed(2)} s + finish ${(s - loopMs / 1000).toFixed(2)} s; machine busy ${busy.busySeconds.toFixed(1)} of ${(busy.wallSeconds * busy.cores).toFixed(1)} core-seconds`,
 );
 if (!args.includes('--keep')) await db.exec(`DROP SCHEMA IF EXISTS "${target}" CASCADE`);
 if (args.includes('--drop-store')) await db.exec(`DROP SCHEMA IF EXISTS "${storeSchema}" CASCADE`);

@@ -21,61 +21,73 @@ export async function applyBatch(
   memory?: ReplayMemory,
   writes?: Array<Promise<unknown>>,
 ): Promise<void> {
-  // The touched rows: null until known to exist, then their value as the fold goes (null: deleted).
-  const rows = new Map<string, Row | null>();
+  // Each touched row once, and for each event the rows it touches: the fold then looks nothing
+  // up (a replay folds millions of events; map look-ups were a fifth of its time).
+  const touched = new Map<string, Touched>();
   const relevant: ProjectedEvent[] = [];
-  const keysOf: string[][] = [];
+  const touchedBy: Touched[][] = [];
   for (const e of events) {
     if (!p.handles.has(e.type)) continue;
     relevant.push(e);
     const keys = p.keysOf(e);
-    keysOf.push(keys);
-    for (const key of keys) rows.set(key, null);
+    const rows: Touched[] = new Array(keys.length);
+    for (let k = 0; k < keys.length; k++) {
+      let t = touched.get(keys[k]);
+      if (!t) {
+        t = { key: keys[k], before: null, row: null };
+        touched.set(keys[k], t);
+      }
+      rows[k] = t;
+    }
+    touchedBy.push(rows);
   }
   if (relevant.length === 0) return;
 
   // The touched rows as they stand before the batch (only those that exist), each read once.
-  const before = new Map<string, Row>();
   const staged = memory ? await memory.table(tx, schema, p.table, p.keyedByEvent) : null;
   const toRead: string[] = [];
   const unstorable: Row[] = [];
-  for (const key of rows.keys()) {
-    const row = staged ? staged.get(key, unstorable) : undefined;
-    if (row) {
-      before.set(key, row);
-      rows.set(key, row);
-    } else if (row === undefined) toRead.push(key);
+  for (const t of touched.values()) {
+    const row = staged ? staged.get(t.key, unstorable) : undefined;
+    if (row) t.before = t.row = row;
+    else if (row === undefined) toRead.push(t.key);
   }
   // Written and read back, so the fold sees exactly what the table holds.
   if (unstorable.length > 0) await Promise.all(Object.assign(new RowChanges(), { upserts: unstorable }).send(tx, schema, p.table));
   if (toRead.length > 0) {
     const existing = await tx.query<Row>(`SELECT * FROM ${q(schema, p.table)} WHERE key = ANY($1::text[])`, [toRead]);
     for (const r of existing) {
-      const row = normaliseRow(r);
-      before.set(r.key as string, row);
-      rows.set(r.key as string, row);
+      const t = touched.get(r.key as string)!;
+      t.before = t.row = normaliseRow(r);
     }
   }
 
   for (let i = 0; i < relevant.length; i++) {
-    const keys = keysOf[i];
-    for (let k = 0; k < keys.length; k++) {
-      const key = keys[k];
-      rows.set(key, p.evolve((rows.get(key) ?? undefined) as never, relevant[i], key));
+    const rows = touchedBy[i];
+    for (let k = 0; k < rows.length; k++) {
+      const t = rows[k];
+      t.row = p.evolve((t.row ?? undefined) as never, relevant[i], t.key);
     }
   }
 
   const changes = new RowChanges();
-  for (const [key, row] of rows) {
+  for (const t of touched.values()) {
     // evolve() hands back the very row it was given when nothing changed: nothing to write.
-    if (row !== null && row === before.get(key)) continue;
-    if (staged) staged.stage(key, row);
-    else if (row === null) {
+    if (t.row !== null && t.row === t.before) continue;
+    if (staged) staged.stage(t.key, t.row);
+    else if (t.row === null) {
       // A row that never existed needs no DELETE.
-      if (before.has(key)) changes.deletes.push(key);
-    } else changes.upserts.push(withKey(row, key));
+      if (t.before !== null) changes.deletes.push(t.key);
+    } else changes.upserts.push(withKey(t.row, t.key));
   }
   const sent = changes.send(tx, schema, p.table);
   if (writes) writes.push(...sent);
   else await Promise.all(sent);
+}
+
+/** A row the batch touches: as it stood before (null: absent) and as the fold has made it (null: absent or deleted). */
+interface Touched {
+  key: string;
+  before: Row | null;
+  row: Row | null;
 }

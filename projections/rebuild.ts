@@ -6,6 +6,7 @@ import type { EventReader } from '../src/eventstore/port.ts';
 import * as checkpoint from './checkpoint.ts';
 import { finishDdl } from './ddl.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
+import { replayGroups, replayOnWorkers } from './parallel-replay.ts';
 import { ReplayMemory } from './replay-memory.ts';
 import { applyEvents, ensureReadModels } from './runner.ts';
 import { normaliseRow, q } from './sql.ts';
@@ -17,13 +18,16 @@ interface RebuildProgress {
   elapsedMs: number;
 }
 
+interface ReplayOptions {
+  batchSize?: number;
+  onProgress?: (p: RebuildProgress) => void;
+  memory?: ConstructorParameters<typeof ReplayMemory>[0];
+  /** Threads to fold on (default: the machine's cores); only a PostgreSQL server allows more than one. */
+  threads?: number;
+}
+
 /** Replays all events into `target` (dropped first). Returns the position reached. */
-export async function replayInto(
-  db: Database,
-  store: EventReader,
-  target: string,
-  opts: { batchSize?: number; onProgress?: (p: RebuildProgress) => void; memory?: ConstructorParameters<typeof ReplayMemory>[0] } = {},
-): Promise<number> {
+export async function replayInto(db: Database, store: EventReader, target: string, opts: ReplayOptions = {}): Promise<number> {
   await dropReadModels(db, target);
   // Nobody reads the target before the swap and a crash restarts the rebuild from zero, so it is
   // loaded without secondary indexes, mostly as UNLOGGED tables, then made durable and indexed once.
@@ -32,32 +36,55 @@ export async function replayInto(
   // Larger pages mean fewer rewrites of hot rows (accounts, keys, daily usage: once per page each);
   // 25k events per page, two pages in memory at a time, stays well under 1 GB of heap.
   const batchSize = opts.batchSize ?? 25_000;
-  let position = 0;
-  let count = 0;
   let head = await store.headPosition();
-  // Only this replay writes the target: it keeps hot rows in memory and writes them once they
-  // settle, new rows with COPY on a PostgreSQL server (PGlite takes the JSON statements).
-  const memory = new ReplayMemory({ copy: db.kind === 'postgres', ...opts.memory });
-  // The next page is read while this one is applied (on PostgreSQL another connection serves it).
-  // A read that fails while a page is being applied is reported when awaited, not as unhandled.
-  const readPage = (after: number) => {
-    const page = store.readAllProjected ? store.readAllProjected(after, batchSize) : store.readAll(after, batchSize);
-    page.catch(() => undefined);
-    return page;
+  const progress = (position: number, events: number) => {
+    opts.onProgress?.({ position, head, events, elapsedMs: Date.now() - started });
   };
-  let next = readPage(position);
-  for (;;) {
-    const events = await next;
-    if (events.length === 0) break;
-    next = readPage(events[events.length - 1].position);
-    position = await applyEvents(db, target, events, position, ALL_PROJECTIONS, memory);
-    count += events.length;
-    if (position >= head) head = await store.headPosition();
-    opts.onProgress?.({ position, head, events: count, elapsedMs: Date.now() - started });
+  const groups = db.url && store.workerSource ? replayGroups(ALL_PROJECTIONS, opts.threads) : null;
+  let position: number;
+  let count: number;
+  let memory: ReplayMemory | null = null;
+  if (groups && db.url && store.workerSource) {
+    // The threads stop at a position under which nothing can still commit; what comes after is
+    // applied below, once the tables are finished.
+    position = await store.readableHead();
+    count = await replayOnWorkers({
+      groups,
+      log: store.workerSource,
+      readModels: { url: db.url, schema: target },
+      upTo: position,
+      batchSize,
+      memory: opts.memory,
+      onPage: progress,
+    });
+  } else {
+    // Only this replay writes the target: it keeps hot rows in memory and writes them once they
+    // settle, new rows with COPY on a PostgreSQL server (PGlite takes the JSON statements).
+    memory = new ReplayMemory({ copy: db.kind === 'postgres', ...opts.memory });
+    position = 0;
+    count = 0;
+    // The next page is read while this one is applied (on PostgreSQL another connection serves it).
+    // A read that fails while a page is being applied is reported when awaited, not as unhandled.
+    const readPage = (after: number) => {
+      const page = store.readAllProjected ? store.readAllProjected(after, batchSize) : store.readAll(after, batchSize);
+      page.catch(() => undefined);
+      return page;
+    };
+    let next = readPage(position);
+    for (;;) {
+      const events = await next;
+      if (events.length === 0) break;
+      next = readPage(events[events.length - 1].position);
+      position = await applyEvents(db, target, events, position, ALL_PROJECTIONS, memory);
+      count += events.length;
+      if (position >= head) head = await store.headPosition();
+      progress(position, count);
+    }
   }
   const finish = finishDdl(target, ALL_PROJECTIONS);
   await db.transaction(async (tx) => {
-    await memory.flushAll(tx, target);
+    await memory?.flushAll(tx, target);
+    await checkpoint.advance(tx, target, position);
     for (const stmt of finish.durable) await tx.query(stmt);
   });
   // Nobody uses the target yet, so its indexes are built side by side (on PostgreSQL each on a
@@ -68,6 +95,15 @@ export async function replayInto(
   await db.transaction(async (tx) => {
     for (const stmt of finish.keys) await tx.query(stmt);
   });
+  // Events appended while the threads folded (or since the last page) go in as the live runner
+  // applies them, now that the tables have their keys.
+  for (;;) {
+    const page = await store.readAll(position, 10_000);
+    if (page.length === 0) break;
+    position = await applyEvents(db, target, page, position);
+    count += page.length;
+    progress(position, count);
+  }
   return position;
 }
 

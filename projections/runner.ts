@@ -62,9 +62,24 @@ async function applyEventsIn(
   if (position !== expectedPosition) throw new CheckpointMovedError(position);
   if (events.length === 0) return expectedPosition;
   const last = events[events.length - 1].position;
-  const fresh = events.filter((e) => e.position > expectedPosition);
-  // Each projection is folded while the database writes the previous one's rows; statements
-  // still go to the connection one at a time, in order.
+  await applyPage(
+    tx,
+    schema,
+    events.filter((e) => e.position > expectedPosition),
+    projections,
+    memory,
+  );
+  await checkpoint.advance(tx, schema, last);
+  return last;
+}
+
+/**
+ * Folds a page of events into every projection's rows inside the caller's transaction, without
+ * the checkpoint (a parallel replay's workers each fold a part of the projections, see
+ * parallel-replay.ts). Each projection is folded while the database writes the previous one's
+ * rows; statements still go to the connection one at a time, in order.
+ */
+export async function applyPage(tx: Queryable, schema: string, events: ProjectedEvent[], projections: RowProjection[], memory?: ReplayMemory): Promise<void> {
   let tail: Promise<unknown> = Promise.resolve();
   let firstError: { error: unknown } | null = null;
   const inOrder: Queryable = {
@@ -79,7 +94,7 @@ async function applyEventsIn(
   const writes: Array<Promise<unknown>> = [];
   try {
     memory?.beginPage(inOrder, schema, writes);
-    for (const p of projections) await applyBatch(inOrder, schema, p, fresh, memory, writes);
+    for (const p of projections) await applyBatch(inOrder, schema, p, events, memory, writes);
     memory?.endPage();
     await Promise.all(writes);
   } catch (err) {
@@ -88,8 +103,6 @@ async function applyEventsIn(
     await Promise.allSettled(writes);
     throw firstError ? (firstError as { error: unknown }).error : err;
   }
-  await checkpoint.advance(tx, schema, last);
-  return last;
 }
 
 export interface ProjectionRunner {

@@ -327,17 +327,21 @@ test('verify with Accept: application/x-ndjson streams its progress, then the pl
 
 test('verify: a failure once the progress stream began ends it with an error line; the gateway keeps serving', async () => {
   // The replay of the read-models phase fails reading the log, after the chains phase was streamed.
-  const store = gw.ledger.events as { readAllProjected?: unknown };
-  const original = store.readAllProjected;
-  assert.type(original, 'function', 'the PostgreSQL store replays with readAllProjected');
+  // On this thread through readAllProjected; on a PostgreSQL server through worker threads,
+  // which here cannot connect (nothing listens on port 1).
+  const store = gw.ledger.events as { readAllProjected?: unknown; workerSource?: { url: string; schema: string } };
+  const original = { read: store.readAllProjected, source: store.workerSource };
+  assert.type(original.read, 'function', 'the PostgreSQL store replays with readAllProjected');
   store.readAllProjected = async () => {
     throw new Error('the database went away (test)');
   };
+  if (original.source) store.workerSource = { ...original.source, url: 'postgres://postgres@127.0.0.1:1/test' };
   let streamed: Awaited<ReturnType<typeof verifyStream>>;
   try {
     streamed = await verifyStream();
   } finally {
-    store.readAllProjected = original;
+    store.readAllProjected = original.read;
+    store.workerSource = original.source;
   }
   assert.is(streamed.status, 200, 'the status was sent with the first line');
   const last = streamed.lines[streamed.lines.length - 1];

@@ -174,5 +174,55 @@ for (const target of testDatabases()) {
     }
   });
 
+  s('a replay on worker threads yields the rows of one on this thread; what follows its settled position is applied after', async ({ ledger, t }) => {
+    await ledger.caughtUp();
+    const live = await dumpReadModels(t.db, ledger.rmSchema);
+    const head = await ledger.events.headPosition();
+    const [{ mid }] = await t.db.query<{ mid: number }>(
+      `SELECT position AS mid FROM "${t.schema}".events ORDER BY position OFFSET (SELECT count(*) / 2 FROM "${t.schema}".events) LIMIT 1`,
+    );
+    // The threads stop at the settled position the store gives: here the middle of the log, so
+    // the second half goes through the catch-up after the tables are finished.
+    const halfSettled = { ...ledger.events, readableHead: async () => Number(mid) };
+    const cases = [
+      { label: 'two threads, pages of 40', store: ledger.events, opts: { threads: 2, batchSize: 40 } },
+      { label: 'two threads, half the log settled', store: halfSettled, opts: { threads: 2, batchSize: 40 } },
+      { label: 'one thread', store: ledger.events, opts: { threads: 1 } },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const target = `${t.schema}_threads${i}`;
+      const pages: number[] = [];
+      try {
+        const position = await replayInto(t.db, c.store, target, { ...c.opts, onProgress: (p) => pages.push(p.events) });
+        assert.is(position, head, c.label);
+        assert.equal(await dumpReadModels(t.db, target), live, c.label);
+        // Progress counts every event once, ending at all of them.
+        const [{ n }] = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${t.schema}".events`);
+        assert.is(pages.at(-1), n, c.label);
+      } finally {
+        await t.db.exec(`DROP SCHEMA IF EXISTS "${target}" CASCADE`);
+      }
+    }
+  });
+
+  if (target.label !== 'pglite')
+    s('a replay whose worker thread fails rejects, and the next one succeeds', async ({ ledger, t }) => {
+      const source = ledger.events.workerSource;
+      assert.ok(source, 'a PostgreSQL store can be read from another thread');
+      // A worker that cannot reach the log (nothing listens on port 1) fails on its first read.
+      const unreachable = { ...ledger.events, workerSource: { ...source, url: 'postgres://postgres@127.0.0.1:1/test' } };
+      const target = `${t.schema}_failing`;
+      try {
+        let failure: unknown = null;
+        await replayInto(t.db, unreachable, target, { threads: 2 }).catch((e) => (failure = e));
+        assert.instance(failure, Error);
+        assert.match((failure as Error).message, /ECONNREFUSED|connect/);
+        await replayInto(t.db, ledger.events, target, { threads: 2 });
+        assert.equal(await dumpReadModels(t.db, target), await dumpReadModels(t.db, ledger.rmSchema));
+      } finally {
+        await t.db.exec(`DROP SCHEMA IF EXISTS "${target}" CASCADE`);
+      }
+    });
+
   s.run();
 }

@@ -9,6 +9,8 @@ export interface Queryable {
 
 export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite';
+  /** How another thread or process connects to the same database (null: embedded, this process only). */
+  readonly url: string | null;
   /**
    * The same as query, as a named prepared statement (parsed once per connection): for the
    * statements every call sends. One name, one text.
@@ -36,6 +38,7 @@ export function openPostgres(url: string, poolSize = 10): Database {
 
   return {
     kind: 'postgres',
+    url,
     async query(text, params) {
       return (await pool.query(text, params as unknown[])).rows;
     },
@@ -87,6 +90,7 @@ export async function openPglite(dataDir?: string): Promise<Database> {
   const rowsOf = (r: { rows: unknown[] }) => r.rows.map(normaliseRow) as never[];
   return {
     kind: 'pglite',
+    url: null,
     async query(text, params) {
       return rowsOf(await db.query(text, params as unknown[]));
     },

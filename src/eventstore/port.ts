@@ -81,7 +81,7 @@ export interface SubscribeOptions {
 /** Reading the event log: what a consumer that never appends needs. */
 export type EventReader = Pick<
   EventStore,
-  'kind' | 'readStream' | 'readAll' | 'readAllProjected' | 'headPosition' | 'readableHead' | 'countAfter' | 'subscribe' | 'readSnapshot'
+  'kind' | 'readStream' | 'readAll' | 'readAllProjected' | 'headPosition' | 'readableHead' | 'countAfter' | 'subscribe' | 'readSnapshot' | 'workerSource'
 >;
 
 export interface EventStore {
@@ -94,6 +94,11 @@ export interface EventStore {
   readAll(afterPosition: number, limit: number): Promise<StoredEvent[]>;
   /** The same events with only what projections read; cheaper, for replays of the whole log. */
   readAllProjected?(afterPosition: number, limit: number): Promise<ProjectedEvent[]>;
+  /**
+   * How a worker thread opens this same log on connections of its own (see readSettledPage in
+   * postgres.ts); absent where no other thread can (embedded PGlite, KurrentDB).
+   */
+  readonly workerSource?: { url: string; schema: string };
   readSnapshot(stream: string): Promise<Snapshot | null>;
   /**
    * The last committed position: every event committed before the call is at or below it (what a

@@ -294,6 +294,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
         afterPosition,
         limit,
       ),
+    ...(db.url ? { workerSource: { url: db.url, schema } } : {}),
     async readSnapshot(stream): Promise<Snapshot | null> {
       const rows = await db.query<{ snapshot: unknown; snapshot_revision: number | null }>(
         `SELECT snapshot, snapshot_revision FROM ${s}.streams WHERE stream = $1`,
@@ -330,6 +331,37 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       appended.removeAllListeners();
     },
   };
+}
+
+/**
+ * A page of the log after `afterPosition` and at or below `upTo`, in position order, with only
+ * what projections read; with `types`, only events of those types. `upTo` must be settled (a
+ * readableHead() taken earlier): nothing can still commit below it, so unlike readAll this never
+ * waits. For a replay's workers, each on connections of its own (parallel-replay.ts); needs no
+ * store object, so opening it runs no DDL.
+ */
+export async function readSettledPage(
+  db: Database,
+  schema: string,
+  afterPosition: number,
+  upTo: number,
+  limit: number,
+  types?: readonly string[],
+): Promise<ProjectedEvent[]> {
+  const typed = types ? 'AND type = ANY($4::text[])' : '';
+  return db.transaction(async (tx) => {
+    // The primary key's order is the page's order: without column statistics (autovacuum off)
+    // a type filter reads as rare to the planner, which then sorted the whole rest of the log
+    // for each page (a 1M-event replay: 40 s instead of 10 s).
+    await tx.query(
+      `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`,
+    );
+    return tx.query<ProjectedEvent>(
+      `SELECT * FROM (SELECT ${PROJECTED_COLUMNS} FROM "${schema}".events WHERE position > $1 ${typed} ORDER BY position LIMIT $3) page
+       WHERE position <= $2 ORDER BY position`,
+      types ? [afterPosition, upTo, limit, types] : [afterPosition, upTo, limit],
+    );
+  });
 }
 
 function toStored(r: EventRow): StoredEvent {

@@ -1,0 +1,48 @@
+// A worker thread of a parallel replay (parallel-replay.ts): folds its group of read models over
+// the log up to the settled position, on connections of its own, and writes every row it staged.
+import { parentPort, workerData } from 'node:worker_threads';
+import { openPostgres, type Database } from '../src/eventstore/db.ts';
+import { readSettledPage } from '../src/eventstore/postgres.ts';
+import type { ReplayJob, ReplayReport } from './parallel-replay.ts';
+import { ALL_PROJECTIONS } from './read-models.ts';
+import { ReplayMemory } from './replay-memory.ts';
+import { applyPage } from './runner.ts';
+
+const job = workerData as ReplayJob;
+const projections = ALL_PROJECTIONS.filter((p) => job.projections.includes(p.name));
+if (projections.length !== job.projections.length) throw new Error(`unknown read model in ${job.projections.join(', ')}`);
+const report = (m: ReplayReport) => parentPort!.postMessage(m);
+
+// One connection reads the next page while another applies this one.
+const readModels = openPostgres(job.readModels.url, 2);
+const log: Database = job.log.url === job.readModels.url ? readModels : openPostgres(job.log.url, 1);
+try {
+  const memory = new ReplayMemory({ copy: true, ...job.memory });
+  const types = job.types ?? undefined;
+  const readPage = (after: number) => {
+    const page = readSettledPage(log, job.log.schema, after, job.upTo, job.batchSize, types);
+    // A read that fails while a page is applied is reported when awaited, not as unhandled.
+    page.catch(() => undefined);
+    return page;
+  };
+  let next = readPage(0);
+  let events = 0;
+  for (;;) {
+    const page = await next;
+    if (page.length === 0) break;
+    const position = page[page.length - 1].position;
+    next = readPage(position);
+    await readModels.transaction(async (tx) => {
+      // Nobody reads the target before the replay is finished and made durable (rebuild.ts).
+      await tx.query(`SELECT set_config('synchronous_commit', 'off', true)`);
+      await applyPage(tx, job.readModels.schema, page, projections, memory);
+    });
+    events += page.length;
+    report({ kind: 'page', position, events });
+  }
+  await readModels.transaction((tx) => memory.flushAll(tx, job.readModels.schema));
+  report({ kind: 'done', events });
+} finally {
+  if (log !== readModels) await log.close();
+  await readModels.close();
+}
