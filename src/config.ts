@@ -32,8 +32,6 @@ export interface Settings {
   shutdownGraceMs: number;
   /** TOLLGATE_TRUST_PROXY=1: X-Forwarded-* headers are believed (behind a load balancer). */
   trustProxy: boolean;
-  /** TOLLGATE_GC=default leaves V8's garbage collector policy as it is. */
-  gcPolicy: 'tuned' | 'default';
   /** Reads the upstream key variable a models config names (the keys never live in a file). */
   upstreamSecret(variable: string): string | undefined;
   /** Webhook notifications (src/webhooks): TOLLGATE_WEBHOOK_* below. */
@@ -111,7 +109,6 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     readyMaxLag: { events: Number(env.TOLLGATE_READY_MAX_LAG_EVENTS ?? 10_000), seconds: Number(env.TOLLGATE_READY_MAX_LAG_SECONDS ?? 30) },
     shutdownGraceMs: Number(env.TOLLGATE_SHUTDOWN_GRACE_MS ?? 30_000),
     trustProxy: env.TOLLGATE_TRUST_PROXY === '1',
-    gcPolicy: env.TOLLGATE_GC === 'default' ? 'default' : 'tuned',
     upstreamSecret: (variable) => env[variable] || undefined,
     webhooks: webhookSettingsFromEnv(env),
   };

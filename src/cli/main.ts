@@ -1,31 +1,14 @@
 // The `tollgate` command line: `serve` runs the gateway; the rest drive its admin API.
 import { parseArgs } from 'node:util';
-import v8 from 'node:v8';
-import { settingsFromEnv, type Settings } from '../config.ts';
+import { settingsFromEnv } from '../config.ts';
 import pino from 'pino';
 import { startGateway } from '../server.ts';
 import { runProjector } from '../projector.ts';
 import { CliError } from './admin-client.ts';
 import { COMMAND_HELP, runAdminCommand } from './commands.ts';
 
-/**
- * Garbage collection tuned for a gateway: many short requests, a small live heap (~45 MB). By
- * default V8 lets the old generation grow to several times the live data between full
- * collections, which under load held ~300 MB of resident memory that was mostly garbage. Growing
- * the heap by 30 % over what survives keeps it under 200 MB at 256 concurrent calls (170 MB with
- * --max-semi-space-size=8, which only works on the command line: npm start and the Dockerfile
- * pass it). No hard limit: a burst of large bodies still gets the memory it needs.
- * TOLLGATE_GC=default keeps V8's own policy.
- */
-function tuneGarbageCollector(policy: Settings['gcPolicy']): void {
-  if (policy === 'default') return;
-  v8.setFlagsFromString('--heap-growing-percent=30');
-}
-
 async function serve() {
-  const settings = settingsFromEnv();
-  tuneGarbageCollector(settings.gcPolicy);
-  const gw = await startGateway(settings);
+  const gw = await startGateway(settingsFromEnv());
   process.stdout.write(`\nTollgate is listening.\n  base URL: ${gw.baseUrl}\n`);
   if (gw.newAdminToken) process.stdout.write(`  admin token (shown once; saved with mode 0600 in ${gw.newAdminToken.path}): ${gw.newAdminToken.token}\n`);
   if (gw.demo) {

@@ -1,7 +1,7 @@
 // One small interface over a real PostgreSQL pool and embedded PGlite, so every SQL statement
 // in the project runs unchanged on both.
 import pg from 'pg';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 
 export interface Queryable {
   query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
@@ -86,7 +86,9 @@ export function openPostgres(url: string, poolSize = 10): Database {
 }
 
 export async function openPglite(dataDir?: string): Promise<Database> {
-  const db = await PGlite.create(dataDir ? { dataDir } : {});
+  // Loaded when used: a gateway on a PostgreSQL server never needs it.
+  const { PGlite: Embedded } = await import('@electric-sql/pglite');
+  const db: PGlite = await Embedded.create(dataDir ? { dataDir } : {});
   const rowsOf = (r: { rows: unknown[] }) => r.rows.map(normaliseRow) as never[];
   return {
     kind: 'pglite',
