@@ -43,7 +43,14 @@ try {
   const account = await openBenchAccount(gw, 'probe');
   console.log(`idle: ${await memory()}\n${mappings(gw.proc.pid)}`);
   for (const connections of (values.connections ?? '16,64,256').split(',').map(Number)) {
-    const timer = setInterval(() => void memory().then((m) => console.log(`c=${connections}: ${m}`), () => undefined), 700);
+    const timer = setInterval(
+      () =>
+        void memory().then(
+          (m) => console.log(`c=${connections}: ${m}`),
+          () => undefined,
+        ),
+      700,
+    );
     const r = await runLoad<AutocannonResult>({ kind: 'autocannon', target: tollgateRequest(gw, account, false), connections, amount: 6000 });
     clearInterval(timer);
     console.log(`c=${connections} done, ${Math.round(r.perSecond)} req/s: ${await memory()}`);
