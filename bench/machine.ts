@@ -84,15 +84,29 @@ export function cpuMeter(db: Database | null, appName: string) {
     async start() {
       const pg0 = db ? await backendCpu(db, appName) : null;
       const node0 = process.cpuUsage();
+      // Backends that close before stop() (a replay's worker threads have connections of their
+      // own) are counted as of their last sample: at most a quarter second of each is missed.
+      const latest = new Map(pg0 ?? []);
+      let sampling = Promise.resolve();
+      const sample = () => {
+        sampling = sampling.then(async () => {
+          const now = db ? await backendCpu(db, appName).catch(() => null) : null;
+          for (const [pid, s] of now ?? []) latest.set(pid, s);
+        });
+      };
+      const timer = pg0 ? setInterval(sample, 250) : null;
       return {
         async stop(): Promise<CpuSeconds> {
           const node = process.cpuUsage(node0);
+          if (timer) clearInterval(timer);
           let postgres: number | null = null;
           const pg1 = pg0 && db ? await backendCpu(db, appName) : null;
+          await sampling;
           if (pg0 && pg1) {
+            for (const [pid, s] of pg1) latest.set(pid, s);
             postgres = 0;
             // A backend that started meanwhile started from nothing.
-            for (const [pid, s] of pg1) postgres += s - (pg0.get(pid) ?? 0);
+            for (const [pid, s] of latest) postgres += s - (pg0.get(pid) ?? 0);
           }
           return { node: (node.user + node.system) / 1e6, postgres };
         },
