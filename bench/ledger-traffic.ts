@@ -1,11 +1,11 @@
 // Generated ledger traffic for the benchmarks: accounts that reserve quota and are charged for
 // chat calls, exactly as the gateway does it. Events come from the real account decider (so
-// they are schema-valid and carry realistic data), and every append carries the decider state as
-// its snapshot with an exact expected revision, like the command handler's appends.
+// they are schema-valid and carry realistic data), and every append has an exact expected revision
+// and carries the decider state as its snapshot when the command handler's would (snapshotDue).
 import { randomUUID } from 'node:crypto';
 import type { AppendRequest, EventMetadata, NewEvent } from '../src/eventstore/port.ts';
 import { accountDecider, type AccountCommand, type AccountState } from '../src/ledger/account.ts';
-import { SNAPSHOT_VERSION } from '../src/ledger/command-handler.ts';
+import { SNAPSHOT_VERSION, snapshotDue } from '../src/ledger/command-handler.ts';
 import { streams, type DomainEvent, type PlanTerms } from '../src/ledger/events.ts';
 import { SEED_MODELS, REASONING_EFFORTS } from '../src/ledger/price-list.ts';
 import { toMilli } from '../src/ledger/pricing.ts';
@@ -55,13 +55,14 @@ export class SimAccount {
       ...this.decide({ type: 'Subscribe', accountId: this.accountId, plan: PLAN, now }),
     ];
     const expected = this.revision;
+    const snapshot = this.snapshotFor(events.length);
     this.revision += events.length;
     return [
       {
         stream: this.stream,
         expectedRevision: expected === -1 ? 'no_stream' : expected,
         events: toNew(events, admin),
-        snapshot: { v: SNAPSHOT_VERSION, s: this.state },
+        snapshot,
       },
       {
         stream: streams.key(this.keyId),
@@ -110,14 +111,19 @@ export class SimAccount {
     });
   }
 
-  /** One command's append (one event) with the new state as snapshot; it must succeed. */
+  /** The decider state as the snapshot of an append of `appended` events, when one is due. */
+  private snapshotFor(appended: number): AppendRequest['snapshot'] {
+    return snapshotDue(this.revision, appended) ? { v: SNAPSHOT_VERSION, s: this.state } : undefined;
+  }
+
+  /** One command's append (one event), with the new state as snapshot when due; it must succeed. */
   nextAppend(now = new Date()): AppendRequest {
     const events = this.nextEvents(now);
     const request: AppendRequest = {
       stream: this.stream,
       expectedRevision: this.revision,
       events: toNew(events, this.metadata()),
-      snapshot: { v: SNAPSHOT_VERSION, s: this.state },
+      snapshot: this.snapshotFor(events.length),
     };
     this.revision += events.length;
     return request;
@@ -128,8 +134,9 @@ export class SimAccount {
     const expected = this.revision;
     const events: DomainEvent[] = [];
     for (let i = 0; i < pairs * 2; i++) events.push(...this.nextEvents(now));
+    const snapshot = this.snapshotFor(events.length);
     this.revision += events.length;
-    return { stream: this.stream, expectedRevision: expected, events: toNew(events, this.metadata()), snapshot: { v: SNAPSHOT_VERSION, s: this.state } };
+    return { stream: this.stream, expectedRevision: expected, events: toNew(events, this.metadata()), snapshot };
   }
 }
 

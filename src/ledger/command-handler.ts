@@ -85,10 +85,16 @@ interface Lane {
   wake?: () => void;
 }
 
-/** Whether an append taking the stream past `revision` crosses a snapshot mark. */
-function crossesSnapshotMark(revision: number, decided: Decided[]): boolean {
-  const appended = decided.reduce((n, d) => n + d.events.length, 0);
+/** Whether an append of `appended` events to a stream at `revision` crosses a snapshot mark (stores a snapshot). */
+export function snapshotDue(revision: number, appended: number): boolean {
   return Math.floor((revision + appended) / SNAPSHOT_EVERY) > Math.floor(revision / SNAPSHOT_EVERY);
+}
+
+function crossesSnapshotMark(revision: number, decided: Decided[]): boolean {
+  return snapshotDue(
+    revision,
+    decided.reduce((n, d) => n + d.events.length, 0),
+  );
 }
 
 export function createCommandHandler(opts: CommandHandlerOptions) {
