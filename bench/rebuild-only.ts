@@ -1,7 +1,7 @@
 // Rebuild-only measurement: seeds a charge store once (the bench/ledger.ts seeder; the store is
 // kept in schema --store, default rbstore_<events>, for the next run unless --drop-store) and
 // times replayInto with the CPU of node and of the PostgreSQL backends, pages vs finish.
-// Run: node --import tsx bench/rebuild-only.ts --events 1000000 [--batch 25000] [--keep] [--drop-store] [--pglite]
+// Run: node --import tsx bench/rebuild-only.ts --events 1000000 [--batch 25000] [--threads N] [--keep] [--drop-store] [--pglite]
 // Parallel index-build workers are not counted in the backends' CPU: to count everything, run
 // with PGOPTIONS='-c max_parallel_maintenance_workers=0'.
 import os from 'node:os';
@@ -42,6 +42,7 @@ const target = `${storeSchema}_rm`;
 let loopMs = 0;
 await replayInto(db, store, target, {
   ...(args.includes('--batch') ? { batchSize: Number(arg('--batch', '25000')) } : {}),
+  ...(args.includes('--threads') ? { threads: Number(arg('--threads', '1')) } : {}),
   onProgress: (p) => {
     loopMs = p.elapsedMs;
   },

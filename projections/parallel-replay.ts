@@ -3,7 +3,6 @@
 // own, so the fold (a replay's limit on one thread: ~15-20 µs of node per event) uses more than
 // one core. The threads stop at one settled position; the caller finishes the tables and applies
 // whatever was appended after it.
-import os from 'node:os';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
@@ -33,7 +32,7 @@ export interface ReplayJob {
 export type ReplayReport = { kind: 'page'; position: number; events: number } | { kind: 'done'; events: number };
 
 /** The groups to fold side by side, or null when this machine or these databases allow only one thread. */
-export function replayGroups(projections: RowProjection[], threads = os.availableParallelism()): RowProjection[][] | null {
+export function replayGroups(projections: RowProjection[], threads: number): RowProjection[][] | null {
   if (threads < 2) return null;
   const first = projections.filter((p) => FIRST_GROUP.has(p.name));
   const rest = projections.filter((p) => !FIRST_GROUP.has(p.name));
