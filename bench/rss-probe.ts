@@ -3,6 +3,7 @@
 // V8's heap by space (from /metrics), and at idle the process's mappings by resident size.
 // Run: node --import tsx bench/rss-probe.ts [--connections 16,64,256] [--node-args '--flag,...']
 import { readFileSync } from 'node:fs';
+import { openPostgres } from '../src/eventstore/db.ts';
 import { parseArgs } from 'node:util';
 import type { AutocannonResult } from './load.ts';
 import { runLoad } from './processes.ts';
@@ -58,4 +59,7 @@ try {
 } finally {
   await gw.stop();
   await mock.proc.stop();
+  const db = openPostgres(url, 1);
+  await db.exec(`DROP SCHEMA IF EXISTS "${gw.schema}" CASCADE; DROP SCHEMA IF EXISTS "${gw.schema}_rm" CASCADE`);
+  await db.close();
 }
