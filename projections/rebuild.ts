@@ -53,50 +53,33 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   const progress = (position: number, events: number) => {
     opts.onProgress?.({ position, head, events, elapsedMs: Date.now() - started });
   };
-  const groups = db.url && store.workerSource ? replayGroups(ALL_PROJECTIONS, opts.threads ?? (await defaultThreads(store))) : null;
-  let position: number;
-  let count: number;
-  let memory: ReplayMemory | null = null;
+  const threads = db.url && store.workerSource ? (opts.threads ?? (await defaultThreads(store))) : 1;
+  const groups = replayGroups(ALL_PROJECTIONS, threads);
+  let folded: Folded;
   if (groups && db.url && store.workerSource) {
     // The threads stop at a position under which nothing can still commit; what comes after is
     // applied below, once the tables are finished.
-    position = await store.readableHead();
-    count = await replayOnWorkers({
+    const upTo = await store.readableHead();
+    const count = await replayOnWorkers({
       groups,
       log: store.workerSource,
       readModels: { url: db.url, schema: target },
-      upTo: position,
+      upTo,
       batchSize,
       memory: opts.memory,
       onPage: progress,
     });
+    folded = { position: upTo, count, memory: null };
   } else {
-    // Only this replay writes the target: it keeps hot rows in memory and writes them once they
-    // settle, new rows with COPY on a PostgreSQL server (PGlite takes the JSON statements).
-    memory = new ReplayMemory({ copy: db.kind === 'postgres', ...opts.memory });
-    position = 0;
-    count = 0;
-    // The next page is read while this one is applied (on PostgreSQL another connection serves it).
-    // A read that fails while a page is being applied is reported when awaited, not as unhandled.
-    const readPage = (after: number) => {
-      const page = store.readAllProjected ? store.readAllProjected(after, batchSize) : store.readAll(after, batchSize);
-      page.catch(() => undefined);
-      return page;
-    };
-    let next = readPage(position);
-    for (;;) {
-      const events = await next;
-      if (events.length === 0) break;
-      next = readPage(events[events.length - 1].position);
-      position = await applyEvents(db, target, events, position, ALL_PROJECTIONS, memory);
-      count += events.length;
+    folded = await foldHere(db, store, target, batchSize, opts.memory, async (position, count) => {
       if (position >= head) head = await store.headPosition();
       progress(position, count);
-    }
+    });
   }
+  let { position, count } = folded;
   const finish = finishDdl(target, ALL_PROJECTIONS);
   await db.transaction(async (tx) => {
-    await memory?.flushAll(tx, target);
+    await folded.memory?.flushAll(tx, target);
     await checkpoint.advance(tx, target, position);
     for (const stmt of finish.durable) await tx.query(stmt);
   });
@@ -118,6 +101,46 @@ export async function replayInto(db: Database, store: EventReader, target: strin
     progress(position, count);
   }
   return position;
+}
+
+interface Folded {
+  position: number;
+  count: number;
+  /** Rows still staged (one thread only): written when the tables are finished. */
+  memory: ReplayMemory | null;
+}
+
+/** Every event folded on this thread, page after page. */
+async function foldHere(
+  db: Database,
+  store: EventReader,
+  target: string,
+  batchSize: number,
+  memoryOptions: ReplayOptions['memory'],
+  onPage: (position: number, count: number) => Promise<void>,
+): Promise<Folded> {
+  // Only this replay writes the target: it keeps hot rows in memory and writes them once they
+  // settle, new rows with COPY on a PostgreSQL server (PGlite takes the JSON statements).
+  const memory = new ReplayMemory({ copy: db.kind === 'postgres', ...memoryOptions });
+  let position = 0;
+  let count = 0;
+  // The next page is read while this one is applied (on PostgreSQL another connection serves it).
+  // A read that fails while a page is being applied is reported when awaited, not as unhandled.
+  const readPage = (after: number) => {
+    const page = store.readAllProjected ? store.readAllProjected(after, batchSize) : store.readAll(after, batchSize);
+    page.catch(() => undefined);
+    return page;
+  };
+  let next = readPage(position);
+  for (;;) {
+    const events = await next;
+    if (events.length === 0) break;
+    next = readPage(events[events.length - 1].position);
+    position = await applyEvents(db, target, events, position, ALL_PROJECTIONS, memory);
+    count += events.length;
+    await onPage(position, count);
+  }
+  return { position, count, memory };
 }
 
 /**
