@@ -118,7 +118,11 @@ if (!url) {
       ),
     );
     const ok = results.filter((r) => r.status === 200);
-    assert.ok(ok.length > 0 && ok.length < 40, JSON.stringify(results.map((r) => r.status)));
+    assert.ok(ok.length > 0, JSON.stringify(results.map((r) => r.status)));
+    // 40 full replies would cost more than the quota: it ran out, so some calls were refused or,
+    // when a hold is re-sized to what is left, cut short (both happen, depending on interleaving).
+    const full = Math.max(...ok.map((r) => r.billed));
+    assert.ok(ok.length < 40 || ok.some((r) => r.billed < full), JSON.stringify(results));
     assert.ok(
       results.every((r) => r.status === 200 || r.status === 402),
       JSON.stringify(results.map((r) => r.status)),
