@@ -4,7 +4,8 @@
 // and carries the decider state as its snapshot when the command handler's would (snapshotDue).
 import { randomUUID } from 'node:crypto';
 import type { AppendRequest, EventMetadata, NewEvent } from '../src/eventstore/port.ts';
-import { accountDecider, type AccountCommand, type AccountState } from '../src/ledger/account.ts';
+import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
+import { type AccountState } from '../src/ledger/account-state.ts';
 import { SNAPSHOT_VERSION, snapshotDue } from '../src/ledger/command-handler.ts';
 import { streams, type DomainEvent, type PlanTerms } from '../src/ledger/events.ts';
 import { SEED_MODELS, REASONING_EFFORTS } from '../src/ledger/price-list.ts';

@@ -11,7 +11,8 @@ import { promisify } from 'node:util';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { metadataFor } from '../src/ledger/ledger.ts';
 import type { StoredEvent } from '../src/eventstore/port.ts';
-import { accountDecider, reviveAccountState, type AccountCommand } from '../src/ledger/account.ts';
+import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
+import { reviveAccountState } from '../src/ledger/account-state.ts';
 import { fold } from '../src/ledger/decider.ts';
 
 const run = promisify(execFile);

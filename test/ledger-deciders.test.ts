@@ -1,7 +1,8 @@
 // The pure domain: pricing arithmetic and the deciders, with exact numbers.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { accountDecider, availableTokens, type AccountCommand, type AccountState } from '../src/ledger/account.ts';
+import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
+import { availableTokens, type AccountState } from '../src/ledger/account-state.ts';
 import { keyDecider } from '../src/ledger/key.ts';
 import { modelDecider } from '../src/ledger/model.ts';
 import { fold } from '../src/ledger/decider.ts';
@@ -10,7 +11,7 @@ import { applyMultiplier, chatCharge, imageCharge, rawTokensCoveredBy, toMilli }
 import type { DomainEvent } from '../src/ledger/events.ts';
 import { gcra } from '../src/ledger/call-rate.ts';
 import { InvariantViolation, splitCharge, availableTokens as balanceAvailable } from '../src/ledger/balance.ts';
-import { balanceOf } from '../src/ledger/account.ts';
+import { balanceOf } from '../src/ledger/account-state.ts';
 
 const now = new Date('2026-11-20T12:00:00Z');
 const plan = { planId: 'pro', name: 'Pro', quota: 1000, validityDays: 30, requestsPerMinute: 60, models: ['cx/gen-6-terra', 'alpha-haiku-4.5'] };

@@ -3,17 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor } from '../ledger/ledger.ts';
-import {
-  availableTokens,
-  balanceOf,
-  isKeyExpired,
-  isModelAllowedForKey,
-  isModelEnabled,
-  keyAvailableTokens,
-  keyExpired,
-  keyLimitExceeded,
-  type AccountState,
-} from '../ledger/account.ts';
+import { availableTokens, balanceOf, isModelEnabled, type AccountState } from '../ledger/account-state.ts';
+import { isKeyExpired, isModelAllowedForKey, keyAvailableTokens, keyExpired, keyLimitExceeded } from '../ledger/key-controls.ts';
 import { isPlanActive } from '../ledger/balance.ts';
 import { DomainError } from '../ledger/errors.ts';
 import { definedOnly, type CachePrice, type ChatApi, type FailedChannel, type ReleaseReason, type UpstreamTrail } from '../ledger/events.ts';

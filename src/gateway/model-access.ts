@@ -1,7 +1,8 @@
 import type { Context } from 'koa';
 import type { GatewayDeps } from './deps.ts';
 import { modelNotFound } from '../http/errors.ts';
-import { isModelAllowedForKey, isModelEnabled } from '../ledger/account.ts';
+import { isModelEnabled } from '../ledger/account-state.ts';
+import { isModelAllowedForKey } from '../ledger/key-controls.ts';
 
 /**
  * The model a caller may use, by id or alias. One outside the caller's plan, or outside its key's

@@ -1,7 +1,6 @@
 // The account decider: subscription, extra tokens, and the hold/settle/release cycle of every
 // metered call. Invariant: remaining main quota + remaining extra - open holds never goes below
 // zero through a call, because a hold is only granted when it fits and a charge never exceeds it.
-import { Map as ImmutableMap } from 'immutable';
 import type { Decider } from './decider.ts';
 import {
   definedOnly,
@@ -9,81 +8,36 @@ import {
   type DomainEvent,
   type EventDataByType,
   type FailedChannel,
-  type KeyControlField,
-  type KeyControls,
   type ReleaseReason,
-  type SubscriptionTerms,
   type UpstreamTrail,
   type UsageDetail,
 } from './events.ts';
-import { DomainError, invalid, requireTokenAmount } from './errors.ts';
+import { DomainError, requireTokenAmount } from './errors.ts';
 import { cacheWeightsOf, chatCharge, imageCharge } from './pricing.ts';
 import { gcra, nextArrival } from './call-rate.ts';
 import * as balance from './balance.ts';
-import type { Balance, KeySpend } from './balance.ts';
-
-export interface Hold {
-  amount: number;
-  kind: 'chat' | 'image';
-  model: string;
-  keyId: string;
-  requestId: string;
-  expiresAt: string;
-  /** When it was taken (absent on holds from before that was recorded): its charge counts in the key's period of this time. */
-  at?: string;
-  /** The gateway process that took it (absent on holds from before processes held leases). */
-  process?: string;
-}
-
-/** A key's controls as the account knows them, and whose spend it counts with (itself, or the key it was rotated from). */
-export interface AccountKey {
-  controls: KeyControls;
-  pool: string;
-}
-
-export interface AccountState {
-  opened: boolean;
-  accountId: string;
-  name: string;
-  subscription: SubscriptionTerms | null;
-  quotaUsed: number;
-  extraGranted: number;
-  extraUsed: number;
-  /**
-   * Open holds by hold id. A persistent map: adding or removing one hold shares the rest, so a
-   * busy account with hundreds of calls in flight does not copy all of them on every event.
-   */
-  holds: ImmutableMap<string, Hold>;
-  /** Sum of the open holds' amounts, kept with them. */
-  reserved: number;
-  /** The call rate's theoretical arrival time (ms since the epoch) after the holds so far. */
-  rateTat?: number;
-  /**
-   * What is billed now for each charge a correction has adjusted (the charge plus every
-   * adjustment of it), by the charge's event id; a charge not here is billed as it was charged.
-   */
-  adjusted: ImmutableMap<string, AdjustedCharge>;
-  /** Keys with controls set (KeyControlsSet), by key id. */
-  keys: ImmutableMap<string, AccountKey>;
-  /**
-   * What each key has spent and holds, by pool: a key's own id, or, for a key that replaced
-   * another by rotation, that key's pool. Kept for every key, with controls or not, so a limit
-   * set mid-period counts the period's spend so far.
-   */
-  keySpend: ImmutableMap<string, KeySpend>;
-}
-
-/** A charge's figure after its adjustments so far. */
-export interface AdjustedCharge {
-  /** Billed now: the charge plus every adjustment of it. */
-  billed: number;
-  /** Sum of the adjustments' quotaDelta (what they returned to or took from the main plan). */
-  quotaDelta: number;
-  /** The multiplier of the latest adjustment. */
-  multiplierMilli: number;
-  /** Model stream revision of the correction that decided the figure (-1: before corrections were ordered). */
-  rank: number;
-}
+import {
+  availableTokens,
+  balanceOf,
+  initialAccountState,
+  isModelEnabled,
+  requireOpen,
+  reviveAccountState,
+  type AccountState,
+  type Hold,
+} from './account-state.ts';
+import {
+  decideKeyControls,
+  isKeyExpired,
+  isModelAllowedForKey,
+  keyAvailableTokens,
+  keyControlsOf,
+  keyExpired,
+  keyLimitExceeded,
+  keyPool,
+  keySpendOf,
+  type SetKeyControlsCommand,
+} from './key-controls.ts';
 
 export type AccountCommand =
   | { type: 'Open'; accountId: string; name: string }
@@ -129,22 +83,6 @@ export type AccountCommand =
   | AdjustCommand;
 
 /**
- * Sets a key's controls. `controls` is the whole set from now on (the fields not changed carry
- * their present values); nothing is appended when nothing differs. An expiry newly set must lie
- * after `now`; a model list must lie within the plan's. `rotatedFrom`: the key replaces that
- * one (its spend is counted with the old key's).
- */
-export interface SetKeyControlsCommand {
-  type: 'SetKeyControls';
-  keyId: string;
-  controls: KeyControls;
-  now: Date;
-  rotatedFrom?: string;
-  /** The name the key was issued with: what its name is until controls are first set (for `changed`). */
-  issuedName?: string;
-}
-
-/**
  * Re-price one charge to `billedCorrected`. billedBefore, multiplierMilliBefore and fromQuotaBefore
  * are the charge as it was charged (its event); what is billed now is the account's own state
  * (the charge plus earlier adjustments), so the adjustment is always the difference from it.
@@ -169,176 +107,6 @@ export interface AdjustCommand {
   tokensPerImageCorrected?: number;
   /** The key of the charge (kept on the adjustment, for usage per key). */
   keyId?: string;
-}
-
-export const initialAccountState = (): AccountState => ({
-  opened: false,
-  accountId: '',
-  name: '',
-  subscription: null,
-  quotaUsed: 0,
-  extraGranted: 0,
-  extraUsed: 0,
-  holds: ImmutableMap(),
-  reserved: 0,
-  adjusted: ImmutableMap(),
-  keys: ImmutableMap(),
-  keySpend: ImmutableMap(),
-});
-
-export const reservedTokens = (s: AccountState): number => s.reserved;
-
-/** The state from its JSON form (a snapshot): holds come back as the persistent map. */
-export function reviveAccountState(json: unknown): AccountState {
-  const j = json as Omit<AccountState, 'holds' | 'adjusted' | 'keys' | 'keySpend'> & {
-    holds: Record<string, Hold>;
-    adjusted?: Record<string, AdjustedCharge>;
-    keys?: Record<string, AccountKey>;
-    keySpend?: Record<string, KeySpend>;
-  };
-  return {
-    ...j,
-    holds: ImmutableMap(Object.entries(j.holds)),
-    adjusted: ImmutableMap(Object.entries(j.adjusted ?? {})),
-    keys: ImmutableMap(Object.entries(j.keys ?? {})),
-    keySpend: ImmutableMap(Object.entries(j.keySpend ?? {})),
-  };
-}
-
-/** The account's money as the money rule (balance.ts) reads it. */
-export function balanceOf(s: AccountState): Balance {
-  return {
-    quota: s.subscription?.quota ?? 0,
-    quotaUsed: s.quotaUsed,
-    extraGranted: s.extraGranted,
-    extraUsed: s.extraUsed,
-    reserved: s.reserved,
-    startsAt: s.subscription?.startsAt ?? null,
-    expiresAt: s.subscription?.expiresAt ?? null,
-  };
-}
-
-export const isModelEnabled = (s: AccountState, model: string): boolean =>
-  !!s.subscription && (s.subscription.models.includes('*') || s.subscription.models.includes(model));
-
-/** Tokens a new hold may take now (the money rule, on this account's state). */
-export const availableTokens = (s: AccountState, now: Date): number => balance.availableTokens(balanceOf(s), now);
-
-// ---------------------------------------------------------------- per-key controls
-
-/** The pool a key's spend and holds count in. */
-export const keyPool = (s: AccountState, keyId: string): string => s.keys.get(keyId)?.pool ?? keyId;
-export const keyControlsOf = (s: AccountState, keyId: string): KeyControls | null => s.keys.get(keyId)?.controls ?? null;
-export const keySpendOf = (s: AccountState, keyId: string): KeySpend => s.keySpend.get(keyPool(s, keyId)) ?? balance.noSpend();
-
-/** Whether the key may call the model (its own list; the plan is asked separately, isModelEnabled). */
-export const isModelAllowedForKey = (s: AccountState, keyId: string, model: string): boolean => {
-  const models = keyControlsOf(s, keyId)?.models;
-  return !models || models.includes(model);
-};
-
-/** Whether the key has expired at `now`. */
-export const isKeyExpired = (s: AccountState, keyId: string, now: Date): boolean => {
-  const expiresAt = keyControlsOf(s, keyId)?.expiresAt;
-  return !!expiresAt && now.getTime() >= Date.parse(expiresAt);
-};
-
-/** Tokens a new hold of this key may take now by its own limit (unbounded without one). */
-export const keyAvailableTokens = (s: AccountState, keyId: string, now: Date): number =>
-  balance.keyAvailableTokens(keyControlsOf(s, keyId)?.spendLimit ?? null, keySpendOf(s, keyId), now);
-
-/** A key's standing in its period: its limit, what it spent and holds, what is left and when it resets. */
-export function keyStanding(s: AccountState, keyId: string, now: Date) {
-  const limit = keyControlsOf(s, keyId)?.spendLimit ?? null;
-  const spend = keySpendOf(s, keyId);
-  const period = limit?.period ?? 'none';
-  return {
-    limit,
-    spent: balance.spentInPeriod(spend, period, now),
-    reserved: spend.reserved,
-    available: limit ? balance.keyAvailableTokens(limit, spend, now) : null,
-    periodStart: balance.periodOf(period, now).start?.toISOString() ?? null,
-    resetsAt: balance.periodOf(period, now).end?.toISOString() ?? null,
-  };
-}
-
-/** The refusal of a hold that does not fit in the key's limit: names the limit and when it resets. */
-export function keyLimitExceeded(s: AccountState, keyId: string, now: Date, needed: number): DomainError {
-  const k = keyStanding(s, keyId, now);
-  const limit = k.limit!;
-  const per = limit.period === 'none' ? 'in all' : `per ${limit.period === 'daily' ? 'day' : limit.period === 'weekly' ? 'week' : 'month'} (UTC)`;
-  return new DomainError('key_limit_exceeded', `this key's spend limit of ${limit.tokens} billed tokens ${per} is reached`, {
-    keyId,
-    limit: limit.tokens,
-    period: limit.period,
-    spent: k.spent,
-    reserved: k.reserved,
-    available: k.available,
-    needed,
-    resetsAt: k.resetsAt,
-  });
-}
-
-export function keyExpired(s: AccountState, keyId: string): DomainError {
-  return new DomainError('key_expired', 'this API key has expired', { keyId, expiresAt: keyControlsOf(s, keyId)?.expiresAt ?? null });
-}
-
-/** The controls of a key that has none set: no limit, every model of the plan, no expiry. */
-export const defaultKeyControls = (name: string): KeyControls => ({ name, spendLimit: null, models: null, expiresAt: null });
-
-function changedControls(before: KeyControls | null, after: KeyControls): KeyControlField[] {
-  const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
-  const out: KeyControlField[] = [];
-  if (!before || before.name !== after.name) out.push('name');
-  if (!same(before?.spendLimit, after.spendLimit)) out.push('spend_limit');
-  if (!same(before?.models, after.models)) out.push('models');
-  if (!same(before?.expiresAt, after.expiresAt)) out.push('expires_at');
-  return out;
-}
-
-function decideKeyControls(c: SetKeyControlsCommand, s: AccountState): DomainEvent[] {
-  requireOpen(s);
-  const k = c.controls;
-  if (typeof k.name !== 'string' || k.name.length === 0 || k.name.length > 200) throw invalid('name must be 1-200 characters', { param: 'name' });
-  if (k.spendLimit !== null) {
-    requireTokenAmount(k.spendLimit.tokens, 'spend_limit.tokens', { allowZero: true });
-    if (k.spendLimit.tokens > MAX_KEY_LIMIT) throw invalid(`spend_limit.tokens must be at most ${MAX_KEY_LIMIT}`, { param: 'spend_limit.tokens' });
-    if (!balance.isLimitPeriod(k.spendLimit.period))
-      throw invalid(`spend_limit.period must be one of ${balance.LIMIT_PERIODS.join(', ')}`, { param: 'spend_limit.period' });
-  }
-  if (k.models !== null) {
-    if (k.models.length === 0) throw invalid('models must name at least one model, or be null for every model of the plan', { param: 'models' });
-    const outside = k.models.filter((m) => !isModelEnabled(s, m));
-    if (outside.length) throw invalid(`models not in the account's plan: ${outside.join(', ')}`, { param: 'models' });
-  }
-  const before = s.keys.get(c.keyId)?.controls ?? (c.issuedName !== undefined ? defaultKeyControls(c.issuedName) : null);
-  if (k.expiresAt !== null && k.expiresAt !== (before?.expiresAt ?? null) && Date.parse(k.expiresAt) <= c.now.getTime()) {
-    throw invalid('expires_at must be in the future', { param: 'expires_at' });
-  }
-  const changed = changedControls(before, k);
-  if (changed.length === 0 && !c.rotatedFrom) return [];
-  return [
-    {
-      type: 'KeyControlsSet',
-      data: {
-        accountId: s.accountId,
-        keyId: c.keyId,
-        name: k.name,
-        spendLimit: k.spendLimit ? { tokens: k.spendLimit.tokens, period: k.spendLimit.period } : null,
-        models: k.models ? [...k.models] : null,
-        expiresAt: k.expiresAt,
-        changed,
-        ...definedOnly({ rotatedFrom: c.rotatedFrom }),
-      },
-    },
-  ];
-}
-
-/** The largest spend limit a key can have (the KeyControlsSet schema's bound). */
-export const MAX_KEY_LIMIT = 1_000_000_000_000_000;
-
-function requireOpen(s: AccountState): void {
-  if (!s.opened) throw new DomainError('not_found', 'account not found');
 }
 
 /** The most a charge of this hold may bill by its key's limit (see balance.keyChargeCap). */

@@ -8,7 +8,8 @@
 // the notification id is derived from it, and the outbox keeps one delivery per webhook and id, so
 // the same fact found again (a threshold crossed twice in one plan period, the expiry check run
 // every minute, a replay after a restart) is never sent twice.
-import { balanceOf, isKeyExpired, keyControlsOf, keyStanding, type AccountState } from '../ledger/account.ts';
+import { balanceOf, type AccountState } from '../ledger/account-state.ts';
+import { isKeyExpired, keyControlsOf, keyStanding } from '../ledger/key-controls.ts';
 import * as balance from '../ledger/balance.ts';
 import type { DomainEvent, SubscriptionTerms } from '../ledger/events.ts';
 

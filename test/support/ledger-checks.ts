@@ -1,7 +1,8 @@
 // Invariants checked event by event over an account's history: the decider's state and the
 // accounts read model never show more spent or held than the plan and extra tokens allow.
 import * as assert from 'uvu/assert';
-import { accountDecider, reservedTokens } from '../../src/ledger/account.ts';
+import { accountDecider } from '../../src/ledger/account.ts';
+import { reservedTokens } from '../../src/ledger/account-state.ts';
 import { accounts as accountsProjection, type AccountRow } from '../../projections/accounts.ts';
 import type { DomainEvent } from '../../src/ledger/events.ts';
 import type { StoredEvent } from '../../src/eventstore/port.ts';
