@@ -9,7 +9,7 @@ import { openTestPostgres, type TestDatabase } from './support/db.ts';
 import { openPostgres } from '../src/eventstore/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { eventBody } from '../src/eventstore/canonical.ts';
-import { readPageSql } from '../src/eventstore/postgres-schema.ts';
+import { readableSql, readPageSql } from '../src/eventstore/postgres-schema.ts';
 import { DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from '../src/eventstore/errors.ts';
 import { toApiError } from '../src/http/errors.ts';
 import type { EventStore, NewEvent, StoredEvent } from '../src/eventstore/port.ts';
@@ -268,7 +268,7 @@ if (!process.env.DATABASE_URL) {
     );
     const [origin] = await t.db.query<{ xid: string; position: string }>(`SELECT xid, position FROM "${t.schema}".position_origin`);
     const [first] = await t.db.query<{ p: number }>(`SELECT min(position) AS p FROM "${t.schema}".events`);
-    const sql = readPageSql(t.schema, { xid: Number(origin.xid), position: Number(origin.position) }, 'position, id, type, data')
+    const sql = readPageSql(t.schema, 'position, id, type, data', readableSql({ xid: Number(origin.xid), position: Number(origin.position) }))
       .replace('$1', String(first.p))
       .replace('$2', '2000');
     const [row] = await t.db.query<{ 'QUERY PLAN': Array<{ Plan: unknown }> }>(`EXPLAIN (FORMAT JSON, ANALYZE, TIMING OFF) ${sql}`);

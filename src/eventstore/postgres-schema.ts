@@ -15,11 +15,12 @@ export interface PositionOrigin {
 }
 
 /**
- * SQL for the first position no reader may read yet: that of the oldest transaction still
- * running (or of the next one). Positions below it belong to finished transactions only.
+ * SQL condition on an event's position: below the first position no reader may read yet, that
+ * of the oldest transaction still running (or of the next one). Positions below it belong to
+ * finished transactions only.
  */
-export function readableBoundSql(origin: PositionOrigin): string {
-  return firstPositionSql(origin, 'pg_snapshot_xmin(pg_current_snapshot())');
+export function readableSql(origin: PositionOrigin): string {
+  return `position < ${firstPositionSql(origin, 'pg_snapshot_xmin(pg_current_snapshot())')}`;
 }
 
 /** SQL for the first position of the transaction `xid` (an xid8 expression): the one rule positions follow. */
@@ -29,15 +30,17 @@ function firstPositionSql(origin: PositionOrigin, xid: string): string {
 
 /**
  * A page of the log ($1: after this position, $2: at most this many events): the next events in
- * position order, then cut at the readable bound. The cut is made outside the LIMIT (the same
- * rows as inside: the page is in order, so the cut keeps a prefix) because inside it the two
- * limits on position read as a narrow range to a planner without column statistics (autovacuum
- * off, or before its first ANALYZE), which then sorted the whole rest of the log for every page:
- * a replay of 1M events read 40 pages at about a second each.
+ * position order (with `typesParam`, only events whose type is in that text[] parameter), then
+ * cut where `cut` (an upper bound on position) stops holding. The cut is made outside the LIMIT
+ * (the same rows as inside: the page is in order, so the cut keeps a prefix) because inside it
+ * the two limits on position read as a narrow range to a planner without column statistics
+ * (autovacuum off, or before its first ANALYZE), which then sorted the whole rest of the log for
+ * every page: a replay of 1M events read 40 pages at about a second each.
  */
-export function readPageSql(schema: string, origin: PositionOrigin, columns: string): string {
-  return `SELECT * FROM (SELECT ${columns} FROM "${schema}".events WHERE position > $1 ORDER BY position LIMIT $2) page
-    WHERE position < ${readableBoundSql(origin)} ORDER BY position`;
+export function readPageSql(schema: string, columns: string, cut: string, typesParam?: string): string {
+  const typed = typesParam ? ` AND type = ANY(${typesParam}::text[])` : '';
+  return `SELECT * FROM (SELECT ${columns} FROM "${schema}".events WHERE position > $1${typed} ORDER BY position LIMIT $2) page
+    WHERE ${cut} ORDER BY position`;
 }
 
 /** Tables, triggers and the position origin; the append function comes after (appendFunctionDdl). */

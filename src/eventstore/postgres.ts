@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Database } from './db.ts';
-import { appendFunctionDdl, EVENTS_PER_TRANSACTION, eventTablesDdl, readableBoundSql, readPageSql, type PositionOrigin } from './postgres-schema.ts';
+import { appendFunctionDdl, EVENTS_PER_TRANSACTION, eventTablesDdl, readableSql, readPageSql, type PositionOrigin } from './postgres-schema.ts';
 import { eventBody } from './canonical.ts';
 import { assertStreamName } from './stream-name.ts';
 import { DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from './errors.ts';
@@ -97,8 +97,8 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     return found;
   });
   // Readers stay below every transaction still running (see postgres-schema.ts).
-  const readable = `position < ${readableBoundSql(origin)}`;
-  const page = (columns: string) => readPageSql(schema, origin, columns);
+  const readable = readableSql(origin);
+  const page = (columns: string) => readPageSql(schema, columns, readable);
 
   const appended = new EventEmitter();
   appended.setMaxListeners(0);
@@ -348,7 +348,6 @@ export async function readSettledPage(
   limit: number,
   types?: readonly string[],
 ): Promise<ProjectedEvent[]> {
-  const typed = types ? 'AND type = ANY($4::text[])' : '';
   return db.transaction(async (tx) => {
     // The primary key's order is the page's order: without column statistics (autovacuum off)
     // a type filter reads as rare to the planner, which then sorted the whole rest of the log
@@ -357,9 +356,8 @@ export async function readSettledPage(
       `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`,
     );
     return tx.query<ProjectedEvent>(
-      `SELECT * FROM (SELECT ${PROJECTED_COLUMNS} FROM "${schema}".events WHERE position > $1 ${typed} ORDER BY position LIMIT $3) page
-       WHERE position <= $2 ORDER BY position`,
-      types ? [afterPosition, upTo, limit, types] : [afterPosition, upTo, limit],
+      readPageSql(schema, PROJECTED_COLUMNS, 'position <= $3', types ? '$4' : undefined),
+      types ? [afterPosition, limit, upTo, types] : [afterPosition, limit, upTo],
     );
   });
 }
