@@ -9,7 +9,7 @@ import { finishDdl } from './ddl.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import { replayGroups, replayOnWorkers } from './parallel-replay.ts';
 import { ReplayMemory } from './replay-memory.ts';
-import { applyEvents, ensureReadModels } from './runner.ts';
+import { applyEvents, eachPage, ensureReadModels } from './runner.ts';
 import { normaliseRow, q } from './sql.ts';
 
 interface RebuildProgress {
@@ -53,17 +53,18 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   const progress = (position: number, events: number) => {
     opts.onProgress?.({ position, head, events, elapsedMs: Date.now() - started });
   };
-  const threads = db.url && store.workerSource ? (opts.threads ?? (await defaultThreads(store))) : 1;
-  const groups = replayGroups(ALL_PROJECTIONS, threads);
+  // Other threads can fold only where they can open both the log and the target themselves.
+  const sources = db.url && store.workerSource ? { log: store.workerSource, readModelsUrl: db.url } : null;
+  const groups = sources ? replayGroups(ALL_PROJECTIONS, opts.threads ?? (await defaultThreads(store))) : null;
   let folded: Folded;
-  if (groups && db.url && store.workerSource) {
+  if (sources && groups) {
     // The threads stop at a position under which nothing can still commit; what comes after is
     // applied below, once the tables are finished.
     const upTo = await store.readableHead();
     const count = await replayOnWorkers({
       groups,
-      log: store.workerSource,
-      readModels: { url: db.url, schema: target },
+      log: sources.log,
+      readModels: { url: sources.readModelsUrl, schema: target },
       upTo,
       batchSize,
       memory: opts.memory,
@@ -76,7 +77,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
       progress(position, count);
     });
   }
-  let { position, count } = folded;
+  const { position, count } = folded;
   const finish = finishDdl(target, ALL_PROJECTIONS);
   await db.transaction(async (tx) => {
     await folded.memory?.flushAll(tx, target);
@@ -93,14 +94,28 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   });
   // Events appended while the threads folded (or since the last page) go in as the live runner
   // applies them, now that the tables have their keys.
+  return (await catchUp(db, store, target, position, count, progress)).position;
+}
+
+/**
+ * Applies the events after `position` to the finished tables of `schema`, as the live runner
+ * does, until none is left; `onPage` hears the position and the count (from `count`) after each.
+ */
+async function catchUp(
+  db: Database,
+  store: EventReader,
+  schema: string,
+  position: number,
+  count: number,
+  onPage?: (position: number, count: number) => void,
+): Promise<{ position: number; count: number }> {
   for (;;) {
     const page = await store.readAll(position, 10_000);
-    if (page.length === 0) break;
-    position = await applyEvents(db, target, page, position);
+    if (page.length === 0) return { position, count };
+    position = await applyEvents(db, schema, page, position);
     count += page.length;
-    progress(position, count);
+    onPage?.(position, count);
   }
-  return position;
 }
 
 interface Folded {
@@ -124,22 +139,15 @@ async function foldHere(
   const memory = new ReplayMemory({ copy: db.kind === 'postgres', ...memoryOptions });
   let position = 0;
   let count = 0;
-  // The next page is read while this one is applied (on PostgreSQL another connection serves it).
-  // A read that fails while a page is being applied is reported when awaited, not as unhandled.
-  const readPage = (after: number) => {
-    const page = store.readAllProjected ? store.readAllProjected(after, batchSize) : store.readAll(after, batchSize);
-    page.catch(() => undefined);
-    return page;
-  };
-  let next = readPage(position);
-  for (;;) {
-    const events = await next;
-    if (events.length === 0) break;
-    next = readPage(events[events.length - 1].position);
-    position = await applyEvents(db, target, events, position, ALL_PROJECTIONS, memory);
-    count += events.length;
-    await onPage(position, count);
-  }
+  // On PostgreSQL another connection reads the next page while this one is applied.
+  await eachPage(
+    (after) => (store.readAllProjected ? store.readAllProjected(after, batchSize) : store.readAll(after, batchSize)),
+    async (events) => {
+      position = await applyEvents(db, target, events, position, ALL_PROJECTIONS, memory);
+      count += events.length;
+      await onPage(position, count);
+    },
+  );
   return { position, count, memory };
 }
 
@@ -175,12 +183,7 @@ export async function rebuildReadModels(
       return true;
     });
     if (swapped) return { events, position };
-    for (;;) {
-      const page = await store.readAll(position, 10_000);
-      if (page.length === 0) break;
-      position = await applyEvents(db, next, page, position);
-      events += page.length;
-    }
+    ({ position, count: events } = await catchUp(db, store, next, position, events));
   }
 }
 

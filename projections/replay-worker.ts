@@ -6,7 +6,7 @@ import { readSettledPage } from '../src/eventstore/postgres.ts';
 import type { ReplayJob, ReplayReport } from './parallel-replay.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import { ReplayMemory } from './replay-memory.ts';
-import { applyPage } from './runner.ts';
+import { applyPage, eachPage } from './runner.ts';
 
 const job = workerData as ReplayJob;
 const projections = ALL_PROJECTIONS.filter((p) => job.projections.includes(p.name));
@@ -19,27 +19,19 @@ const log: Database = job.log.url === job.readModels.url ? readModels : openPost
 try {
   const memory = new ReplayMemory({ copy: true, ...job.memory });
   const types = job.types ?? undefined;
-  const readPage = (after: number) => {
-    const page = readSettledPage(log, job.log.schema, after, job.upTo, job.batchSize, types);
-    // A read that fails while a page is applied is reported when awaited, not as unhandled.
-    page.catch(() => undefined);
-    return page;
-  };
-  let next = readPage(0);
   let events = 0;
-  for (;;) {
-    const page = await next;
-    if (page.length === 0) break;
-    const position = page[page.length - 1].position;
-    next = readPage(position);
-    await readModels.transaction(async (tx) => {
-      // Nobody reads the target before the replay is finished and made durable (rebuild.ts).
-      await tx.query(`SELECT set_config('synchronous_commit', 'off', true)`);
-      await applyPage(tx, job.readModels.schema, page, projections, memory);
-    });
-    events += page.length;
-    report({ kind: 'page', position, events });
-  }
+  await eachPage(
+    (after) => readSettledPage(log, job.log.schema, after, job.upTo, job.batchSize, types),
+    async (page) => {
+      await readModels.transaction(async (tx) => {
+        // Nobody reads the target before the replay is finished and made durable (rebuild.ts).
+        await tx.query(`SELECT set_config('synchronous_commit', 'off', true)`);
+        await applyPage(tx, job.readModels.schema, page, projections, memory);
+      });
+      events += page.length;
+      report({ kind: 'page', position: page[page.length - 1].position, events });
+    },
+  );
   await readModels.transaction((tx) => memory.flushAll(tx, job.readModels.schema));
   report({ kind: 'done', events });
 } finally {

@@ -105,6 +105,26 @@ export async function applyPage(tx: Queryable, schema: string, events: Projected
   }
 }
 
+/**
+ * Reads the log page after page from the start (`read(after)` gives the page after a position;
+ * an empty page ends it), reading the next page while `handle` works on this one. A read that
+ * fails meanwhile is reported when its page is awaited, not as unhandled.
+ */
+export async function eachPage<E extends { position: number }>(read: (after: number) => Promise<E[]>, handle: (page: E[]) => Promise<void>): Promise<void> {
+  const readAhead = (after: number) => {
+    const page = read(after);
+    page.catch(() => undefined);
+    return page;
+  };
+  let next = readAhead(0);
+  for (;;) {
+    const page = await next;
+    if (page.length === 0) return;
+    next = readAhead(page[page.length - 1].position);
+    await handle(page);
+  }
+}
+
 export interface ProjectionRunner {
   readonly position: number;
   /** Resolves when every event appended before the call is in the read models. */
