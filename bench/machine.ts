@@ -88,13 +88,13 @@ export function cpuMeter(db: Database | null, appName: string) {
       // own) are counted as of their last sample: at most a quarter second of each is missed.
       const latest = new Map(pg0 ?? []);
       let sampling = Promise.resolve();
-      const sample = () => {
+      const sample = (server: Database) => {
         sampling = sampling.then(async () => {
-          const now = db ? await backendCpu(db, appName).catch(() => null) : null;
+          const now = await backendCpu(server, appName).catch(() => null);
           for (const [pid, s] of now ?? []) latest.set(pid, s);
         });
       };
-      const timer = pg0 ? setInterval(sample, 250) : null;
+      const timer = pg0 && db ? setInterval(() => sample(db), 250) : null;
       return {
         async stop(): Promise<CpuSeconds> {
           const node = process.cpuUsage(node0);

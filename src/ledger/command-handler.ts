@@ -90,13 +90,6 @@ export function snapshotDue(revision: number, appended: number): boolean {
   return Math.floor((revision + appended) / SNAPSHOT_EVERY) > Math.floor(revision / SNAPSHOT_EVERY);
 }
 
-function crossesSnapshotMark(revision: number, decided: Decided[]): boolean {
-  return snapshotDue(
-    revision,
-    decided.reduce((n, d) => n + d.events.length, 0),
-  );
-}
-
 export function createCommandHandler(opts: CommandHandlerOptions) {
   const { store } = opts;
   const append = opts.append ?? ((r: AppendRequest) => store.append(r));
@@ -214,7 +207,12 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
           events: withEvents.flatMap((d) =>
             d.events.map((e, i) => ({ id: d.ids[i], type: e.type, data: e.data as unknown as Record<string, unknown>, metadata: d.p.metadata })),
           ),
-          snapshot: crossesSnapshotMark(current.revision, withEvents) ? { v: SNAPSHOT_VERSION, s: finalState } : undefined,
+          snapshot: snapshotDue(
+            current.revision,
+            withEvents.reduce((n, d) => n + d.events.length, 0),
+          )
+            ? { v: SNAPSHOT_VERSION, s: finalState }
+            : undefined,
           durable,
         });
       } catch (err) {
