@@ -5,6 +5,7 @@ import type { Database } from '../src/eventstore/db.ts';
 import type { EventStore } from '../src/eventstore/port.ts';
 import { ensureReadModels, startProjectionRunner } from './runner.ts';
 import * as checkpoint from './checkpoint.ts';
+import type { OutageLog } from '../src/eventstore/outage.ts';
 
 /** Read models live beside the events, in a schema of their own. */
 export const readModelSchemaFor = (eventSchema: string): string => `${eventSchema}_rm`;
@@ -22,12 +23,12 @@ export interface ReadSide {
 /** Makes the read side for a ledger's event log (the ledger calls it once it has its store). */
 export type ReadSideFactory = (store: EventStore) => Promise<ReadSide>;
 
-export function readSide(opts: { db: Database; eventSchema: string; projectHere: boolean }): ReadSideFactory {
+export function readSide(opts: { db: Database; eventSchema: string; projectHere: boolean; log?: OutageLog }): ReadSideFactory {
   const schema = readModelSchemaFor(opts.eventSchema);
   return async (store) => {
     await ensureReadModels(opts.db, schema);
     if (opts.projectHere) {
-      const runner = await startProjectionRunner({ db: opts.db, store, schema });
+      const runner = await startProjectionRunner({ db: opts.db, store, schema, log: opts.log });
       return { schema, projectsHere: true, waitForPosition: (position, timeoutMs) => runner.waitFor(position, timeoutMs), stop: () => runner.stop() };
     }
     return {

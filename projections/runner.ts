@@ -10,6 +10,7 @@ import { applyBatch } from './apply.ts';
 import * as checkpoint from './checkpoint.ts';
 import { projectionDdl, type DdlOptions } from './ddl.ts';
 import type { ReplayMemory } from './replay-memory.ts';
+import { outageReporter, type OutageLog } from '../src/eventstore/outage.ts';
 
 class CheckpointMovedError extends Error {
   constructor(readonly actual: number) {
@@ -148,7 +149,10 @@ export async function startProjectionRunner(opts: {
   schema: string;
   lingerMs?: number;
   onApplied?: (position: number, events: StoredEvent[]) => void;
+  /** Told once when projecting starts failing (the database is out of reach) and once when it recovers. */
+  log?: OutageLog;
 }): Promise<ProjectionRunner> {
+  const outage = opts.log ? outageReporter(opts.log, 'projection runner') : null;
   const { db, store, schema } = opts;
   await ensureReadModels(db, schema);
   let position = await checkpoint.read(db, schema);
@@ -170,12 +174,16 @@ export async function startProjectionRunner(opts: {
       if (fresh.length === 0) return;
       try {
         const reached = await applyEvents(db, schema, fresh, position);
+        outage?.ok();
         opts.onApplied?.(reached, fresh);
         moveTo(reached);
         return;
       } catch (err) {
         // Another runner (or a rebuild swap) got further: continue from where it is.
-        if (!(err instanceof CheckpointMovedError)) throw err;
+        if (!(err instanceof CheckpointMovedError)) {
+          outage?.failed(err);
+          throw err;
+        }
         moveTo(err.actual);
       }
     }

@@ -58,7 +58,7 @@ function requireContentType(ctx: Context, next: Next) {
 
 export function createApp(
   deps: GatewayDeps,
-  opts: { adminToken?: string; metrics?: Metrics; trustProxy?: boolean; readyMaxLag?: { events: number; seconds: number } } = {},
+  opts: { adminToken?: string; metrics?: Metrics; trustProxy?: boolean; readyMaxLag?: { events: number; seconds: number }; readyTimeoutMs?: number } = {},
 ): Koa {
   const app = new Koa({ proxy: opts.trustProxy === true });
   const v1 = new Router({ prefix: '/v1' });
@@ -83,7 +83,7 @@ export function createApp(
   site.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
-  site.get('/readyz', readiness(deps.ledger, opts.readyMaxLag ?? { events: 10_000, seconds: 30 }));
+  site.get('/readyz', readiness(deps.ledger, opts.readyMaxLag ?? { events: 10_000, seconds: 30 }, { timeoutMs: opts.readyTimeoutMs ?? 2000, log: deps.log }));
   if (opts.metrics) site.get('/metrics', metricsEndpoint(deps.ledger, opts.metrics));
   site.head('/', (ctx) => {
     ctx.status = 200;

@@ -1,5 +1,6 @@
 // Every setting is an environment variable, and this is the one module that reads them; these
 // are the defaults for the embedded setup.
+import { DEFAULT_PG_TIMEOUTS, type PgTimeouts } from './eventstore/db.ts';
 export interface Settings {
   port: number;
   host: string;
@@ -26,6 +27,10 @@ export interface Settings {
   kurrentDbUrl?: string;
   /** PG_POOL_SIZE: PostgreSQL connections per process. */
   pgPoolSize: number;
+  /** PG_CONNECT_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS, PG_IDLE_IN_TRANSACTION_TIMEOUT_MS, PG_KEEPALIVE_MS (see PgTimeouts). */
+  pgTimeouts: PgTimeouts;
+  /** TOLLGATE_READY_TIMEOUT_MS: /readyz answers 503 when the database has not answered within this. */
+  readyTimeoutMs: number;
   /** TOLLGATE_READY_MAX_LAG_EVENTS / _SECONDS: /readyz answers 503 past these. */
   readyMaxLag: { events: number; seconds: number };
   /** TOLLGATE_SHUTDOWN_GRACE_MS: how long SIGTERM waits for in-flight calls. */
@@ -106,6 +111,13 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     eventStore: eventStoreFrom(env.EVENT_STORE),
     kurrentDbUrl: env.KURRENTDB_URL || undefined,
     pgPoolSize: Number(env.PG_POOL_SIZE ?? 10),
+    pgTimeouts: {
+      connectMs: Number(env.PG_CONNECT_TIMEOUT_MS ?? DEFAULT_PG_TIMEOUTS.connectMs),
+      statementMs: Number(env.PG_STATEMENT_TIMEOUT_MS ?? DEFAULT_PG_TIMEOUTS.statementMs),
+      idleInTransactionMs: Number(env.PG_IDLE_IN_TRANSACTION_TIMEOUT_MS ?? DEFAULT_PG_TIMEOUTS.idleInTransactionMs),
+      keepAliveMs: Number(env.PG_KEEPALIVE_MS ?? DEFAULT_PG_TIMEOUTS.keepAliveMs),
+    },
+    readyTimeoutMs: Number(env.TOLLGATE_READY_TIMEOUT_MS ?? 2000),
     readyMaxLag: { events: Number(env.TOLLGATE_READY_MAX_LAG_EVENTS ?? 10_000), seconds: Number(env.TOLLGATE_READY_MAX_LAG_SECONDS ?? 30) },
     shutdownGraceMs: Number(env.TOLLGATE_SHUTDOWN_GRACE_MS ?? 30_000),
     trustProxy: env.TOLLGATE_TRUST_PROXY === '1',

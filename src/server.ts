@@ -95,13 +95,13 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     dataDir = join(settings.dataDir, 'pglite');
   }
   const store = await openSelectedEventStore(settings, validateEvent);
-  const db = await openDatabase({ url: settings.databaseUrl, dataDir, poolSize: settings.pgPoolSize });
+  const db = await openDatabase({ url: settings.databaseUrl, dataDir, poolSize: settings.pgPoolSize, timeouts: settings.pgTimeouts });
   const metrics = createMetrics();
   const ledger = await openLedger({
     db,
     store,
     schema: settings.schema,
-    readSide: readSide({ db, eventSchema: settings.schema, projectHere: settings.projections }),
+    readSide: readSide({ db, eventSchema: settings.schema, projectHere: settings.projections, log }),
     onAppendTimed: (s) => metrics.appendLatency.observe(s),
     holdLingerMs: settings.holdLingerMs,
   });
@@ -109,7 +109,7 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
   // This process's lease: its holds name it, so they are released soon after it dies.
   const lease = await startProcessLease(db, settings.schema, `gw-${randomUUID()}`, {
     ttlMs: settings.processLeaseMs,
-    onError: (e) => log.warn({ err: e.message }, 'process lease renewal failed'),
+    log,
   });
   await ledger.seedModels();
   // The price list below is loaded from the read models: they must include the seeding first
@@ -119,7 +119,7 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
   });
   // Keys and prices hear of this process's events at once (localEvents) and of other
   // processes' events through one shared reader that polls (event-feed.ts).
-  const feed = pollingEventFeed(ledger.events);
+  const feed = pollingEventFeed(ledger.events, { log });
   const catalog = await createModelCatalog({ db, store: feed, rmSchema: ledger.rmSchema, routes: routes.byModel, localEvents: ledger.appended });
   const keys = await createKeyDirectory({
     db,
@@ -155,15 +155,13 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     if (t.created) newAdminToken = { token: t.token, path: t.path };
   }
   if (!adminToken) log.warn('no admin token (set TOLLGATE_ADMIN_TOKEN): the admin API is disabled');
-  const app = createApp(deps, { adminToken, metrics, trustProxy: settings.trustProxy, readyMaxLag: settings.readyMaxLag });
+  const app = createApp(deps, { adminToken, metrics, trustProxy: settings.trustProxy, readyMaxLag: settings.readyMaxLag, readyTimeoutMs: settings.readyTimeoutMs });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(settings.port, settings.host, () => resolve(s));
   });
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
-  const sweeper = startSweeper(ledger, { intervalMs: settings.sweepIntervalMs, leases: { db, schema: settings.schema } }, (e) =>
-    log.warn({ err: e.message }, 'hold sweep failed'),
-  );
+  const sweeper = startSweeper(ledger, { intervalMs: settings.sweepIntervalMs, leases: { db, schema: settings.schema }, log });
   const address = server.address() as AddressInfo;
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${address.port}`;
 

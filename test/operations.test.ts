@@ -109,23 +109,36 @@ ops('/metrics counts requests by route and status, billed tokens by model, appen
 });
 
 ops('/readyz answers 503 when the store is unreachable or the read models lag past the bound', async () => {
-  const ctx = () => ({ status: 0, body: undefined as unknown }) as never as { status: number; body: { status: string } };
-  const down = { events: { headPosition: () => Promise.reject(new Error('connection refused')) } } as unknown as Ledger;
+  const ctx = () => ({ status: 0, body: undefined as unknown, set() {} }) as never as { status: number; body: { status: string } };
+  const logged: string[] = [];
+  const log = { warn: (o: object, m: string) => logged.push(`${m} ${JSON.stringify(o)}`), info: () => undefined };
+  const opts = { timeoutMs: 2000, log };
+  const down = { events: { headPosition: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:40371')) } } as unknown as Ledger;
   const c1 = ctx();
-  await readiness(down, { events: 10_000, seconds: 30 })(c1 as never);
+  await readiness(down, { events: 10_000, seconds: 30 }, opts)(c1 as never);
   assert.is(c1.status, 503);
   assert.is(c1.body.status, 'unavailable');
+  // The status only: the database's address and error are for the log, not the public.
+  assert.not.match(JSON.stringify(c1.body), /ECONNREFUSED|127\.0\.0\.1/);
+  assert.match(logged.join('\n'), /ECONNREFUSED/);
+  // A database that answers nothing (a stalled link): /readyz still answers, within its bound.
+  const stalled = { events: { headPosition: () => new Promise(() => undefined) } } as unknown as Ledger;
+  const c5 = ctx();
+  const started = Date.now();
+  await readiness(stalled, { events: 10_000, seconds: 30 }, opts)(c5 as never);
+  assert.is(c5.status, 503);
+  assert.ok(Date.now() - started < 30_000, 'answered, not left waiting on the database');
   const lagging = {
     rmSchema: 'x',
     events: { headPosition: async () => 500, readAll: async () => [{ timestamp: new Date(Date.now() - 60_000).toISOString() }] },
     readModels: { db: { query: async () => [{ position: 100 }] }, schema: 'x' },
   } as unknown as Ledger;
   const c2 = ctx();
-  await readiness(lagging, { events: 1000, seconds: 30 })(c2 as never);
+  await readiness(lagging, { events: 1000, seconds: 30 }, opts)(c2 as never);
   assert.is(c2.status, 503, 'a minute behind');
   assert.is(c2.body.status, 'lagging');
   const c3 = ctx();
-  await readiness(lagging, { events: 1000, seconds: 120 })(c3 as never);
+  await readiness(lagging, { events: 1000, seconds: 120 }, opts)(c3 as never);
   assert.is(c3.status, 200, 'within both bounds');
   // KurrentDB positions are log offsets: the lag is the events actually behind, not the distance.
   const offsets = {
@@ -138,7 +151,7 @@ ops('/readyz answers 503 when the store is unreachable or the read models lag pa
     readModels: { db: { query: async () => [{ position: 4_000_000 }] }, schema: 'x' },
   } as unknown as Ledger;
   const c4 = ctx();
-  await readiness(offsets, { events: 10, seconds: 30 })(c4 as never);
+  await readiness(offsets, { events: 10, seconds: 30 }, opts)(c4 as never);
   assert.is(c4.status, 200);
   assert.is((c4.body as unknown as { projection_lag: { events: number } }).projection_lag.events, 3);
 });

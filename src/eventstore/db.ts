@@ -29,12 +29,102 @@ export interface Database extends Queryable {
 pg.types.setTypeParser(20, (v: string) => Number(v));
 pg.types.setTypeParser(1700, (v: string) => Number(v));
 
-export function openPostgres(url: string, poolSize = 10): Database {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  // An idle client's error (server restart) must not crash the process.
+/**
+ * Bounds on every wait for PostgreSQL (all milliseconds; 0 turns one off). Without them a stalled
+ * link holds a call, a pooled connection and /readyz for as long as the stall lasts.
+ */
+export interface PgTimeouts {
+  /** PG_CONNECT_TIMEOUT_MS: to open a connection, and to wait for a free one in the pool. */
+  connectMs: number;
+  /** PG_STATEMENT_TIMEOUT_MS: one statement, on the server (statement_timeout) and, for a link that answers nothing, on this side. */
+  statementMs: number;
+  /** PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: the server ends a session whose transaction waits on its client this long. */
+  idleInTransactionMs: number;
+  /** PG_KEEPALIVE_MS: TCP keepalive, after this long without traffic (0: off). */
+  keepAliveMs: number;
+}
+
+/** The defaults for a serving process; bench and test tools that open a pool without any wait as long as they need. */
+export const DEFAULT_PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, statementMs: 5000, idleInTransactionMs: 10_000, keepAliveMs: 10_000 };
+
+/** A lost or refused connection, a timeout: the database is out of reach for now, nothing about the request. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  const code = typeof e.code === 'string' ? e.code : '';
+  // Class 08: connection exception; 57P01-03: the server shut down or cannot connect now;
+  // 57014: a statement cancelled by statement_timeout; 25P03: idle-in-transaction timeout.
+  if (/^08|^57P0[123]$|^57014$|^25P03$|^53300$/.test(code)) return true;
+  if (/^(ECONNRESET|ECONNREFUSED|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN)$/.test(code)) return true;
+  const message = typeof e.message === 'string' ? e.message : '';
+  return (
+    /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed|not queryable|Connection ended/i.test(
+      message,
+    ) || ('cause' in e && e.cause !== err && isDatabaseUnavailable(e.cause))
+  );
+}
+
+/**
+ * For a session that holds a lease (an advisory lock it may wait for as long as it takes): a
+ * bounded connect, and keepalive so a peer that vanished is noticed. No statement timeout.
+ */
+export const sessionBounds: pg.ClientConfig = {
+  connectionTimeoutMillis: DEFAULT_PG_TIMEOUTS.connectMs,
+  keepAlive: true,
+  keepAliveInitialDelayMillis: DEFAULT_PG_TIMEOUTS.keepAliveMs,
+};
+
+/** pg's options for the bounds above. */
+function boundedOptions(t: PgTimeouts): pg.PoolConfig {
+  return {
+    connectionTimeoutMillis: t.connectMs || undefined,
+    statement_timeout: t.statementMs || undefined,
+    // The server's own timeout answers first with a clear error; this one ends a wait on a link that answers nothing.
+    query_timeout: t.statementMs ? t.statementMs + 1000 : undefined,
+    idle_in_transaction_session_timeout: t.idleInTransactionMs || undefined,
+    keepAlive: t.keepAliveMs > 0,
+    keepAliveInitialDelayMillis: t.keepAliveMs || undefined,
+  };
+}
+
+export function openPostgres(url: string, poolSize = 10, timeouts?: PgTimeouts): Database {
+  const bounds = timeouts ? boundedOptions(timeouts) : {};
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, ...bounds });
+  // An idle client's error (server restart) must not crash the process; the pool drops it.
   pool.on('error', () => undefined);
   let listener: pg.Client | null = null;
+  let connecting: Promise<pg.Client> | null = null;
+  let closed = false;
   const handlers = new Map<string, Set<(p: string) => void>>();
+
+  /** The LISTEN connection, opened again (with every channel) after it was lost; NOTIFY is a hint, polling covers the gap. */
+  function listenerClient(): Promise<pg.Client> {
+    if (listener) return Promise.resolve(listener);
+    connecting ??= (async () => {
+      const client = new pg.Client({ connectionString: url, ...bounds });
+      const lost = () => {
+        if (listener === client) listener = null;
+        client.end().catch(() => undefined);
+        if (!closed && handlers.size > 0) setTimeout(() => void listenerClient().catch(() => undefined), 1000).unref();
+      };
+      client.on('error', lost);
+      client.on('end', lost);
+      try {
+        await client.connect();
+        client.on('notification', (m) => handlers.get(m.channel)?.forEach((h) => h(m.payload ?? '')));
+        for (const channel of handlers.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        listener = client;
+        return client;
+      } catch (err) {
+        client.removeListener('end', lost);
+        client.end().catch(() => undefined);
+        throw err;
+      } finally {
+        connecting = null;
+      }
+    })();
+    return connecting;
+  }
 
   return {
     kind: 'postgres',
@@ -50,28 +140,34 @@ export function openPostgres(url: string, poolSize = 10): Database {
     },
     async transaction(fn) {
       const client = await pool.connect();
+      // Checked out, a client has no listener of the pool's: a connection lost now (a failover,
+      // a cut) would be an unhandled 'error' event, which ends the process. The failing query
+      // reports the loss to the transaction; this only keeps the event from being unhandled.
+      let broken: Error | undefined;
+      const onError = (err: Error) => {
+        broken = err;
+      };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         const result = await fn({ query: async (t, p) => (await client.query(t, p as unknown[])).rows as never });
         await client.query('COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        if (!broken && !isDatabaseUnavailable(err)) await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+        else broken ??= err as Error;
         throw err;
       } finally {
-        client.release();
+        client.removeListener('error', onError);
+        // A connection that failed is discarded, not handed to the next transaction mid-way.
+        client.release(broken);
       }
     },
     async listen(channel, onNotify) {
-      if (!listener) {
-        listener = new pg.Client({ connectionString: url });
-        listener.on('error', () => undefined);
-        await listener.connect();
-        listener.on('notification', (m) => handlers.get(m.channel)?.forEach((h) => h(m.payload ?? '')));
-      }
       if (!handlers.has(channel)) {
         handlers.set(channel, new Set());
-        await listener.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        const client = await listenerClient();
+        await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
       }
       handlers.get(channel)!.add(onNotify);
       return async () => {
@@ -79,6 +175,7 @@ export function openPostgres(url: string, poolSize = 10): Database {
       };
     },
     async close() {
+      closed = true;
       await listener?.end().catch(() => undefined);
       await pool.end();
     },
@@ -126,6 +223,6 @@ function normaliseRow(row: unknown): unknown {
 }
 
 /** DATABASE_URL selects a real PostgreSQL; otherwise embedded PGlite in dataDir (memory if none). */
-export async function openDatabase(opts: { url?: string; dataDir?: string; poolSize?: number }): Promise<Database> {
-  return opts.url ? openPostgres(opts.url, opts.poolSize) : openPglite(opts.dataDir);
+export async function openDatabase(opts: { url?: string; dataDir?: string; poolSize?: number; timeouts?: PgTimeouts }): Promise<Database> {
+  return opts.url ? openPostgres(opts.url, opts.poolSize, opts.timeouts) : openPglite(opts.dataDir);
 }

@@ -2,6 +2,7 @@
 // its own. It ends with that session, so a process that dies or stops hands it on to the next
 // one waiting.
 import pg from 'pg';
+import { sessionBounds } from './db.ts';
 
 export interface Lease {
   /** Ends the session, and with it the lease. */
@@ -13,7 +14,7 @@ export interface Lease {
  * fails before release(), while waiting or holding it: the lease may be gone then.
  */
 export async function acquireLease(url: string, name: string, onLost: (err: Error) => void): Promise<Lease> {
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client({ connectionString: url, ...sessionBounds });
   await client.connect();
   let released = false;
   client.on('error', (err) => {

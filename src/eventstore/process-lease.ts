@@ -3,6 +3,7 @@
 // process died, or hangs past the lease), any process releases them (src/gateway/sweeper.ts).
 // Not part of the ledger: rows are written in place, and the ones long lapsed are deleted.
 import type { Database, Queryable } from './db.ts';
+import { outageReporter, type OutageLog } from './outage.ts';
 
 export interface ProcessLease {
   readonly processId: string;
@@ -28,8 +29,9 @@ export async function startProcessLease(
   db: Database,
   schema: string,
   processId: string,
-  opts: { ttlMs: number; onError?: (err: Error) => void },
+  opts: { ttlMs: number; log: OutageLog },
 ): Promise<ProcessLease> {
+  const outage = outageReporter(opts.log, 'process lease renewal');
   await ensureLeaseTable(db, schema);
   const renew = () =>
     db.query(
@@ -41,7 +43,10 @@ export async function startProcessLease(
   let renewing: Promise<unknown> = Promise.resolve();
   const timer = setInterval(
     () => {
-      renewing = renew().catch((err: Error) => opts.onError?.(err));
+      renewing = renew().then(
+        () => outage.ok(),
+        (err: Error) => outage.failed(err),
+      );
     },
     Math.max(50, Math.floor(opts.ttlMs / 3)),
   );

@@ -21,6 +21,8 @@ export function pollingSubscription(opts: {
   let wake: (() => void) | null = null;
   let dirty = true;
   let failure: Error | null = null;
+  /** Failed reads in a row. */
+  let failures = 0;
   /** Set by caughtUp(): read now, without lingering. */
   let urgent = false;
   let cutLinger: (() => void) | null = null;
@@ -95,12 +97,15 @@ export function pollingSubscription(opts: {
           if (events.length < pageSize) break;
         }
         failure = null;
+        failures = 0;
         retryIfShort();
       } catch (err) {
-        // A failing handler is retried from the same position on the next wake-up.
+        // A failing handler is retried from the same position on the next wake-up, sooner after
+        // a conflict, later while the database stays out of reach.
         failure = err as Error;
+        failures++;
         for (const w of waiters.splice(0)) w.reject(failure);
-        await new Promise((r) => setTimeout(r, 200));
+        await new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** Math.min(failures - 1, 5))));
         dirty = true;
       }
     }

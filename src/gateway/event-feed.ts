@@ -9,6 +9,7 @@
 // competed with the call itself (measured in BENCHMARKS.md). A cache that needs to be current
 // now (an unknown key) asks for caughtUp(), which reads at once.
 import type { EventHandler, EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
+import { outageReporter, type OutageLog } from '../eventstore/outage.ts';
 
 export type EventFeed = Pick<EventStore, 'subscribe' | 'headPosition' | 'readableHead'>;
 
@@ -17,8 +18,9 @@ const PAGE = 2000;
 
 export function pollingEventFeed(
   store: Pick<EventStore, 'readAll' | 'headPosition' | 'readableHead'>,
-  opts: { pollMs?: number } = {},
+  opts: { pollMs?: number; log?: OutageLog } = {},
 ): EventFeed & { close(): Promise<void> } {
+  const outage = opts.log ? outageReporter(opts.log, 'event feed', { baseMs: opts.pollMs ?? POLL_MS }) : null;
   const handlers = new Set<EventHandler>();
   let position = -1;
   let reading: Promise<void> | null = null;
@@ -43,15 +45,20 @@ export function pollingEventFeed(
     return reading;
   }
 
-  const schedule = () => {
+  const schedule = (delayMs = opts.pollMs ?? POLL_MS) => {
     if (closed || timer) return;
     timer = setTimeout(() => {
       timer = null;
-      // A failed read is retried at the next tick; caughtUp() reports failures to its caller.
-      readNow()
-        .catch(() => undefined)
-        .finally(schedule);
-    }, opts.pollMs ?? POLL_MS);
+      // A failed read is retried later, backing off while the database is out of reach;
+      // caughtUp() reports failures to its caller.
+      readNow().then(
+        () => {
+          outage?.ok();
+          schedule();
+        },
+        (err: unknown) => schedule(outage?.failed(err)),
+      );
+    }, delayMs);
     timer.unref();
   };
 

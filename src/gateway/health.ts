@@ -5,19 +5,37 @@ import type { Ledger } from '../ledger/ledger.ts';
 import type { Metrics } from './metrics.ts';
 import * as checkpoint from '../../projections/checkpoint.ts';
 import * as holds from '../../projections/holds.ts';
+import { outageReporter, type OutageLog } from '../eventstore/outage.ts';
 
 const projectionLag = (ledger: Ledger) => checkpoint.lag(ledger.readModels.db, ledger.events, ledger.rmSchema);
 
-export function readiness(ledger: Ledger, bounds: { events: number; seconds: number }) {
+/**
+ * Answers within `timeoutMs` whatever the database does (a stalled link answers nothing). The
+ * body says the status only; why the store is unreachable goes to the log, once per outage. One
+ * check at a time: probes during a stall share it instead of taking every pooled connection.
+ */
+export function readiness(ledger: Ledger, bounds: { events: number; seconds: number }, opts: { timeoutMs: number; log: OutageLog }) {
+  const outage = outageReporter(opts.log, 'readiness check');
+  let inFlight: ReturnType<typeof projectionLag> | null = null;
   return async (ctx: Context) => {
+    const check = (inFlight ??= projectionLag(ledger).finally(() => (inFlight = null)));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the database did not answer within ${opts.timeoutMs} ms`)), opts.timeoutMs);
+    });
     try {
-      const lag = await projectionLag(ledger);
+      const lag = await Promise.race([check, late]);
+      outage.ok();
       const ready = lag.events <= bounds.events && lag.seconds <= bounds.seconds;
       ctx.status = ready ? 200 : 503;
       ctx.body = { status: ready ? 'ready' : 'lagging', store: 'ok', projection_lag: lag };
     } catch (err) {
+      outage.failed(err);
       ctx.status = 503;
-      ctx.body = { status: 'unavailable', store: 'unreachable', error: (err as Error).message.slice(0, 200) };
+      ctx.set('retry-after', '2');
+      ctx.body = { status: 'unavailable', store: 'unreachable' };
+    } finally {
+      clearTimeout(timer);
     }
   };
 }

@@ -8,6 +8,7 @@ import * as holds from '../../projections/holds.ts';
 import { revokeRotatedKeys } from '../admin/key-controls.ts';
 import type { Queryable } from '../eventstore/db.ts';
 import { forgetOldLeases, leaseTable } from '../eventstore/process-lease.ts';
+import { outageReporter, type OutageLog } from '../eventstore/outage.ts';
 
 /** Where the gateway processes' leases are kept (src/eventstore/process-lease.ts). */
 export interface LeaseTable {
@@ -36,19 +37,26 @@ export async function sweepOrphanedHolds(ledger: Ledger, leases: LeaseTable): Pr
   return released;
 }
 
-export function startSweeper(ledger: Ledger, opts: { intervalMs: number; leases?: LeaseTable }, onError: (e: Error) => void = () => undefined) {
+export function startSweeper(ledger: Ledger, opts: { intervalMs: number; leases?: LeaseTable; log: OutageLog; extra?: () => Promise<unknown> }) {
   let running = false;
+  const outage = outageReporter(opts.log, 'hold sweep');
+  /** Skipped ticks while the database is out of reach (the backoff). */
+  let resumeAt = 0;
   const sweep = async () => {
     // One sweep at a time: a slow one is not overtaken by the next tick.
-    if (running) return;
+    if (running || Date.now() < resumeAt) return;
     running = true;
     try {
       if (opts.leases) {
-        await sweepOrphanedHolds(ledger, opts.leases).catch(onError);
-        await forgetOldLeases(opts.leases.db, opts.leases.schema).catch(onError);
+        await sweepOrphanedHolds(ledger, opts.leases);
+        await forgetOldLeases(opts.leases.db, opts.leases.schema);
       }
-      await sweepExpiredHolds(ledger).catch(onError);
-      await revokeRotatedKeys(ledger).catch(onError);
+      await sweepExpiredHolds(ledger);
+      await revokeRotatedKeys(ledger);
+      await opts.extra?.();
+      outage.ok();
+    } catch (err) {
+      resumeAt = Date.now() + outage.failed(err);
     } finally {
       running = false;
     }

@@ -5,6 +5,7 @@ import { UpstreamError } from '../upstream/port.ts';
 import { InvalidImageError } from '../upstream/image-error.ts';
 import { ReadModelsBehind } from '../ledger/read-your-writes.ts';
 import { LogNotReadableYet } from '../eventstore/errors.ts';
+import { isDatabaseUnavailable } from '../eventstore/db.ts';
 import type { RateDecision } from '../ledger/call-rate.ts';
 import { seconds } from './rate-limit.ts';
 
@@ -88,6 +89,21 @@ export function modelNotFound(model: string | null, baseUrl: string): ApiError {
   );
 }
 
+/** How long a caller is told to wait when the ledger's database is out of reach (a failover takes seconds). */
+export const DATABASE_RETRY_AFTER_S = 2;
+
+/** The ledger's database cannot be reached (cut, stalled, failing over): try again shortly, nothing was charged. */
+export function databaseUnavailable(): ApiError {
+  return new ApiError(
+    503,
+    `The billing ledger is unreachable for a moment; nothing was charged. Retry in ${DATABASE_RETRY_AFTER_S} seconds.`,
+    'server_error',
+    'ledger_unavailable',
+    null,
+    { 'retry-after': String(DATABASE_RETRY_AFTER_S) },
+  );
+}
+
 /** Maps any thrown value to an ApiError; unknown failures become a 500 without internals. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
@@ -127,6 +143,7 @@ export function toApiError(err: unknown): ApiError {
       },
     );
   }
+  if (isDatabaseUnavailable(err)) return databaseUnavailable();
   if (err instanceof ReadModelsBehind) {
     return new ApiError(
       503,

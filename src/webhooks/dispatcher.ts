@@ -12,6 +12,7 @@
 // - At least once: a delivery is marked delivered only after the receiver's 2xx; a crash in
 //   between sends it again, with the same notification id and delivery id, for the receiver to
 //   drop. Never twice on purpose: the outbox holds one row per (webhook, notification id).
+import { outageReporter } from '../eventstore/outage.ts';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database } from '../eventstore/db.ts';
@@ -380,6 +381,7 @@ export async function startDispatcher(o: DispatcherOptions): Promise<Dispatcher>
     inFlight.set(h.webhookId, { abort, done });
   }
 
+  const outbox = outageReporter(log, 'webhook sender: reading the outbox');
   const sending = (async () => {
     while (!stopping) {
       let waitMs = SENDER_POLL_MS;
@@ -393,8 +395,9 @@ export async function startDispatcher(o: DispatcherOptions): Promise<Dispatcher>
           }
           if (inFlight.size < MAX_PARALLEL) send(h);
         }
+        outbox.ok();
       } catch (err) {
-        if (!stopping) log.warn({ err: (err as Error).message }, 'webhook sender: reading the outbox failed');
+        if (!stopping) waitMs = Math.max(waitMs, outbox.failed(err));
       }
       if (!stopping) await sender.sleep(waitMs);
     }
@@ -402,13 +405,15 @@ export async function startDispatcher(o: DispatcherOptions): Promise<Dispatcher>
 
   // ---- reading the log ------------------------------------------------------------------------
   await loadWatches();
+  const batches = outageReporter(log, 'webhook dispatcher: reading the log');
   const subscription: Subscription = store.subscribe(
     position,
     async (events) => {
       try {
         await handle(events);
+        batches.ok();
       } catch (err) {
-        log.error({ err: (err as Error).message, position }, 'webhook dispatcher: a batch failed; retrying');
+        batches.failed(err);
         throw err;
       }
     },

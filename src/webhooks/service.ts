@@ -2,6 +2,7 @@
 // log, replay), and the dispatcher, run by one process at a time. On PostgreSQL every gateway
 // competes for a lease (a session advisory lock, storage.tryLease); the holder dispatches, the
 // others keep trying and take over when its session ends. Embedded PGlite has one process.
+import { outageReporter } from '../eventstore/outage.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database } from '../eventstore/db.ts';
@@ -211,6 +212,7 @@ function createService(o: StartOptions & { store: EventStore; master: MasterKey 
   });
 
   // Who dispatches: this process alone on PGlite; on PostgreSQL, whoever holds the lease.
+  const leaseOutage = outageReporter(log, 'webhook dispatcher lease');
   const leadership = (async () => {
     if (!settings.databaseUrl) {
       dispatcher = await launch();
@@ -239,8 +241,9 @@ function createService(o: StartOptions & { store: EventStore; master: MasterKey 
           }
           continue;
         }
+        leaseOutage.ok();
       } catch (err) {
-        if (!closed) log.warn({ err: (err as Error).message }, 'webhook dispatcher: cannot take the lease');
+        if (!closed) leaseOutage.failed(err);
       }
       await Promise.race([new Promise((r) => setTimeout(r, LEASE_RETRY_MS).unref()), stopped]);
     }

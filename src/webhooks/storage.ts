@@ -5,7 +5,7 @@
 // attempts, next attempt, last error and response status. The outbox rows and the checkpoint
 // commit in one transaction, so a restart neither loses a notification nor queues one twice.
 import pg from 'pg';
-import type { Database, Queryable } from '../eventstore/db.ts';
+import { sessionBounds, type Database, type Queryable } from '../eventstore/db.ts';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'delivered', 'failed', 'cancelled'];
@@ -336,7 +336,7 @@ export interface Lease {
  * hands it on. `onLost` is told if the connection fails while it is held.
  */
 export async function tryLease(url: string, name: string, onLost: (err: Error) => void): Promise<Lease | null> {
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client({ connectionString: url, ...sessionBounds });
   let released = false;
   client.on('error', (err) => {
     if (!released) onLost(err);
