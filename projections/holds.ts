@@ -62,6 +62,15 @@ export async function orphaned(db: Queryable, schema: string, leaseTable: string
   return out;
 }
 
+/** The open holds taken by `processId` at least `olderThanMs` ago. */
+export async function ofProcess(db: Queryable, schema: string, processId: string, olderThanMs: number): Promise<Array<{ holdId: string; accountId: string }>> {
+  const rows = await db.query<{ hold_id: string; account_id: string }>(
+    `SELECT hold_id, account_id FROM ${q(schema, holds.table)} WHERE process_id = $1 AND reserved_at <= now() - $2::int * interval '1 millisecond'`,
+    [processId, olderThanMs],
+  );
+  return rows.map((r) => ({ holdId: r.hold_id, accountId: r.account_id }));
+}
+
 /** Open holds, of every account. */
 export async function count(db: Queryable, schema: string): Promise<number> {
   const [row] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${q(schema, holds.table)}`);

@@ -31,6 +31,10 @@ export interface Settings {
   pgTimeouts: PgTimeouts;
   /** TOLLGATE_READY_TIMEOUT_MS: /readyz answers 503 when the database has not answered within this. */
   readyTimeoutMs: number;
+  /** TOLLGATE_RELEASE_RETRY_MAX: holds kept in memory for release after an outage (past it, the stale-hold sweep). */
+  releaseRetryMax: number;
+  /** TOLLGATE_STALE_HOLD_MS: this process's open holds of calls it no longer runs are released past this age. */
+  staleHoldMs: number;
   /** TOLLGATE_READY_MAX_LAG_EVENTS / _SECONDS: /readyz answers 503 past these. */
   readyMaxLag: { events: number; seconds: number };
   /** TOLLGATE_SHUTDOWN_GRACE_MS: how long SIGTERM waits for in-flight calls. */
@@ -118,6 +122,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
       keepAliveMs: Number(env.PG_KEEPALIVE_MS ?? DEFAULT_PG_TIMEOUTS.keepAliveMs),
     },
     readyTimeoutMs: Number(env.TOLLGATE_READY_TIMEOUT_MS ?? 2000),
+    releaseRetryMax: Number(env.TOLLGATE_RELEASE_RETRY_MAX ?? 10_000),
+    staleHoldMs: Number(env.TOLLGATE_STALE_HOLD_MS ?? 60_000),
     readyMaxLag: { events: Number(env.TOLLGATE_READY_MAX_LAG_EVENTS ?? 10_000), seconds: Number(env.TOLLGATE_READY_MAX_LAG_SECONDS ?? 30) },
     shutdownGraceMs: Number(env.TOLLGATE_SHUTDOWN_GRACE_MS ?? 30_000),
     trustProxy: env.TOLLGATE_TRUST_PROXY === '1',

@@ -23,7 +23,8 @@ import { ensureIdempotencyTable } from './eventstore/idempotency-store.ts';
 import { startProcessLease } from './eventstore/process-lease.ts';
 import { warmValidators } from './http/validate.ts';
 import { warmTokenizer } from './upstream/tokenizer.ts';
-import { startSweeper } from './gateway/sweeper.ts';
+import { startSweeper, sweepStaleHolds } from './gateway/sweeper.ts';
+import { createReleaseRetry } from './gateway/release-retry.ts';
 import { revokeRotatedKey } from './admin/key-controls.ts';
 import { createApp } from './app.ts';
 import type { GatewayDeps } from './gateway/deps.ts';
@@ -134,6 +135,7 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
   warmTokenizer();
   warmValidators(['chat-completions', 'images']);
 
+  const releaseRetry = createReleaseRetry(ledger, { max: settings.releaseRetryMax, log });
   const deps: GatewayDeps = {
     db,
     ledger,
@@ -141,7 +143,7 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     keys,
     log,
     channels: routes.registry,
-    metering: createMetering(ledger, { process: lease.processId }),
+    metering: createMetering(ledger, { process: lease.processId, retry: releaseRetry }),
     baseUrl: (ctx: Context) => settings.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}/v1`,
   };
   const demo = settings.bootstrap ? await bootstrapDemo(ledger) : null;
@@ -155,13 +157,25 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     if (t.created) newAdminToken = { token: t.token, path: t.path };
   }
   if (!adminToken) log.warn('no admin token (set TOLLGATE_ADMIN_TOKEN): the admin API is disabled');
-  const app = createApp(deps, { adminToken, metrics, trustProxy: settings.trustProxy, readyMaxLag: settings.readyMaxLag, readyTimeoutMs: settings.readyTimeoutMs });
+  const app = createApp(deps, {
+    adminToken,
+    metrics,
+    trustProxy: settings.trustProxy,
+    readyMaxLag: settings.readyMaxLag,
+    readyTimeoutMs: settings.readyTimeoutMs,
+  });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(settings.port, settings.host, () => resolve(s));
   });
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
-  const sweeper = startSweeper(ledger, { intervalMs: settings.sweepIntervalMs, leases: { db, schema: settings.schema }, log });
+  const sweeper = startSweeper(ledger, {
+    intervalMs: settings.sweepIntervalMs,
+    leases: { db, schema: settings.schema },
+    log,
+    extra: () =>
+      sweepStaleHolds(ledger, { processId: lease.processId, isInFlight: (holdId) => deps.metering.isInFlight(holdId), olderThanMs: settings.staleHoldMs }),
+  });
   const address = server.address() as AddressInfo;
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${address.port}`;
 
@@ -188,6 +202,9 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
         server.closeIdleConnections();
       });
       await ledger.drain();
+      // Holds still queued for release: one last try, then the lease's end hands them to the sweepers.
+      await releaseRetry.flush().catch(() => undefined);
+      releaseRetry.stop();
       // Holds still open now were cut off with their connections: ending the lease hands them to
       // the other processes' sweepers (or this process's next start) to release.
       await lease.end();

@@ -13,7 +13,7 @@
 // the revision of the correction that decided it, so an older correction applied later cannot
 // override a newer one, and its event id is derived from (that correction, the charge). A pass
 // that finds newer overlapping corrections when it ends runs again with them.
-import { createHash } from 'node:crypto';
+import { uuidFrom } from '../ledger/event-ids.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor } from '../ledger/ledger.ts';
 import { modelDecider, type CorrectionWindow, type ModelCommand, type ModelState } from '../ledger/model.ts';
@@ -101,11 +101,6 @@ export interface ReconciliationReport {
   revision: number;
   accounts: AccountReconciliation[];
   totals: Figures;
-}
-
-function uuidFrom(text: string): string {
-  const h = createHash('sha256').update(text).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 const componentOf = (c: CorrectionInput): CorrectionComponent => c.component ?? 'multiplier';

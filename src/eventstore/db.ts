@@ -60,7 +60,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return (
     /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed|not queryable|Connection ended/i.test(
       message,
-    ) || ('cause' in e && e.cause !== err && isDatabaseUnavailable(e.cause))
+    ) ||
+    ('cause' in e && e.cause !== err && isDatabaseUnavailable(e.cause))
   );
 }
 

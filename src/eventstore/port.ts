@@ -81,7 +81,17 @@ export interface SubscribeOptions {
 /** Reading the event log: what a consumer that never appends needs. */
 export type EventReader = Pick<
   EventStore,
-  'kind' | 'readStream' | 'readAll' | 'readAllProjected' | 'headPosition' | 'readableHead' | 'countAfter' | 'subscribe' | 'readSnapshot' | 'workerSource'
+  | 'kind'
+  | 'readStream'
+  | 'findEvent'
+  | 'readAll'
+  | 'readAllProjected'
+  | 'headPosition'
+  | 'readableHead'
+  | 'countAfter'
+  | 'subscribe'
+  | 'readSnapshot'
+  | 'workerSource'
 >;
 
 export interface EventStore {
@@ -90,6 +100,8 @@ export interface EventStore {
   /** Group commit: every request in one transaction; each one succeeds or fails on its own revision. */
   appendMany(requests: AppendRequest[]): Promise<Array<AppendResult | Error>>;
   readStream(stream: string, fromRevision?: number): Promise<StoredEvent[]>;
+  /** The event with this id, if it was committed (resolves an append whose outcome was lost with its connection). */
+  findEvent?(id: string): Promise<StoredEvent | null>;
   /** Events after `afterPosition` in global order (position 0 = from the start). */
   readAll(afterPosition: number, limit: number): Promise<StoredEvent[]>;
   /** The same events with only what projections read; cheaper, for replays of the whole log. */

@@ -285,6 +285,10 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       ]);
       return rows.map(toStored);
     },
+    async findEvent(id) {
+      const [row] = await db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE id = $1`, [id]);
+      return row ? toStored(row) : null;
+    },
     readAll,
     readAllProjected: (afterPosition, limit) =>
       readCommitted(

@@ -25,12 +25,7 @@ export async function ensureLeaseTable(db: Database, schema: string): Promise<vo
  * retried at the next tick (`onError` is told); if the process cannot renew for `ttlMs`, its holds
  * are released by others, and its own later charges of them are refused by the account decider.
  */
-export async function startProcessLease(
-  db: Database,
-  schema: string,
-  processId: string,
-  opts: { ttlMs: number; log: OutageLog },
-): Promise<ProcessLease> {
+export async function startProcessLease(db: Database, schema: string, processId: string, opts: { ttlMs: number; log: OutageLog }): Promise<ProcessLease> {
   const outage = outageReporter(opts.log, 'process lease renewal');
   await ensureLeaseTable(db, schema);
   const renew = () =>

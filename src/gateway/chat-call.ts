@@ -28,7 +28,8 @@ import { setBillingHeaders } from './billing-headers.ts';
 import { applyRateHeaders } from '../http/rate-limit.ts';
 import { isAbortError } from '../upstream/abort.ts';
 import type { SseWriter } from './sse.ts';
-import { isResizable, releaseReasonOf } from './metering.ts';
+import { isResizable, LedgerUnreachable, releaseReasonOf } from './metering.ts';
+import { databaseUnavailable } from '../http/errors.ts';
 import { eventWithBilledTokens, withBilledTokens } from './billed-usage.ts';
 import type { CatalogModel } from './model-catalog.ts';
 import { failedAttemptsOf, failureCode, openWithFailover, withFailover, type FailedAttempt } from '../upstream/channels/failover.ts';
@@ -231,10 +232,13 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
           let upstreamId: string | undefined;
           // The prompt as the upstream counted it, once it said (else the gateway's own count).
           let prompt: Usage = { prompt_tokens: promptTokens, completion_tokens: 0 };
+          // Set once the charge is committed (not when it is sent: a charge that cannot commit
+          // must end the stream with an error, not in silence).
           let settled = false;
           const settleOnce = async (usage: Usage, aborted: boolean, upstreamId?: string) => {
+            const billing = await settle(usage, true, aborted, trailOf(channel, failed, upstreamId));
             settled = true;
-            return settle(usage, true, aborted, trailOf(channel, failed, upstreamId));
+            return billing;
           };
           const renderer = native ? null : writers.renderer();
           void (async () => {
@@ -273,6 +277,14 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
             } catch (err) {
               if (settled) {
                 // Charged already: the reply was complete; only its tail was lost.
+              } else if (err instanceof LedgerUnreachable) {
+                // The charge could not be committed (the database is out of reach): the call is not
+                // charged, its hold is released once the database is back, and the client is told.
+                ctx.state.errorCode = 'ledger_unavailable';
+                deps.log.warn({ requestId: caller.requestId }, 'stream ended with an error: its charge could not be committed');
+                const message = databaseUnavailable().message;
+                if (renderer) renderer.error(message);
+                else writers.nativeError(message);
               } else if (sse.clientGone.aborted || isAbortError(err)) {
                 // The client left: charge the prompt and what was streamed so far, and stop.
                 await settleOnce({ ...prompt, completion_tokens: countTextTokens(generated) }, true, upstreamId).catch((e) =>

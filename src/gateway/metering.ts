@@ -12,6 +12,10 @@ import { chatCharge, imageCharge, DEFAULT_TOKENS_PER_IMAGE } from '../ledger/pri
 import { UpstreamError, type Usage } from '../upstream/port.ts';
 import { isAbortError } from '../upstream/abort.ts';
 import { rateStatus, type RateDecision } from '../ledger/call-rate.ts';
+import type { AccountCommand } from '../ledger/account.ts';
+import { holdEventId } from '../ledger/event-ids.ts';
+import { isDatabaseUnavailable } from '../eventstore/db.ts';
+import { findEvent, type ReleaseRetry } from './release-retry.ts';
 
 export interface Caller {
   keyId: string;
@@ -50,6 +54,17 @@ export function releaseReasonOf(err: unknown, clientLeft: boolean): 'client_abor
 /** A refusal for want of tokens (the account's, or the key's limit): a chat hold may be re-sized on a fresher state. */
 export const isResizable = (err: unknown): boolean => err instanceof DomainError && (err.code === 'insufficient_quota' || err.code === 'key_limit_exceeded');
 
+/** How long a charge that failed with the database's connection is retried before the call gives up (default). */
+export const SETTLE_WITHIN_MS = 3000;
+
+/** The error of a call that could not be settled in the ledger: its hold is queued for release. */
+export class LedgerUnreachable extends Error {
+  constructor(cause: unknown) {
+    super('the ledger could not be reached to settle the call', { cause });
+    this.name = 'LedgerUnreachable';
+  }
+}
+
 /** How often a chat hold is re-sized after concurrent calls won the race for the same tokens. */
 const MAX_RESIZES = 100;
 
@@ -61,8 +76,15 @@ export function createMetering(
     tokensPerImage?: number;
     /** This gateway process, named on its holds (its lease vouches for them). */
     process?: string;
+    /** Where holds go that could not be released while the database was out of reach (none: the caller's error stands). */
+    retry?: ReleaseRetry;
+    /** How long a charge whose commit failed with the database's connection is retried (its outcome read from the log first). */
+    settleWithinMs?: number;
   } = {},
 ) {
+  const settleWithinMs = opts.settleWithinMs ?? SETTLE_WITHIN_MS;
+  /** Holds of the calls this process is running: the sweeper leaves them alone. */
+  const inFlight = new Set<string>();
   const chatTtl = opts.chatHoldTtlMs ?? 15 * 60_000;
   const imageTtl = opts.imageHoldTtlMs ?? 5 * 60_000;
   const tokensPerImage = opts.tokensPerImage ?? DEFAULT_TOKENS_PER_IMAGE;
@@ -70,6 +92,55 @@ export function createMetering(
 
   async function state(accountId: string): Promise<AccountState> {
     return ledger.accountState(accountId);
+  }
+
+  function abandon(hold: Pick<Hold, 'holdId' | 'accountId' | 'metadata'>, reason: ReleaseReason, failovers: FailedChannel[], chargeMayHaveCommitted = false) {
+    inFlight.delete(hold.holdId);
+    opts.retry?.add({ holdId: hold.holdId, accountId: hold.accountId, metadata: hold.metadata, reason, failovers, chargeMayHaveCommitted });
+  }
+
+  /**
+   * Commits a hold's charge, with deterministic event ids. When the commit fails with the
+   * database's connection its outcome is unknown: the log is read for the charge's id (found: it
+   * committed), and only then is the charge sent again, within settleWithinMs. Past that, the
+   * call fails with LedgerUnreachable and its hold is queued for release (the log read first).
+   */
+  async function charge(hold: Hold, command: Extract<AccountCommand, { type: 'SettleChat' | 'SettleImage' }>) {
+    const chargeId = holdEventId(hold.holdId, 'charge');
+    const billingOf = (billed: number, remaining: number, position: number) => ({ billed, remaining, position });
+    const until = Date.now() + settleWithinMs;
+    try {
+      for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
+        try {
+          const r = await ledger.account(hold.accountId, command, hold.metadata, (_e, i) => holdEventId(hold.holdId, 'charge', i));
+          return billingOf((r.events[0].data as { billed: number }).billed, availableTokens(r.state, new Date()), r.lastPosition);
+        } catch (err) {
+          if (!isDatabaseUnavailable(err)) throw err;
+          // Read the log before anything is sent again; retry the read while the database is away.
+          for (;;) {
+            if (Date.now() + wait > until) {
+              abandon(hold, 'other', [], true);
+              throw new LedgerUnreachable(err);
+            }
+            await new Promise((r) => setTimeout(r, wait));
+            try {
+              const found = await findEvent(ledger, hold.accountId, chargeId);
+              if (!found) break;
+              ledger.forgetAccount(hold.accountId);
+              const remaining = await state(hold.accountId).then(
+                (s) => availableTokens(s, new Date()),
+                () => 0,
+              );
+              return billingOf((found.data as { billed: number }).billed, remaining, found.position);
+            } catch (readErr) {
+              if (!isDatabaseUnavailable(readErr)) throw readErr;
+            }
+          }
+        }
+      }
+    } finally {
+      inFlight.delete(hold.holdId);
+    }
   }
 
   function chatHoldSize(s: AccountState, keyId: string, promptTokens: number, requestedMax: number | undefined, milli: number, cache: CachePrice) {
@@ -117,6 +188,7 @@ export function createMetering(
       const { amount, maxCompletion } = size(s);
       const holdId = randomUUID();
       const md = meta(caller);
+      inFlight.add(holdId);
       try {
         const now = new Date();
         const command = {
@@ -135,7 +207,12 @@ export function createMetering(
         const { decided, committed } = ledger.accountDecideEarly(caller.accountId, command, md, { linger: early });
         // A refusal rejects `decided` (handled below) and `committed` alike; only one is awaited here.
         const held = committed.then(() => undefined);
-        held.catch(() => undefined);
+        // A hold whose append failed with the connection may have committed: it is released once
+        // the database answers (a release of a hold never committed is refused, and nothing happens).
+        held.catch((err: unknown) => {
+          if (isDatabaseUnavailable(err)) abandon({ holdId, accountId: caller.accountId, metadata: md }, 'other', []);
+          else inFlight.delete(holdId);
+        });
         const { state: after } = await decided;
         if (!early) await held;
         const perMinute = after.subscription?.requestsPerMinute;
@@ -153,6 +230,7 @@ export function createMetering(
           cache,
         };
       } catch (err) {
+        inFlight.delete(holdId);
         // A concurrent call took tokens between sizing this hold and granting it: size it again on
         // the newer state. Each refusal means another hold was granted, so this ends; a call is
         // turned away only when the fresh state cannot cover it (size() throws). An image hold
@@ -194,30 +272,21 @@ export function createMetering(
     ) {
       const { trail, ...flags } = extra;
       const detail = definedOnly({ cachedTokens: usage.cached_tokens, cacheWriteTokens: usage.cache_write_tokens, reasoningTokens: usage.reasoning_tokens });
-      const r = await ledger.account(
-        hold.accountId,
-        {
-          type: 'SettleChat',
-          holdId: hold.holdId,
-          multiplierMilli: hold.multiplierMilli,
-          promptTokens: usage.prompt_tokens,
-          completionTokens: usage.completion_tokens,
-          ...flags,
-          ...detail,
-          ...hold.cache,
-          ...trail,
-        },
-        hold.metadata,
-      );
-      return { billed: (r.events[0].data as { billed: number }).billed, remaining: availableTokens(r.state, new Date()), position: r.lastPosition };
+      const r = await charge(hold, {
+        type: 'SettleChat',
+        holdId: hold.holdId,
+        multiplierMilli: hold.multiplierMilli,
+        promptTokens: usage.prompt_tokens,
+        completionTokens: usage.completion_tokens,
+        ...flags,
+        ...detail,
+        ...hold.cache,
+        ...trail,
+      });
+      return r;
     },
     async settleImage(hold: Hold, detail: { size: string; edit: boolean }, trail: UpstreamTrail = {}) {
-      const r = await ledger.account(
-        hold.accountId,
-        { type: 'SettleImage', holdId: hold.holdId, multiplierMilli: hold.multiplierMilli, images: 1, tokensPerImage, ...detail, ...trail },
-        hold.metadata,
-      );
-      return { billed: (r.events[0].data as { billed: number }).billed, remaining: availableTokens(r.state, new Date()), position: r.lastPosition };
+      return charge(hold, { type: 'SettleImage', holdId: hold.holdId, multiplierMilli: hold.multiplierMilli, images: 1, tokensPerImage, ...detail, ...trail });
     },
     async release(hold: Hold, reason: ReleaseReason, failovers: FailedChannel[] = []) {
       // A hold whose decision was overturned before it committed holds nothing to release.
@@ -226,10 +295,27 @@ export function createMetering(
           () => true,
           () => false,
         ))
-      )
+      ) {
+        inFlight.delete(hold.holdId);
         return;
-      await ledger.account(hold.accountId, { type: 'Release', holdId: hold.holdId, reason, failovers }, hold.metadata);
+      }
+      try {
+        await ledger.account(hold.accountId, { type: 'Release', holdId: hold.holdId, reason, failovers }, hold.metadata, (_e, i) =>
+          holdEventId(hold.holdId, 'release', i),
+        );
+      } catch (err) {
+        // The database is out of reach: released when it is back; the call's own failure stands.
+        if (!isDatabaseUnavailable(err) || !opts.retry) throw err;
+        abandon(hold, reason, failovers);
+        return;
+      } finally {
+        inFlight.delete(hold.holdId);
+      }
     },
+    /** A call that ends without settling its hold because the ledger is out of reach: released later. */
+    abandon: (hold: Hold, reason: ReleaseReason = 'other') => abandon(hold, reason, []),
+    /** Whether this process still runs the call of this hold (or still has to release it). */
+    isInFlight: (holdId: string) => inFlight.has(holdId) || (opts.retry?.has(holdId) ?? false),
     async remaining(accountId: string): Promise<number> {
       return availableTokens(await state(accountId), new Date());
     },

@@ -9,6 +9,8 @@ import { revokeRotatedKeys } from '../admin/key-controls.ts';
 import type { Queryable } from '../eventstore/db.ts';
 import { forgetOldLeases, leaseTable } from '../eventstore/process-lease.ts';
 import { outageReporter, type OutageLog } from '../eventstore/outage.ts';
+import { holdEventId } from '../ledger/event-ids.ts';
+import { DomainError } from '../ledger/errors.ts';
 
 /** Where the gateway processes' leases are kept (src/eventstore/process-lease.ts). */
 export interface LeaseTable {
@@ -33,6 +35,32 @@ export async function sweepOrphanedHolds(ledger: Ledger, leases: LeaseTable): Pr
     ledger.forgetAccount(accountId);
     const result = await ledger.account(accountId, { type: 'ReleaseOrphaned', processes }, metadataFor('system:sweeper'));
     released += result.events.length;
+  }
+  return released;
+}
+
+/**
+ * Releases this process's open holds whose calls it no longer runs (a release lost in an outage,
+ * past the retry queue's bound), once they are older than `olderThanMs`. A call still running is
+ * left alone, however long it takes.
+ */
+export async function sweepStaleHolds(
+  ledger: Ledger,
+  own: { processId: string; isInFlight: (holdId: string) => boolean; olderThanMs: number },
+): Promise<number> {
+  let released = 0;
+  for (const h of await holds.ofProcess(ledger.readModels.db, ledger.rmSchema, own.processId, own.olderThanMs)) {
+    if (own.isInFlight(h.holdId)) continue;
+    ledger.forgetAccount(h.accountId);
+    try {
+      await ledger.account(h.accountId, { type: 'Release', holdId: h.holdId, reason: 'other' }, metadataFor('system:sweeper'), (_e, i) =>
+        holdEventId(h.holdId, 'release', i),
+      );
+      released++;
+    } catch (err) {
+      // Closed meanwhile (the read models lag the log): nothing to release.
+      if (!(err instanceof DomainError && err.code === 'conflict')) throw err;
+    }
   }
   return released;
 }

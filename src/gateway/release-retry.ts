@@ -1,0 +1,125 @@
+// Holds whose release could not be written while the database was out of reach (or whose charge
+// has an unknown outcome: the connection died after COMMIT was sent). They are released when the
+// database is back, through the account decider, so a hold already closed (charged, released) is
+// left alone. Kept in memory and bounded: past the bound, or if this process dies, the sweeper
+// releases them (holds of calls no longer in flight, or of a process whose lease lapsed).
+import type { Ledger } from '../ledger/ledger.ts';
+import { streams } from '../ledger/events.ts';
+import type { FailedChannel, ReleaseReason } from '../ledger/events.ts';
+import { holdEventId } from '../ledger/event-ids.ts';
+import { DomainError } from '../ledger/errors.ts';
+import type { EventMetadata, StoredEvent } from '../eventstore/port.ts';
+import { isDatabaseUnavailable } from '../eventstore/db.ts';
+import { outageReporter, type OutageLog } from '../eventstore/outage.ts';
+
+export interface UnreleasedHold {
+  holdId: string;
+  accountId: string;
+  metadata: EventMetadata;
+  reason: ReleaseReason;
+  failovers: FailedChannel[];
+  /** Set when the hold's charge may have committed: the log is read for it before releasing. */
+  chargeMayHaveCommitted?: boolean;
+}
+
+export interface RetryLog extends OutageLog {
+  error(obj: object, msg: string): void;
+}
+
+/** The committed event with `id`, read from the log (the account's stream where the store cannot look an id up). */
+export async function findEvent(ledger: Ledger, accountId: string, id: string): Promise<StoredEvent | null> {
+  if (ledger.events.findEvent) return ledger.events.findEvent(id);
+  return (await ledger.events.readStream(streams.account(accountId))).find((e) => e.id === id) ?? null;
+}
+
+/** A hold no longer open (charged, released, or never committed): nothing left to release. */
+const holdClosed = (err: unknown) => err instanceof DomainError && err.code === 'conflict';
+
+export function createReleaseRetry(ledger: Ledger, opts: { max: number; log: RetryLog }) {
+  const queue = new Map<string, UnreleasedHold>();
+  const outage = outageReporter(opts.log, 'releasing holds left by the outage');
+  let timer: NodeJS.Timeout | null = null;
+  let running = false;
+  let full = false;
+  let stopped = false;
+
+  const schedule = (ms: number) => {
+    if (timer || stopped) return;
+    timer = setTimeout(() => {
+      timer = null;
+      void run();
+    }, ms);
+    timer.unref();
+  };
+
+  /** Settles one queued hold; throws only while the database is out of reach. */
+  async function settle(h: UnreleasedHold): Promise<void> {
+    if (h.chargeMayHaveCommitted) {
+      const charge = await findEvent(ledger, h.accountId, holdEventId(h.holdId, 'charge'));
+      if (charge) {
+        // Committed before the connection died: the reply was lost, like a crash after the commit.
+        opts.log.warn({ holdId: h.holdId, requestId: h.metadata.correlationId }, 'charge committed although its call failed (its reply was lost)');
+        return;
+      }
+    }
+    try {
+      await ledger.account(h.accountId, { type: 'Release', holdId: h.holdId, reason: h.reason, failovers: h.failovers }, h.metadata, (_e, i) =>
+        holdEventId(h.holdId, 'release', i),
+      );
+    } catch (err) {
+      if (!holdClosed(err)) throw err;
+    }
+  }
+
+  async function run(): Promise<void> {
+    if (running) return;
+    running = true;
+    try {
+      for (const h of [...queue.values()]) {
+        try {
+          await settle(h);
+          queue.delete(h.holdId);
+        } catch (err) {
+          if (isDatabaseUnavailable(err)) {
+            schedule(outage.failed(err));
+            return;
+          }
+          // Not the database's absence: retrying will not help; the sweeper has the last word.
+          queue.delete(h.holdId);
+          opts.log.error({ holdId: h.holdId, err: (err as Error).message }, 'a hold could not be released after the outage');
+        }
+      }
+      outage.ok();
+      full = false;
+    } finally {
+      running = false;
+      if (queue.size > 0) schedule(0);
+    }
+  }
+
+  return {
+    /** Queues a hold to release; false when the queue is full (the sweeper will release it). */
+    add(h: UnreleasedHold): boolean {
+      if (!queue.has(h.holdId) && queue.size >= opts.max) {
+        if (!full) opts.log.warn({ max: opts.max }, 'release retry queue full: further holds are left to the sweeper');
+        full = true;
+        return false;
+      }
+      queue.set(h.holdId, h);
+      schedule(250);
+      return true;
+    },
+    has: (holdId: string) => queue.has(holdId),
+    get size() {
+      return queue.size;
+    },
+    /** Tries every queued hold now (tests, shutdown). */
+    flush: () => run(),
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}
+
+export type ReleaseRetry = ReturnType<typeof createReleaseRetry>;
