@@ -51,11 +51,13 @@ export async function accountsWithExpired(db: Queryable, schema: string, now: Da
  * The open holds' accounts whose holds were taken by a process without a live lease (in
  * `leaseTable`), with those processes: by account, the processes to release holds of.
  */
-export async function orphaned(db: Queryable, schema: string, leaseTable: string): Promise<Map<string, string[]>> {
+export async function orphaned(db: Queryable, schema: string, leaseTable: string, self = ''): Promise<Map<string, string[]>> {
+  // A process never takes itself for dead (its lease may have lapsed while the database was away).
   const rows = await db.query<{ account_id: string; process_id: string }>(
     `SELECT DISTINCT h.account_id, h.process_id FROM ${q(schema, holds.table)} h
-      WHERE h.process_id IS NOT NULL
+      WHERE h.process_id IS NOT NULL AND h.process_id <> $1
         AND NOT EXISTS (SELECT 1 FROM ${leaseTable} l WHERE l.process_id = h.process_id AND l.expires_at > now())`,
+    [self],
   );
   const out = new Map<string, string[]>();
   for (const r of rows) out.set(r.account_id, [...(out.get(r.account_id) ?? []), r.process_id]);

@@ -171,7 +171,7 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
   server.on('clientError', answerClientError);
   const sweeper = startSweeper(ledger, {
     intervalMs: settings.sweepIntervalMs,
-    leases: { db, schema: settings.schema },
+    leases: { db, schema: settings.schema, self: lease.processId },
     log,
     extra: () =>
       sweepStaleHolds(ledger, { processId: lease.processId, isInFlight: (holdId) => deps.metering.isInFlight(holdId), olderThanMs: settings.staleHoldMs }),

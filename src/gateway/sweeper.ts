@@ -16,6 +16,8 @@ import { DomainError } from '../ledger/errors.ts';
 export interface LeaseTable {
   db: Queryable;
   schema: string;
+  /** This process's own lease, if it has one: alive, whatever its row says. */
+  self?: string;
 }
 
 export async function sweepExpiredHolds(ledger: Ledger, now = new Date()): Promise<number> {
@@ -31,7 +33,7 @@ export async function sweepExpiredHolds(ledger: Ledger, now = new Date()): Promi
 /** Releases the open holds of processes whose lease lapsed; a hold whose charge committed is not open, so never released. */
 export async function sweepOrphanedHolds(ledger: Ledger, leases: LeaseTable): Promise<number> {
   let released = 0;
-  for (const [accountId, processes] of await holds.orphaned(ledger.readModels.db, ledger.rmSchema, leaseTable(leases.schema))) {
+  for (const [accountId, processes] of await holds.orphaned(ledger.readModels.db, ledger.rmSchema, leaseTable(leases.schema), leases.self)) {
     ledger.forgetAccount(accountId);
     const result = await ledger.account(accountId, { type: 'ReleaseOrphaned', processes }, metadataFor('system:sweeper'));
     released += result.events.length;

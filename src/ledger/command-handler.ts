@@ -16,6 +16,7 @@ import type { Decider } from './decider.ts';
 import { PROVISIONAL_EVENT_TYPES, type DomainEvent } from './events.ts';
 import type { AppendRequest, AppendResult, EventMetadata, EventStore, StoredEvent } from '../eventstore/port.ts';
 import { WrongExpectedRevisionError } from '../eventstore/errors.ts';
+import { isDatabaseUnavailable } from '../eventstore/db.ts';
 
 /** Bump when a decider's state shape changes: older snapshots are then ignored and refolded. */
 export const SNAPSHOT_VERSION = 4; // 3: per-charge nets of adjusted charges (account), stream revision and correction components (model); 4: key controls and key spend (account), rotation (key)
@@ -274,7 +275,9 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         try {
           await runBatch(stream, batch, lane);
         } catch (err) {
-          if (batch.length === 1) batch[0].reject(err);
+          // The database out of reach fails them all at once: one at a time, each would wait out
+          // its own timeout (a stalled link held calls for the whole stall).
+          if (batch.length === 1 || isDatabaseUnavailable(err)) for (const p of batch) p.reject(err);
           else {
             // One command's events may be what the store refused (an invalid or duplicate event):
             // run them one at a time so only that command fails.
