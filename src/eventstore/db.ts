@@ -53,8 +53,9 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (!e || typeof e !== 'object') return false;
   const code = typeof e.code === 'string' ? e.code : '';
   // Class 08: connection exception; 57P01-03: the server shut down or cannot connect now;
-  // 57014: a statement cancelled by statement_timeout; 25P03: idle-in-transaction timeout.
-  if (/^08|^57P0[123]$|^57014$|^25P03$|^53300$/.test(code)) return true;
+  // 57014: a statement cancelled by statement_timeout; 25P03: idle-in-transaction timeout;
+  // 25006: a read-only server (a standby being promoted); 53300: too many connections.
+  if (/^08|^57P0[123]$|^57014$|^25P03$|^25006$|^53300$/.test(code)) return true;
   if (/^(ECONNRESET|ECONNREFUSED|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN)$/.test(code)) return true;
   const message = typeof e.message === 'string' ? e.message : '';
   return (

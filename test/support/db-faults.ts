@@ -34,7 +34,14 @@ export interface FaultRig {
  * A gateway process on the database at `pg` (host:port of PostgreSQL), reached through a proxy.
  * `cwd`: the checkout to run (another one measures older code); `env`: settings for it.
  */
-export async function startFaultRig(opts: { pg: URL; env?: Record<string, string>; cwd?: string; tokenDelayMs?: number }): Promise<FaultRig> {
+export async function startFaultRig(opts: {
+  pg: URL;
+  env?: Record<string, string>;
+  cwd?: string;
+  tokenDelayMs?: number;
+  /** Projections in a `tollgate projector` process of their own (the gateway's are off). */
+  projector?: boolean;
+}): Promise<FaultRig> {
   const proxy = await startTcpProxy(Number(opts.pg.port || 5432), opts.pg.hostname);
   const viaProxy = new URL(opts.pg.href);
   viaProxy.hostname = '127.0.0.1';
@@ -43,24 +50,34 @@ export async function startFaultRig(opts: { pg: URL; env?: Record<string, string
   const schema = uniqueSchema('flt');
   const models = writeSlowSimulatedConfig({ tokenDelayMs: opts.tokenDelayMs ?? 25, imageDelayMs: 500 });
   const token = randomBytes(24).toString('hex');
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
-    cwd: opts.cwd ?? new URL('../..', import.meta.url).pathname,
-    env: {
-      ...process.env,
-      PORT: '0',
-      DATABASE_URL: viaProxy.href,
-      TOLLGATE_DATA_DIR: dataDir,
-      TOLLGATE_SCHEMA: schema,
-      TOLLGATE_MODELS_CONFIG: models.path,
-      TOLLGATE_ADMIN_TOKEN: token,
-      TOLLGATE_BOOTSTRAP: 'off',
-      TOLLGATE_SWEEP_INTERVAL_MS: '1000',
-      LOG_LEVEL: 'info',
-      ...opts.env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const env = {
+    ...process.env,
+    PORT: '0',
+    DATABASE_URL: viaProxy.href,
+    TOLLGATE_DATA_DIR: dataDir,
+    TOLLGATE_SCHEMA: schema,
+    TOLLGATE_MODELS_CONFIG: models.path,
+    TOLLGATE_ADMIN_TOKEN: token,
+    TOLLGATE_BOOTSTRAP: 'off',
+    TOLLGATE_SWEEP_INTERVAL_MS: '1000',
+    LOG_LEVEL: 'info',
+    ...(opts.projector ? { TOLLGATE_PROJECTIONS: 'off' } : {}),
+    ...opts.env,
+  };
+  const run = (command: string) =>
+    spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', command], {
+      cwd: opts.cwd ?? new URL('../..', import.meta.url).pathname,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   let out = '';
+  // The projector's lines go to the same output, marked.
+  const projector = opts.projector ? run('projector') : null;
+  projector?.stdout!.on('data', (d) => (out += `[projector] ${d}`));
+  projector?.stderr!.on('data', (d) => (out += `[projector] ${d}`));
+  let projectorExit: string | null = null;
+  projector?.once('exit', (code, signal) => (projectorExit = signal ?? `exit ${code}`));
+  const child = run('serve');
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   let exit: string | null = null;
@@ -71,6 +88,11 @@ export async function startFaultRig(opts: { pg: URL; env?: Record<string, string
     }),
   );
   const cleanup = async () => {
+    if (projector && !projectorExit) {
+      const gone = new Promise((r) => projector.once('exit', r));
+      projector.kill('SIGKILL');
+      await gone;
+    }
     await proxy.close();
     models.remove();
     rmSync(dataDir, { recursive: true, force: true });
@@ -101,7 +123,7 @@ export async function startFaultRig(opts: { pg: URL; env?: Record<string, string
       account,
       schema,
       output: () => out,
-      exited: () => exit,
+      exited: () => exit ?? (projectorExit ? `projector ${projectorExit}` : null),
       async stop() {
         if (!exit) {
           child.kill('SIGKILL');
