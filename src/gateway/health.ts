@@ -7,7 +7,7 @@ import * as checkpoint from '../../projections/checkpoint.ts';
 import * as holds from '../../projections/holds.ts';
 import { outageReporter, type OutageLog } from '../eventstore/outage.ts';
 
-const projectionLag = (ledger: Ledger) => checkpoint.lag(ledger.readModels.db, ledger.events, ledger.rmSchema);
+const projectionLag = async (ledger: Ledger) => checkpoint.lag(ledger.readModels.db, ledger.events, ledger.rmSchema);
 
 /**
  * Answers within `timeoutMs` whatever the database does (a stalled link answers nothing). The
