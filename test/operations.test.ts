@@ -113,7 +113,11 @@ ops('/readyz answers 503 when the store is unreachable or the read models lag pa
   const logged: string[] = [];
   const log = { warn: (o: object, m: string) => logged.push(`${m} ${JSON.stringify(o)}`), info: () => undefined };
   const opts = { timeoutMs: 2000, log };
-  const down = { events: { headPosition: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:40371')) } } as unknown as Ledger;
+  const down = {
+    rmSchema: 'x',
+    events: { headPosition: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:40371')) },
+    readModels: { db: { query: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:40371')) }, schema: 'x' },
+  } as unknown as Ledger;
   const c1 = ctx();
   await readiness(down, { events: 10_000, seconds: 30 }, opts)(c1 as never);
   assert.is(c1.status, 503);
@@ -122,7 +126,11 @@ ops('/readyz answers 503 when the store is unreachable or the read models lag pa
   assert.not.match(JSON.stringify(c1.body), /ECONNREFUSED|127\.0\.0\.1/);
   assert.match(logged.join('\n'), /ECONNREFUSED/);
   // A database that answers nothing (a stalled link): /readyz still answers, within its bound.
-  const stalled = { events: { headPosition: () => new Promise(() => undefined) } } as unknown as Ledger;
+  const stalled = {
+    rmSchema: 'x',
+    events: { headPosition: () => new Promise(() => undefined) },
+    readModels: { db: { query: () => new Promise(() => undefined) }, schema: 'x' },
+  } as unknown as Ledger;
   const c5 = ctx();
   const started = Date.now();
   await readiness(stalled, { events: 10_000, seconds: 30 }, opts)(c5 as never);
