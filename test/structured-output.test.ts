@@ -13,6 +13,7 @@ import { zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
 import { createAjv } from '../src/ajv.ts';
 import { messagesRequest } from '../src/upstream/anthropic/translate.ts';
 import type { ChatCall } from '../src/upstream/port.ts';
+import { countTextTokens } from '../src/upstream/tokenizer.ts';
 import { ledgerView, openAccount, startGatewayWithRoutes, type TestAccount } from './support/http.ts';
 import type { TestGateway } from './support/gateway.ts';
 import { startUpstreamDouble, type UpstreamDouble } from './support/upstream-double.ts';
@@ -195,17 +196,27 @@ test('the simulated upstream: the same request gets the same JSON, another reque
 
 test('the simulated upstream: JSON cut at max_tokens ends with finish_reason length and is charged as counted', async () => {
   const { acct, client } = await account();
-  const completion = await client.chat.completions.create({
-    model: MODELS.simulated,
-    messages: [{ role: 'user', content: PROMPT }],
-    response_format: RESPONSE_FORMAT,
-    max_completion_tokens: 5,
-  });
+  const ask = (cap?: number) =>
+    client.chat.completions.create({
+      model: MODELS.simulated,
+      messages: [{ role: 'user', content: PROMPT }],
+      response_format: RESPONSE_FORMAT,
+      ...(cap && { max_completion_tokens: cap }),
+    });
+  const whole = (await ask()).choices[0]!.message.content!;
+  const completion = await ask(5);
   const choice = completion.choices[0]!;
   assert.is(choice.finish_reason, 'length');
   assert.is(completion.usage!.completion_tokens, 5);
-  assert.throws(() => JSON.parse(choice.message.content!));
-  await assertChargedAsReported(acct.accountId, completion.usage!.prompt_tokens, 5, 'cut');
+  const cut = choice.message.content!;
+  assert.ok(cut.startsWith('{') && whole.startsWith(cut) && cut.length < whole.length, `${cut} is the start of ${whole}`);
+  assert.throws(() => JSON.parse(cut));
+  const charges = (await ledgerView(gw, acct.accountId)).chatCharges.map((e) => e.data);
+  assert.equal(
+    charges.map((c) => c.completionTokens),
+    [countTextTokens(whole), 5],
+    'each charged as the simulated upstream counted its text',
+  );
 });
 
 test('a schema the simulated upstream cannot honour is a 400 in the caller dialect, and nothing is charged', async () => {
@@ -214,7 +225,10 @@ test('a schema the simulated upstream cannot honour is a 400 in the caller diale
     .create({
       model: MODELS.simulated,
       messages: [{ role: 'user', content: PROMPT }],
-      response_format: { type: 'json_schema', json_schema: { name: 'huge', schema: { type: 'object', properties: { s: { type: 'string', minLength: 1_000_000 } }, required: ['s'] } } },
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'huge', schema: { type: 'object', properties: { s: { type: 'string', minLength: 1_000_000 } }, required: ['s'] } },
+      },
     })
     .then(
       () => null,

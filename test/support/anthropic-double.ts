@@ -57,7 +57,15 @@ export interface AnthropicDoubleOptions {
 }
 
 /** The models Anthropic's structured-outputs page lists. */
-export const ANTHROPIC_STRUCTURED_OUTPUT_MODELS = ['claude-opus-4-5', 'claude-opus-4-6', 'claude-opus-4-7', 'claude-opus-4-8', 'claude-sonnet-4-5', 'claude-sonnet-4-6', 'claude-haiku-4-5'];
+export const ANTHROPIC_STRUCTURED_OUTPUT_MODELS = [
+  'claude-opus-4-5',
+  'claude-opus-4-6',
+  'claude-opus-4-7',
+  'claude-opus-4-8',
+  'claude-sonnet-4-5',
+  'claude-sonnet-4-6',
+  'claude-haiku-4-5',
+];
 const STRUCTURED_OUTPUTS_BETA = 'structured-outputs-2025-11-13';
 
 export interface AnthropicDouble extends DoubleHandle {

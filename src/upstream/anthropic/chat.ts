@@ -120,7 +120,11 @@ export async function* chatStream(target: UpstreamTarget, call: ChatCall, struct
     }
   }
   // anthropicEvents returned, so message_stop arrived.
-  const finish: ChatStreamPart = { type: 'finish', finishReason: finishReasonOf(stopReason, tools.size > 0, answerBlock !== undefined), usage: usage.usage(op) };
+  const finish: ChatStreamPart = {
+    type: 'finish',
+    finishReason: finishReasonOf(stopReason, tools.size > 0, answerBlock !== undefined),
+    usage: usage.usage(op),
+  };
   if (upstreamId !== undefined) finish.upstreamId = upstreamId;
   yield finish;
 }
