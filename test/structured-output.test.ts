@@ -243,6 +243,32 @@ test('a schema the simulated upstream cannot honour is a 400 in the caller diale
   assert.is(view.row.reserved, 0);
 });
 
+test('a malformed response_format or text.format is a 400 naming the field, before anything is held', async () => {
+  const { acct, client } = await account();
+  const refused = (promise: Promise<unknown>) =>
+    promise.then(
+      () => null,
+      (e: unknown) => e as InstanceType<typeof OpenAI.BadRequestError>,
+    );
+  const messages = [{ role: 'user' as const, content: PROMPT }];
+  const cases: [Promise<unknown>, string][] = [
+    [client.chat.completions.create({ model: MODELS.simulated, messages, response_format: { type: 'json_schema' } as never }), 'response_format.json_schema'],
+    [
+      client.chat.completions.create({ model: MODELS.simulated, messages, response_format: { type: 'json_schema', json_schema: { name: 'has spaces' } } }),
+      'response_format.json_schema.name',
+    ],
+    [client.chat.completions.create({ model: MODELS.simulated, messages, response_format: { type: 'yaml' } as never }), 'response_format.type'],
+    [client.responses.create({ model: MODELS.simulated, input: PROMPT, text: { format: { type: 'json_schema', name: 'x' } as never } }), 'text.format.schema'],
+  ];
+  for (const [promise, param] of cases) {
+    const error = await refused(promise);
+    assert.instance(error, OpenAI.BadRequestError, param);
+    assert.is(error!.param, param);
+  }
+  const view = await ledgerView(gw, acct.accountId);
+  assert.is(view.reservations.length, 0, 'nothing was held');
+});
+
 test('anthropic: a schema that is not strict goes as a forced tool even to a model with native structured outputs', async () => {
   const { acct, client } = await account();
   // Anthropic refuses objects that are not closed in output_config.format; a tool's input_schema takes them.
