@@ -168,6 +168,20 @@ for (const model of ALL) {
     await assertChargedAsReported(acct.accountId, usage.input_tokens, usage.output_tokens, `${model} responses`);
   });
 
+  test(`responses.stream through ${model}: the final output_parsed matches the schema, charged as reported`, async () => {
+    const { acct, client } = await account();
+    const stream = client.responses.stream({ model, input: PROMPT, text: { format: TEXT_FORMAT } });
+    let deltas = 0;
+    stream.on('response.output_text.delta', () => deltas++);
+    const response = await stream.finalResponse();
+    assert.ok(deltas >= 1, 'the JSON arrives as output text');
+    assert.ok(response.output_parsed, `${model}: output_parsed (output_text ${JSON.stringify(response.output_text)})`);
+    assertValid(response.output_parsed, `${model} responses streamed`);
+    assertClaudeWasAskedFor(model, `${model} responses streamed`);
+    const usage = response.usage!;
+    await assertChargedAsReported(acct.accountId, usage.input_tokens, usage.output_tokens, `${model} responses streamed`);
+  });
+
   test(`json_object through ${model}: the content is a JSON object`, async () => {
     const { acct, client } = await account();
     const completion = await client.chat.completions.create({
