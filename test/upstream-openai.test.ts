@@ -19,7 +19,7 @@ import {
   type Provider,
   type ToolDefinition,
 } from '../src/upstream/port.ts';
-import { wordPieces, type RecordedFile } from './support/double-http.ts';
+import { jsonPieces, wordPieces, type RecordedFile } from './support/double-http.ts';
 import { OPENAI_REASONING_TOKENS, openaiPromptTokens, startOpenAIDouble, type OpenAIDouble } from './support/openai-double.ts';
 
 const KEY = 'sk-proj-SECRET-openai-key-0123456789abcdef';
@@ -218,15 +218,18 @@ test('native chat: the body is forwarded intact but for model and the cap; the r
   const prompt = openaiPromptTokens(sent);
   assert.is(reply.body.model, PUBLIC);
   assert.is(reply.body.object, 'chat.completion');
-  assert.is((reply.body.choices as any[])[0].message.content, REPLY);
+  // The body asks for a JSON object: the double wraps its reply, one token per 4 characters.
+  const json = JSON.stringify({ answer: REPLY });
+  const output = jsonPieces(json).length;
+  assert.is((reply.body.choices as any[])[0].message.content, json);
   assert.equal(reply.body.usage, {
     prompt_tokens: prompt,
-    completion_tokens: reasoning + words(REPLY),
-    total_tokens: prompt + reasoning + words(REPLY),
+    completion_tokens: reasoning + output,
+    total_tokens: prompt + reasoning + output,
     prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
     completion_tokens_details: { reasoning_tokens: reasoning, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
   });
-  assert.equal(reply.usage, { prompt_tokens: prompt, completion_tokens: reasoning + words(REPLY), cached_tokens: 0, reasoning_tokens: reasoning });
+  assert.equal(reply.usage, { prompt_tokens: prompt, completion_tokens: reasoning + output, cached_tokens: 0, reasoning_tokens: reasoning });
   assert.is(reply.upstreamId, reply.body.id);
   assert.match(reply.upstreamId ?? '', /^chatcmpl-/);
 });

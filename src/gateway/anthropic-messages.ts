@@ -23,7 +23,9 @@ export interface MessagesBody {
   temperature?: number | null;
   top_p?: number | null;
   stop_sequences?: string[];
-  output_config?: { effort?: unknown } | null;
+  output_config?: { effort?: unknown; format?: unknown } | null;
+  /** The structured-outputs beta's name for output_config.format. */
+  output_format?: unknown;
   [field: string]: unknown;
 }
 
@@ -189,6 +191,11 @@ export function toCanonical(body: MessagesBody): CanonicalRequest {
   // `output_config.effort` names the same levels as reasoning_effort; a `thinking` token budget
   // has no faithful mapping and is ignored.
   const effort = body.output_config?.effort;
+  const format = body.output_config?.format ?? body.output_format;
+  // Anthropic's structured output is constrained decoding: a strict json_schema in chat's terms.
+  if (isObject(format) && format.type === 'json_schema' && isObject(format.schema)) {
+    params.response_format = { type: 'json_schema', json_schema: { name: 'response', schema: format.schema, strict: true } };
+  }
   return {
     messages: toCanonicalMessages(body),
     tools,

@@ -20,7 +20,7 @@ interface Timeouts {
 type ProviderConfig =
   | { type: 'simulated'; tokenDelayMs?: number; imageDelayMs?: number }
   | ({ type: 'openai-compatible'; baseURL: string; apiKeyEnv?: string } & Timeouts)
-  | ({ type: 'anthropic'; baseURL?: string; apiKeyEnv: string; version?: string } & Timeouts)
+  | ({ type: 'anthropic'; baseURL?: string; apiKeyEnv: string; version?: string; structuredOutputModels?: string[] } & Timeouts)
   | ({ type: 'openai'; baseURL?: string; apiKeyEnv: string; organizationEnv?: string; projectEnv?: string } & Timeouts);
 
 interface ChannelConfig {
@@ -126,6 +126,7 @@ function createProvider(name: string, p: ProviderConfig, env: SecretSource, mode
         baseURL: p.baseURL ?? 'https://api.anthropic.com',
         apiKey: requiredSecret(env, p.apiKeyEnv, name, models),
         version: p.version,
+        structuredOutputModels: p.structuredOutputModels,
         timeoutMs: p.timeoutMs,
         connectTimeoutMs: p.connectTimeoutMs,
         firstByteTimeoutMs: p.firstByteTimeoutMs,

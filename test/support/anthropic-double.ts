@@ -16,8 +16,27 @@
 // between it and the last breakpoint are written (cache_creation_input_tokens, split by ttl in
 // usage.cache_creation); input_tokens is only what follows the last breakpoint. There is no
 // minimum cacheable length. count_tokens reports input + creation + read and caches nothing.
+//
+// Structured output, as Anthropic does it: `output_config.format` {type:"json_schema", schema}
+// (or the beta's top-level `output_format`, only with the anthropic-beta header
+// structured-outputs-2025-11-13) on a model that has it answers with one text block of JSON
+// valid against the schema; a model without it, a schema with an object that is not closed
+// (additionalProperties: false) or a wrong format type is a 400. A tool_choice of {type:"tool"}
+// (or "any") is answered with a tool_use whose input is valid against that tool's input_schema
+// (the first tool's for "any"), unless `toolUse` scripts the input; forcing a tool while thinking is
+// on, or naming a tool that is not in `tools`, is a 400.
 import { createHash } from 'node:crypto';
-import { jsonPieces, jsonTokens, prefixKeys, idSuffix, startDoubleServer, wordPieces, type DoubleHandle, type Exchange } from './double-http.ts';
+import {
+  jsonPieces,
+  jsonTokens,
+  prefixKeys,
+  idSuffix,
+  schemaInstance,
+  startDoubleServer,
+  wordPieces,
+  type DoubleHandle,
+  type Exchange,
+} from './double-http.ts';
 
 export type { Fault } from './double-faults.ts';
 export type { RecordedFile, RecordedRequest } from './double-http.ts';
@@ -33,7 +52,21 @@ export interface AnthropicDoubleOptions {
   toolUse?: { name?: string; input: Record<string, unknown> };
   /** Streams end with message_stop and no message_delta (no stop_reason, no final usage): the usage is message_start's. */
   omitMessageDelta?: boolean;
+  /** Models that have structured outputs (a dated snapshot counts as its name); default ANTHROPIC_STRUCTURED_OUTPUT_MODELS. */
+  structuredOutputModels?: string[];
 }
+
+/** The models Anthropic's structured-outputs page lists. */
+export const ANTHROPIC_STRUCTURED_OUTPUT_MODELS = [
+  'claude-opus-4-5',
+  'claude-opus-4-6',
+  'claude-opus-4-7',
+  'claude-opus-4-8',
+  'claude-sonnet-4-5',
+  'claude-sonnet-4-6',
+  'claude-haiku-4-5',
+];
+const STRUCTURED_OUTPUTS_BETA = 'structured-outputs-2025-11-13';
 
 export interface AnthropicDouble extends DoubleHandle {
   /** Forget every cached prefix. */
@@ -92,6 +125,7 @@ function contentBlocks(content: unknown): Block[] {
 
 export async function startAnthropicDouble(options: AnthropicDoubleOptions = {}): Promise<AnthropicDouble> {
   const apiKey = options.apiKey ?? 'test-anthropic-key';
+  const structuredModels = options.structuredOutputModels ?? ANTHROPIC_STRUCTURED_OUTPUT_MODELS;
   const cache = new Set<string>();
   let served = 0;
   let answered = 0;
@@ -108,7 +142,10 @@ export async function startAnthropicDouble(options: AnthropicDoubleOptions = {})
     }
     const route = req.method === 'POST' && (path === '/v1/messages' || path === '/v1/messages/count_tokens') ? path : null;
     if (!route) return ex.json(404, errorBody('not_found_error', `Not found: ${req.method} ${path}`));
-    const problem = ex.invalidJson ? 'There was an error parsing the body of your request as JSON' : invalid(body, route === '/v1/messages');
+    const isCreate = route === '/v1/messages';
+    const problem = ex.invalidJson
+      ? 'There was an error parsing the body of your request as JSON'
+      : (invalid(body, isCreate) ?? (isCreate ? invalidStructured(body, String(req.headers['anthropic-beta'] ?? ''), structuredModels) : null));
     if (problem) return ex.json(400, errorBody('invalid_request_error', problem));
     if (route === '/v1/messages/count_tokens') return ex.json(200, { input_tokens: anthropicPromptTokens(body) });
 
@@ -196,8 +233,9 @@ export async function startAnthropicDouble(options: AnthropicDoubleOptions = {})
         used = cap;
       }
     } else if (!cut) {
+      const format = outputFormatOf(body);
       const reply = typeof options.reply === 'function' ? options.reply(body) : (options.reply ?? ANTHROPIC_DEFAULT_REPLY);
-      const all = wordPieces(reply);
+      const all = format ? jsonPieces(schemaInstance(format.schema, body)) : wordPieces(reply);
       const words = all.slice(0, cap - used);
       cut = words.length < all.length;
       if (words.length > 0) {
@@ -213,9 +251,12 @@ export async function startAnthropicDouble(options: AnthropicDoubleOptions = {})
   function toolFor(body: Body): { name: string; input: Record<string, unknown> } | null {
     const tools = asArray(body.tools).filter(isObject);
     const choice = isObject(body.tool_choice) ? body.tool_choice : {};
-    if (!options.toolUse || tools.length === 0 || choice.type === 'none') return null;
-    const name = options.toolUse.name ?? (choice.type === 'tool' ? String(choice.name) : String(tools[0]!.name));
-    return { name, input: options.toolUse.input };
+    const forced = choice.type === 'tool' || choice.type === 'any';
+    if ((!options.toolUse && !forced) || tools.length === 0 || choice.type === 'none') return null;
+    const name = options.toolUse?.name ?? (choice.type === 'tool' ? String(choice.name) : String(tools[0]!.name));
+    if (options.toolUse) return { name, input: options.toolUse.input };
+    const tool = tools.find((t) => t.name === name)!;
+    return { name, input: JSON.parse(schemaInstance(tool.input_schema, body)) as Record<string, unknown> };
   }
 
   async function stream(ex: Exchange, message: MessageOut, turn: Turn): Promise<void> {
@@ -329,6 +370,58 @@ function invalid(body: Body, isCreate: boolean): string | null {
     const budget = Number(thinking.budget_tokens);
     if (!Number.isInteger(budget) || budget < 1024) return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
     if (budget >= Number(body.max_tokens)) return '`max_tokens` must be greater than `thinking.budget_tokens`';
+  }
+  return null;
+}
+
+/** The structured output a body asks for: output_config.format, or the beta's output_format. */
+function outputFormatOf(body: Body): Block | undefined {
+  const config = isObject(body.output_config) ? body.output_config : {};
+  const format = config.format ?? body.output_format;
+  return isObject(format) ? format : undefined;
+}
+
+/** The first problem Anthropic would reject the body's structured output or forced tool for, or null. */
+function invalidStructured(body: Body, betas: string, models: string[]): string | null {
+  if (body.output_format !== undefined && !betas.split(',').some((b) => b.trim() === STRUCTURED_OUTPUTS_BETA))
+    return 'output_format: Extra inputs are not permitted';
+  const format = outputFormatOf(body);
+  if (format) {
+    if (format.type !== 'json_schema' || !isObject(format.schema)) return "output_config.format.type: Input should be 'json_schema' (with a schema)";
+    const model = String(body.model);
+    const supported = models.some((m) => model === m || new RegExp(`^${m.replace(/[.]/g, '\\.')}-\\d{8}$`).test(model));
+    if (!supported) return `'${model}' does not support output_config.format`;
+    const open = openObject(format.schema, 'schema');
+    if (open) return `output_config.format.${open}: For 'object' type, 'additionalProperties' must be explicitly set to false`;
+  }
+  const tools = asArray(body.tools).filter(isObject);
+  for (const [i, tool] of tools.entries()) {
+    if (tool.type === undefined && !(isObject(tool.input_schema) && tool.input_schema.type === 'object'))
+      return `tools.${i}.custom.input_schema.type: Input should be 'object'`;
+  }
+  const choice = isObject(body.tool_choice) ? body.tool_choice : {};
+  if (choice.type === 'tool' && !tools.some((t) => t.name === choice.name)) return `tool_choice: Tool '${String(choice.name)}' not found in 'tools'`;
+  const thinking = isObject(body.thinking) ? body.thinking.type : undefined;
+  if ((choice.type === 'tool' || choice.type === 'any') && (thinking === 'enabled' || thinking === 'adaptive'))
+    return 'Thinking may not be enabled when tool_choice forces tool use.';
+  return null;
+}
+
+/** The path of the first object schema that is not closed, or null. */
+function openObject(schema: unknown, path: string): string | null {
+  if (Array.isArray(schema)) {
+    for (const [i, item] of schema.entries()) {
+      const found = openObject(item, `${path}.${i}`);
+      if (found) return found;
+    }
+    return null;
+  }
+  if (!isObject(schema)) return null;
+  if ((schema.type === 'object' || isObject(schema.properties)) && schema.additionalProperties !== false) return path;
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'enum' || key === 'const' || key === 'default' || key === 'examples') continue;
+    const found = openObject(value, `${path}.${key}`);
+    if (found) return found;
   }
   return null;
 }

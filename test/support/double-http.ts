@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { generateSync, type JsonSchema } from 'json-schema-faker';
 import { FaultScript, type Fault } from './double-faults.ts';
 
 export interface RecordedFile {
@@ -251,7 +252,8 @@ async function parseBody(raw: Buffer, contentType: string): Promise<{ body: Reco
 // ---- Deterministic token accounting -------------------------------------------------------
 // Prompt: every segment (a message, a content block, a tool definition…) costs
 // ceil(JSON.stringify(segment).length / 4) tokens. Output: one token per word of text
-// (the way the doubles stream it), and one per 4 characters of tool-call JSON.
+// (the way the doubles stream it), and one per 4 characters of tool-call JSON or of structured
+// output (JSON answering a schema).
 
 export function jsonTokens(value: unknown): number {
   return Math.ceil(JSON.stringify(value ?? null).length / 4);
@@ -265,6 +267,15 @@ export function wordPieces(text: string): string[] {
 /** Tool-call JSON as streamed: 4-character pieces, one output token each. */
 export function jsonPieces(json: string): string[] {
   return json.match(/[\s\S]{1,4}/g) ?? [];
+}
+
+/**
+ * Structured output as the doubles give it: JSON valid against the schema, the same for the same
+ * request (what a model under constrained decoding returns), streamed and counted as JSON pieces.
+ */
+export function schemaInstance(schema: unknown, request: unknown): string {
+  const seed = createHash('sha256').update(JSON.stringify(request)).digest().readUInt32LE(0);
+  return JSON.stringify(generateSync((schema ?? {}) as JsonSchema, { seed, maxDepth: 16 }));
 }
 
 /**

@@ -13,12 +13,17 @@
 // Caching: cached_tokens is the longest prefix of whole segments (same model) that an earlier
 // request already sent, in tokens. It is part of prompt_tokens / input_tokens, as OpenAI
 // reports it. There is no 1024-token minimum.
+//
+// Structured output: chat's response_format and Responses' text.format of type json_schema are
+// answered with JSON valid against the schema, json_object with {"answer": <the reply>}; that
+// text counts one token per 4 characters, like function arguments.
 import sharp from 'sharp';
 import {
   idSuffix,
   jsonPieces,
   jsonTokens,
   prefixKeys,
+  schemaInstance,
   startDoubleServer,
   wordPieces,
   type DoubleHandle,
@@ -128,7 +133,14 @@ export async function startOpenAIDouble(options: OpenAIDoubleOptions = {}): Prom
       return { reasoning, pieces, call, cut: false, output: reasoning + pieces.length };
     }
     const reply = typeof options.reply === 'function' ? options.reply(body) : (options.reply ?? OPENAI_DEFAULT_REPLY);
-    const all = wordPieces(reply);
+    const format = 'messages' in body ? body.response_format : isObject(body.text) ? body.text.format : undefined;
+    const schema = isObject(format) && format.type === 'json_schema' ? (isObject(format.json_schema) ? format.json_schema.schema : format.schema) : undefined;
+    const all =
+      schema !== undefined
+        ? jsonPieces(schemaInstance(schema, body))
+        : isObject(format) && format.type === 'json_object'
+          ? jsonPieces(JSON.stringify({ answer: reply }))
+          : wordPieces(reply);
     const pieces = all.slice(0, left);
     return { reasoning, pieces, call: null, cut: pieces.length < all.length, output: reasoning + pieces.length };
   }

@@ -1,10 +1,13 @@
 // A local OpenAI-compatible upstream for tests and benchmarks: chat completions (plain and
 // SSE, with usage in the last chunk when include_usage is set) and images (b64_json JPEG).
-// Replies are deterministic and cheap so it can sit behind load tests.
+// Replies are deterministic and cheap so it can sit behind load tests. A response_format of
+// json_schema is answered with JSON valid against the schema, json_object with {"answer": reply}
+// (one chunk and one completion token each).
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
+import { schemaInstance } from './double-http.ts';
 
 export interface UpstreamDoubleOptions {
   /** The assistant text; a function sees the parsed request body. */
@@ -109,7 +112,7 @@ export async function startUpstreamDouble(options: UpstreamDoubleOptions = {}): 
     const created = Math.floor(Date.now() / 1000);
     const cap = Number(body.max_tokens ?? body.max_completion_tokens ?? Infinity);
     const wantsTool = options.toolCall && Array.isArray(body.tools) && body.tools.length > 0;
-    const reply = typeof options.reply === 'function' ? options.reply(body) : (options.reply ?? DEFAULT_REPLY);
+    const reply = structuredReply(body) ?? (typeof options.reply === 'function' ? options.reply(body) : (options.reply ?? DEFAULT_REPLY));
     const all = wantsTool ? [] : doubleReplyChunks(reply);
     const chunks = all.slice(0, cap);
     const finish = wantsTool ? 'tool_calls' : chunks.length < all.length ? 'length' : 'stop';
@@ -156,6 +159,14 @@ export async function startUpstreamDouble(options: UpstreamDoubleOptions = {}): 
       if (options.chunkDelayMs) await sleep(options.chunkDelayMs);
     }
     if (!res.destroyed) res.end('data: [DONE]\n\n');
+  }
+
+  /** The JSON a response_format asks for, or undefined for text. */
+  function structuredReply(body: Record<string, unknown>): string | undefined {
+    const format = body.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined;
+    if (format?.type === 'json_schema') return schemaInstance(format.json_schema?.schema, body);
+    if (format?.type === 'json_object') return JSON.stringify({ answer: typeof options.reply === 'string' ? options.reply : DEFAULT_REPLY });
+    return undefined;
   }
 
   async function writeEvent(res: ServerResponse, text: string): Promise<void> {

@@ -2,21 +2,26 @@
 import type { ChatCall, ChatOutcome, ChatStreamPart } from '../port.ts';
 import { readJson, send, type UpstreamTarget } from '../upstream-http.ts';
 import { isObject } from './json.ts';
+import { answerText } from './structured.ts';
 import { anthropicEvents } from './stream.ts';
-import { chatOutcomeOf, chatSecrets, finishReasonOf, messagesRequestBody } from './translate.ts';
+import { chatOutcomeOf, chatSecrets, finishReasonOf, messagesRequest } from './translate.ts';
 import { UsageTracker } from './usage.ts';
 
 export const MESSAGES_PATH = '/v1/messages';
 
-export async function chat(target: UpstreamTarget, call: ChatCall): Promise<ChatOutcome> {
+/** The upstream models that take response_format as output_config.format (see structured.ts). */
+export type StructuredOutputModels = readonly string[];
+
+export async function chat(target: UpstreamTarget, call: ChatCall, structuredOutputModels: StructuredOutputModels): Promise<ChatOutcome> {
+  const request = messagesRequest(call, false, structuredOutputModels);
   const { response, deadline } = await send(target, {
     op: 'chat',
     path: MESSAGES_PATH,
-    body: JSON.stringify(messagesRequestBody(call, false)),
+    body: JSON.stringify(request.body),
     signal: call.signal,
     secrets: chatSecrets(call),
   });
-  return chatOutcomeOf(await readJson(response, 'chat', call.signal, deadline));
+  return chatOutcomeOf(await readJson(response, 'chat', call.signal, deadline), request.answerTool);
 }
 
 interface StreamedTool {
@@ -25,13 +30,14 @@ interface StreamedTool {
   hasArguments: boolean;
 }
 
-export async function* chatStream(target: UpstreamTarget, call: ChatCall): AsyncGenerator<ChatStreamPart> {
+export async function* chatStream(target: UpstreamTarget, call: ChatCall, structuredOutputModels: StructuredOutputModels): AsyncGenerator<ChatStreamPart> {
   const op = 'chat stream';
   const secrets = [target.apiKey, ...chatSecrets(call)];
+  const { answerTool, body } = messagesRequest(call, true, structuredOutputModels);
   const { response, deadline } = await send(target, {
     op,
     path: MESSAGES_PATH,
-    body: JSON.stringify(messagesRequestBody(call, true)),
+    body: JSON.stringify(body),
     accept: 'text/event-stream',
     signal: call.signal,
     secrets,
@@ -39,6 +45,9 @@ export async function* chatStream(target: UpstreamTarget, call: ChatCall): Async
   const usage = new UsageTracker();
   // tool_use blocks by content-block index; tool call indexes count tool_use blocks only.
   const tools = new Map<number, StreamedTool>();
+  // The answer tool's block, whose input JSON is the reply's text; a wrapped answer ({value}) is
+  // gathered and unwrapped when its block ends.
+  let answerBlock: { index: number; streamed: boolean; gathered: string } | undefined;
   let upstreamId: string | undefined;
   let stopReason: unknown;
 
@@ -54,7 +63,9 @@ export async function* chatStream(target: UpstreamTarget, call: ChatCall): Async
         break;
       case 'content_block_start': {
         const block = isObject(json.content_block) ? json.content_block : {};
-        if (block.type === 'tool_use') {
+        if (block.type === 'tool_use' && answerTool && block.name === answerTool.name) {
+          answerBlock = { index: blockIndex, streamed: false, gathered: '' };
+        } else if (block.type === 'tool_use') {
           const tool: StreamedTool = { index: tools.size, hasArguments: false };
           tools.set(blockIndex, tool);
           const part: ChatStreamPart = { type: 'tool_call', index: tool.index };
@@ -70,6 +81,12 @@ export async function* chatStream(target: UpstreamTarget, call: ChatCall): Async
         const delta = isObject(json.delta) ? json.delta : {};
         if (delta.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '') {
           yield { type: 'text', text: delta.text };
+        } else if (delta.type === 'input_json_delta' && answerBlock?.index === blockIndex && typeof delta.partial_json === 'string') {
+          answerBlock.gathered += delta.partial_json;
+          if (!answerTool!.wrapped && delta.partial_json !== '') {
+            answerBlock.streamed = true;
+            yield { type: 'text', text: delta.partial_json };
+          }
         } else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
           const tool = tools.get(blockIndex);
           if (tool) {
@@ -81,6 +98,11 @@ export async function* chatStream(target: UpstreamTarget, call: ChatCall): Async
         break;
       }
       case 'content_block_stop': {
+        if (answerBlock?.index === blockIndex && !answerBlock.streamed) {
+          answerBlock.streamed = true;
+          yield { type: 'text', text: answerText(parsedOrEmpty(answerBlock.gathered), answerTool!) };
+          break;
+        }
         // A tool called without input streams no JSON at all; chat callers expect "{}".
         const tool = tools.get(blockIndex);
         if (tool && !tool.hasArguments) {
@@ -98,7 +120,20 @@ export async function* chatStream(target: UpstreamTarget, call: ChatCall): Async
     }
   }
   // anthropicEvents returned, so message_stop arrived.
-  const finish: ChatStreamPart = { type: 'finish', finishReason: finishReasonOf(stopReason, tools.size > 0), usage: usage.usage(op) };
+  const finish: ChatStreamPart = {
+    type: 'finish',
+    finishReason: finishReasonOf(stopReason, tools.size > 0, answerBlock !== undefined),
+    usage: usage.usage(op),
+  };
   if (upstreamId !== undefined) finish.upstreamId = upstreamId;
   yield finish;
+}
+
+/** A streamed tool input, parsed once whole; what cannot be parsed stands as an empty object. */
+function parsedOrEmpty(json: string): unknown {
+  try {
+    return JSON.parse(json === '' ? '{}' : json);
+  } catch {
+    return {};
+  }
 }

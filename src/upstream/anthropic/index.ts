@@ -5,6 +5,7 @@ import { UpstreamError, type ChatCall, type ImageOutcome, type Provider } from '
 import type { UpstreamTarget } from '../upstream-http.ts';
 import { chat, chatStream } from './chat.ts';
 import { createNativeMessages } from './native.ts';
+import { DEFAULT_STRUCTURED_OUTPUT_MODELS } from './structured.ts';
 
 export interface AnthropicOptions {
   /** The origin, e.g. https://api.anthropic.com (a trailing /v1 is tolerated); /v1/messages is appended. */
@@ -18,6 +19,12 @@ export interface AnthropicOptions {
   connectTimeoutMs?: number;
   /** Longest wait from sending the request to the response's status line; default timeoutMs. */
   firstByteTimeoutMs?: number;
+  /**
+   * Upstream models that take a strict response_format as Anthropic's structured output
+   * (output_config.format); other models, and non-strict schemas, get a forced tool. Default
+   * DEFAULT_STRUCTURED_OUTPUT_MODELS.
+   */
+  structuredOutputModels?: readonly string[];
 }
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
@@ -33,11 +40,12 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
     firstByteTimeoutMs: options.firstByteTimeoutMs,
     headers: { 'x-api-key': options.apiKey, 'anthropic-version': options.version ?? DEFAULT_ANTHROPIC_VERSION },
   };
+  const structuredOutputModels = options.structuredOutputModels ?? DEFAULT_STRUCTURED_OUTPUT_MODELS;
   return {
     name: 'anthropic',
     images: false,
-    chat: (call: ChatCall) => chat(target, call),
-    chatStream: (call: ChatCall) => chatStream(target, call),
+    chat: (call: ChatCall) => chat(target, call, structuredOutputModels),
+    chatStream: (call: ChatCall) => chatStream(target, call, structuredOutputModels),
     image: async (): Promise<ImageOutcome> => {
       throw new UpstreamError('anthropic upstreams do not generate images', undefined, 'config');
     },

@@ -4,6 +4,7 @@ import { UpstreamError, type ChatCall, type ChatMessage, type ChatOutcome, type 
 import { requestTexts } from '../openai-chat-wire.ts';
 import { isObject, type Json } from './json.ts';
 import { usageOf } from './usage.ts';
+import { answerText, structuredRequest, type AnswerTool } from './structured.ts';
 
 /** Anthropic's smallest thinking budget. */
 export const MIN_THINKING_BUDGET = 1024;
@@ -32,8 +33,17 @@ export function thinkingFor(effort: string | undefined, maxTokens: number): Json
   return budget >= MIN_THINKING_BUDGET ? { type: 'enabled', budget_tokens: budget } : undefined;
 }
 
-/** The Messages request body for a canonical chat call. */
-export function messagesRequestBody(call: ChatCall, stream: boolean): Json {
+/** A Messages request for a canonical chat call, and the tool that carries a structured answer (if one does). */
+export interface MessagesRequest {
+  body: Json;
+  answerTool?: AnswerTool;
+}
+
+/**
+ * The Messages request for a canonical chat call. `structuredOutputModels` are the upstream
+ * models that take response_format as output_config.format; the others get a forced tool.
+ */
+export function messagesRequest(call: ChatCall, stream: boolean, structuredOutputModels: readonly string[]): MessagesRequest {
   const body: Json = { model: call.upstreamModel, max_tokens: call.maxTokens };
   const system = systemOf(call.messages);
   if (system) body.system = system;
@@ -52,6 +62,14 @@ export function messagesRequestBody(call: ChatCall, stream: boolean): Json {
       body.tool_choice = choice;
       forcedTool = choice.type === 'any' || choice.type === 'tool';
     }
+  }
+  const structured = structuredRequest(call, structuredOutputModels);
+  if (structured?.outputConfig) body.output_config = structured.outputConfig;
+  const answer = structured?.answerTool;
+  if (answer) {
+    body.tools = [...((body.tools as Json[] | undefined) ?? []), answer.definition];
+    body.tool_choice = answerChoice(body.tool_choice as Json | undefined, tools.length > 0, answer.name);
+    forcedTool = true;
   }
 
   // Anthropic refuses thinking together with a forced tool choice: the caller's explicit choice
@@ -72,10 +90,21 @@ export function messagesRequestBody(call: ChatCall, stream: boolean): Json {
     .filter((s): s is string => typeof s === 'string' && s.trim() !== '');
   if (stops.length > 0) body.stop_sequences = stops;
   if (typeof params.user === 'string' && params.user !== '') body.metadata = { user_id: params.user };
-  // Everything else (seed, penalties, logit_bias, response_format, n, ...) has no Anthropic
-  // counterpart and is dropped.
+  // Everything else (seed, penalties, logit_bias, n, ...) has no Anthropic counterpart and is dropped.
   if (stream) body.stream = true;
-  return body;
+  return answer ? { body, answerTool: { name: answer.name, wrapped: answer.wrapped } } : { body };
+}
+
+/**
+ * The tool_choice when a tool carries the answer: that tool alone is forced, unless the caller's
+ * own tools may be called (auto or required), when any tool must be (one of theirs, or the
+ * answer); a caller's forced tool stays forced.
+ */
+function answerChoice(choice: Json | undefined, callerTools: boolean, name: string): Json {
+  const parallel = choice?.disable_parallel_tool_use === true ? { disable_parallel_tool_use: true } : {};
+  if (choice?.type === 'tool') return choice;
+  if (callerTools && choice?.type !== 'none') return { type: 'any', ...parallel };
+  return { type: 'tool', name, ...parallel };
 }
 
 /** The request's texts (prompt, image URLs, tool arguments), for scrubbing error messages. */
@@ -234,8 +263,9 @@ export function toolChoiceOf(choice: unknown, noParallel: boolean): Json | undef
   return mapped;
 }
 
-/** Anthropic's stop_reason as the port's finish reason. */
-export function finishReasonOf(stopReason: unknown, sawToolCalls: boolean): FinishReason {
+/** Anthropic's stop_reason as the port's finish reason; a turn that only called the answer tool stopped. */
+export function finishReasonOf(stopReason: unknown, sawToolCalls: boolean, answered = false): FinishReason {
+  if (answered && !sawToolCalls && stopReason === 'tool_use') return 'stop';
   switch (stopReason) {
     case 'max_tokens':
     case 'model_context_window_exceeded':
@@ -252,15 +282,22 @@ export function finishReasonOf(stopReason: unknown, sawToolCalls: boolean): Fini
   }
 }
 
-/** A Messages reply as a chat outcome: text blocks joined (thinking left out), tool_use blocks as tool calls. */
-export function chatOutcomeOf(body: unknown): ChatOutcome {
+/**
+ * A Messages reply as a chat outcome: text blocks joined (thinking left out), tool_use blocks as
+ * tool calls, but for the answer tool's, whose input is the text.
+ */
+export function chatOutcomeOf(body: unknown, answerTool?: AnswerTool): ChatOutcome {
   if (!isObject(body) || !Array.isArray(body.content)) throw new UpstreamError('upstream chat returned no message content');
   let content = '';
+  let answered = false;
   const toolCalls: ToolCall[] = [];
   for (const block of body.content) {
     if (!isObject(block)) continue;
     if (block.type === 'text' && typeof block.text === 'string') content += block.text;
-    else if (block.type === 'tool_use' && typeof block.name === 'string') {
+    else if (block.type === 'tool_use' && answerTool && block.name === answerTool.name) {
+      content += answerText(block.input, answerTool);
+      answered = true;
+    } else if (block.type === 'tool_use' && typeof block.name === 'string') {
       toolCalls.push({
         id: typeof block.id === 'string' ? block.id : `toolu_${toolCalls.length}`,
         type: 'function',
@@ -271,7 +308,7 @@ export function chatOutcomeOf(body: unknown): ChatOutcome {
   const outcome: ChatOutcome = {
     content,
     toolCalls,
-    finishReason: finishReasonOf(body.stop_reason, toolCalls.length > 0),
+    finishReason: finishReasonOf(body.stop_reason, toolCalls.length > 0, answered),
     usage: usageOf(body.usage, 'chat'),
   };
   if (typeof body.id === 'string') outcome.upstreamId = body.id;

@@ -1,8 +1,11 @@
-// The simulated upstream's replies: deterministic text (or a tool call) derived from the
-// conversation, cut to the token cap exactly like a real model would stop at max_tokens.
+// The simulated upstream's replies: deterministic text (or a tool call, or the JSON a
+// response_format asks for) derived from the conversation, cut to the token cap exactly like a
+// real model would stop at max_tokens.
 import type { ChatCall, ChatMessage, FinishReason, ToolCall, ToolDefinition } from '../port.ts';
 import { countTextTokens, tokenPieces } from '../tokenizer.ts';
 import { createRng, digestHex, seedFrom } from '../seed.ts';
+import { responseFormatOf } from '../response-format.ts';
+import { structuredText } from './structured.ts';
 
 export interface ReplyPlan {
   /** The reply split into stream parts (about one token each); joined they are `content`. */
@@ -157,5 +160,8 @@ export function planReply(call: ChatCall): ReplyPlan {
     }
   }
   const opening = last?.role === 'tool' ? 'The tool finished and its result is in.' : '';
-  return capText(writeText(opening, textOf(lastUser), createRng(seed)), Math.max(0, call.maxTokens));
+  const prose = () => writeText(opening, textOf(lastUser), createRng(seed));
+  const format = responseFormatOf(call.params);
+  const content = format ? structuredText(format, seedFrom('structured', String(seed), JSON.stringify(format)), prose) : prose();
+  return capText(content, Math.max(0, call.maxTokens));
 }
