@@ -21,7 +21,7 @@ import { images } from './routes/images.ts';
 import { listModels, subscription, usage } from './routes/account.ts';
 import { adminRouter } from './routes/admin.ts';
 import { webRoutes } from './routes/web.ts';
-import { metricsEndpoint, readiness } from './gateway/health.ts';
+import { metricsEndpoint, readiness, type ViewsBehind } from './gateway/health.ts';
 import type { Metrics } from './gateway/metrics.ts';
 
 const BODY_LIMIT = '25mb';
@@ -58,7 +58,14 @@ function requireContentType(ctx: Context, next: Next) {
 
 export function createApp(
   deps: GatewayDeps,
-  opts: { adminToken?: string; metrics?: Metrics; trustProxy?: boolean; readyMaxLag?: { events: number; seconds: number } } = {},
+  opts: {
+    adminToken?: string;
+    metrics?: Metrics;
+    trustProxy?: boolean;
+    readyMaxLag?: { events: number; seconds: number };
+    /** Why the in-memory views (keys, prices, channels) cannot answer for the log yet; null when current. */
+    viewsBehind?: ViewsBehind;
+  } = {},
 ): Koa {
   const app = new Koa({ proxy: opts.trustProxy === true });
   const v1 = new Router({ prefix: '/v1' });
@@ -83,7 +90,7 @@ export function createApp(
   site.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
-  site.get('/readyz', readiness(deps.ledger, opts.readyMaxLag ?? { events: 10_000, seconds: 30 }));
+  site.get('/readyz', readiness(deps.ledger, opts.readyMaxLag ?? { events: 10_000, seconds: 30 }, opts.viewsBehind));
   if (opts.metrics) site.get('/metrics', metricsEndpoint(deps.ledger, opts.metrics));
   site.head('/', (ctx) => {
     ctx.status = 200;

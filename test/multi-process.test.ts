@@ -3,8 +3,8 @@
 // a second, idempotency keys honoured across processes, and a projector lease with take-over.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { spawnGateway, dropSchemas, type GatewayProcess } from './support/gateway.ts';
+import type { ChildProcess } from 'node:child_process';
+import { spawnGateway, spawnProjector, dropSchemas, type GatewayProcess } from './support/gateway.ts';
 import { uniqueSchema } from './support/db.ts';
 
 const url = process.env.DATABASE_URL;
@@ -15,20 +15,9 @@ let b: GatewayProcess;
 const projectors: ChildProcess[] = [];
 
 function startProjector(): { child: ChildProcess; running: Promise<void> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'projector'], {
-    cwd: new URL('..', import.meta.url).pathname,
-    env: { ...process.env, TOLLGATE_SCHEMA: schema, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  projectors.push(child);
-  let out = '';
-  const running = new Promise<void>((resolve) =>
-    child.stdout!.on('data', (d) => {
-      out += d;
-      if (out.includes('projector running')) resolve();
-    }),
-  );
-  return { child, running };
+  const started = spawnProjector(schema);
+  projectors.push(started.child);
+  return started;
 }
 
 async function admin(g: GatewayProcess, method: string, path: string, body?: unknown) {

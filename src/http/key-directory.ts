@@ -16,9 +16,10 @@ import type { EventEmitter } from 'node:events';
 import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
 import { hashKey } from '../ledger/keys.ts';
 import * as keys from '../../projections/keys.ts';
+import * as checkpoint from '../../projections/checkpoint.ts';
 
 /** What the directory reads events from: the store, or a feed shared with other caches. */
-type EventSource = Pick<EventStore, 'subscribe' | 'readableHead'>;
+type EventSource = Pick<EventStore, 'subscribe'>;
 
 export interface KeyRecord {
   keyId: string;
@@ -114,7 +115,9 @@ export async function createKeyDirectory(opts: {
   // Revocations made by this process apply before the revoking call returns; others' within
   // one poll of the event feed.
   opts.localEvents?.on('events', apply);
-  const subscription: Subscription = opts.store.subscribe(await opts.store.readableHead(), async (events) => apply(events));
+  // From the read models' checkpoint: a key issued or revoked before this start but not yet
+  // projected (a projector started later) is heard too; the rows hold everything before it.
+  const subscription: Subscription = opts.store.subscribe(await checkpoint.read(opts.db, opts.rmSchema), async (events) => apply(events));
 
   async function fromReadModel(hash: string): Promise<KeyRecord | null> {
     const row = await keys.byHash(opts.db, opts.rmSchema, hash);
