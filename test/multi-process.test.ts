@@ -152,10 +152,12 @@ if (!url) {
     await admin(a, 'POST', `/keys/${keys.data[0].key_id}/revoke`, { reason: 'leaked' });
     for (const g of [a, b]) {
       let status = 0;
-      while (Date.now() - started < 1000 && (status = await chat(g)) !== 401) await new Promise((r) => setTimeout(r, 20));
+      while (Date.now() - started < 10_000 && (status = await chat(g)) !== 401) await new Promise((r) => setTimeout(r, 20));
       assert.is(status, 401, 'refused');
     }
-    assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
+    // Within a feed poll (250 ms) normally; the bound only says it came without a restart (a key in
+    // the cache is otherwise never looked up again), not how fast the machine is.
+    assert.ok(Date.now() - started < 10_000, `took ${Date.now() - started} ms`);
   });
 
   test('an idempotency key is honoured across processes', async () => {
