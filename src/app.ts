@@ -20,7 +20,7 @@ import { responses } from './routes/responses.ts';
 import { images } from './routes/images.ts';
 import { listModels, subscription, usage } from './routes/account.ts';
 import { adminRouter } from './routes/admin.ts';
-import { webRoutes } from './routes/web.ts';
+import { redirectBrowserToPages, webRoutes } from './routes/web.ts';
 import { metricsEndpoint, readiness, type ViewsBehind } from './gateway/health.ts';
 import type { Metrics } from './gateway/metrics.ts';
 
@@ -96,6 +96,7 @@ export function createApp(
     ctx.status = 200;
   });
   site.get('/', (ctx) => {
+    if (redirectBrowserToPages(ctx)) return;
     ctx.body = { name: 'tollgate', base_url: deps.baseUrl(ctx), docs: 'See README.md' };
   });
   for (const file of ['setup.sh', 'setup.ps1']) {

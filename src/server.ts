@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Context } from 'koa';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './logger.ts';
 import { openDatabase, type Database } from './eventstore/db.ts';
 import { openLedger, type Ledger } from './ledger/ledger.ts';
 import { readSide } from '../projections/read-side.ts';
@@ -45,10 +46,6 @@ export interface RunningGateway {
   newAdminToken: { token: string; path: string } | null;
   close(graceMs?: number): Promise<void>;
 }
-
-// Log lines are written asynchronously: under load the writes coalesce into a few syscalls
-// instead of one synchronous write per request (pino flushes what is pending on exit).
-const defaultLogger = (settings: Settings) => pino({ level: settings.logLevel }, pino.destination({ dest: 1, sync: false }));
 
 /** How long start-up waits for the in-memory views to read the log before listening anyway. */
 const VIEWS_START_WAIT_MS = 10_000;
@@ -88,7 +85,7 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   socket.destroy();
 }
 
-export async function startGateway(settings: Settings, log: Logger = defaultLogger(settings)): Promise<RunningGateway> {
+export async function startGateway(settings: Settings, log: Logger = createLogger(settings)): Promise<RunningGateway> {
   // A models config that cannot work (an unknown provider, an upstream key not set) stops the
   // start here, naming the model and the variable, before anything is opened.
   const routes = buildRoutes(loadModelsConfig(settings.modelsConfig), settings.upstreamSecret);
