@@ -26,7 +26,12 @@ test('the banner names the pages, and `/` sends a browser to them while API clie
     }
     // Not a terminal (a pipe): the log is JSON lines.
     await fetch(`${site}/healthz`);
-    const logLine = await eventually(() => gw.output().split('\n').find((l) => l.includes('"msg":"request"')));
+    const logLine = await eventually(() =>
+      gw
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"msg":"request"')),
+    );
     assert.is(JSON.parse(logLine).msg, 'request');
   } finally {
     await gw.stop();
@@ -70,7 +75,11 @@ for (const [format, readable] of [
       // eslint-disable-next-line no-control-regex
       const plain = () => tty.output().replace(/\u001b\[[0-9;]*m/g, '');
       // The access log line of that request: `[time] INFO: request` and its fields below, or JSON.
-      const line = await eventually(() => plain().split('\n').find((l) => /INFO: request\s*$/.test(l) || l.includes('"msg":"request"')));
+      const line = await eventually(() =>
+        plain()
+          .split('\n')
+          .find((l) => /INFO: request\s*$/.test(l) || l.includes('"msg":"request"')),
+      );
       if (readable) assert.match(line, /^\[[\d:.]+\] INFO: request/);
       else assert.is(JSON.parse(line.trim()).msg, 'request');
     } finally {

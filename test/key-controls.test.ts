@@ -217,7 +217,14 @@ test('decider: model list, expiry to the millisecond, rotation sharing the spend
 
 test('auth refuses a rotated key exactly at its deadline and an expired key exactly at its expiry, before any later event', async () => {
   const deadline = Date.parse('2026-11-19T10:00:00.000Z');
-  const rec: KeyRecord = { keyId: 'k1', accountId: 'acme', status: 'active', expiresAt: null, rotationDeadline: new Date(deadline).toISOString(), revokedAt: null };
+  const rec: KeyRecord = {
+    keyId: 'k1',
+    accountId: 'acme',
+    status: 'active',
+    expiresAt: null,
+    rotationDeadline: new Date(deadline).toISOString(),
+    revokedAt: null,
+  };
   const noticed: string[] = [];
   const directory = {
     lookup: async () => rec,

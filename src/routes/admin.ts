@@ -233,7 +233,15 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
     const res = await ledger.priceModel(cmd, ctx.state.actor);
     const m = res.state;
     // The price in force, whether this call changed it or (the same values again) appended nothing.
-    ctx.body = { object: 'model', modelId: m.modelId, multiplierMilli: m.multiplierMilli, status: m.status, alias: m.alias, ...m.cache, changed: res.events.length > 0 };
+    ctx.body = {
+      object: 'model',
+      modelId: m.modelId,
+      multiplierMilli: m.multiplierMilli,
+      status: m.status,
+      alias: m.alias,
+      ...m.cache,
+      changed: res.events.length > 0,
+    };
   });
 
   const correction = (b: Body): CorrectionInput =>
