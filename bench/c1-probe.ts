@@ -8,6 +8,7 @@ import { Client } from 'pg';
 import { startMock, startTollgate, openBenchAccount, tollgateRequest, directRequest } from './targets.ts';
 import { runLoad } from './processes.ts';
 import type { SequentialResult } from './load.ts';
+import { ensureWrk, runWrk } from './wrk.ts';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const samples = Number(process.argv[2] ?? 1500);
@@ -18,9 +19,21 @@ const gw = await startTollgate({
   projector: !!process.env.PROJECTOR,
   nodeArgs: process.env.PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE}`] : [],
 });
+/** The gateway's own append count and total seconds so far (its /metrics). */
+async function appendTotals(): Promise<{ count: number; sum: number }> {
+  const metrics = await fetch(`${gw.url}/metrics`).then((r) => r.text());
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+  return { count: value('tollgate_eventstore_append_duration_seconds_count'), sum: value('tollgate_eventstore_append_duration_seconds_sum') };
+}
+/** Appends per call and their mean time during one phase of `calls` calls. */
+function appendsOver(before: { count: number; sum: number }, after: { count: number; sum: number }, calls: number): string {
+  const n = after.count - before.count;
+  return `${(n / calls).toFixed(2)} appends per call, ${(((after.sum - before.sum) / n) * 1000).toFixed(3)} ms each`;
+}
 try {
   const account = await openBenchAccount(gw, 'probe');
   for (let round = 1; round <= 2; round++) {
+    const before = await appendTotals();
     const seq = await runLoad<SequentialResult>({
       kind: 'sequential',
       targets: [directRequest(mock, false), tollgateRequest(gw, account, false)],
@@ -33,8 +46,19 @@ try {
     const t = seq.perTarget.tollgate.total;
     const failed = seq.perTarget.tollgate.failures;
     console.log(
-      `round ${round}: direct p50 ${d.p50.toFixed(3)} ms; tollgate p50 ${t.p50.toFixed(3)} ms, p99 ${t.p99.toFixed(3)} ms; added p50 ${(t.p50 - d.p50).toFixed(3)} ms${failed ? `; ${failed} FAILED responses` : ''}`,
+      `round ${round}: direct p50 ${d.p50.toFixed(3)} ms; tollgate p50 ${t.p50.toFixed(3)} ms, p99 ${t.p99.toFixed(3)} ms; added p50 ${(t.p50 - d.p50).toFixed(3)} ms${failed ? `; ${failed} FAILED responses` : ''}; ${appendsOver(before, await appendTotals(), samples + 200)}`,
     );
+  }
+  // What a user's load tool measures on the same gateway: wrk, one keep-alive connection.
+  if (ensureWrk(console.log)) {
+    for (const t of [directRequest(mock, false), tollgateRequest(gw, account, false)]) {
+      const before = await appendTotals();
+      const w = runWrk(t, { connections: 1, seconds: Number(process.env.WRK_SECONDS ?? 10) });
+      const appends = t.name === 'tollgate' ? `; ${appendsOver(before, await appendTotals(), w.requests)}` : '';
+      console.log(
+        `wrk c=1 ${t.name}: p50 ${w.latencyMs.p50.toFixed(3)} ms, p99 ${w.latencyMs.p99.toFixed(3)} ms, ${w.requests} requests (${w.non2xx} non-2xx)${appends}`,
+      );
+    }
   }
   const metrics = await fetch(`${gw.url}/metrics`).then((r) => r.text());
   const value = (name: string) =>

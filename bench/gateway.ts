@@ -12,6 +12,7 @@ import { MOCK_WORDS } from './mock-upstream.ts';
 import { freePort, processCpuSeconds, runLoad, sampleRss, type Child } from './processes.ts';
 import { commitLatency, withApplicationName, cpuMeter } from './machine.ts';
 import { type AutocannonResult, type SequentialResult, type Summary, type TargetRequest } from './load.ts';
+import { ensureWrk, runWrk, type WrkResult } from './wrk.ts';
 import {
   BENCH_MODEL,
   BENCH_RPM,
@@ -44,7 +45,7 @@ export interface GatewayBenchOptions {
   /** Directory for CPU profiles of the Tollgate process, one per heavy phase (bench/profile-hook.ts). */
   cpuProfileDir?: string;
   /** Only these phases (default all): for short runs while optimising. */
-  phases?: Array<'latency' | 'latency-slow' | 'ttft' | 'c64' | 'c256'>;
+  phases?: Array<'latency' | 'wrk' | 'latency-slow' | 'ttft' | 'c64' | 'c256'>;
   /** Run Tollgate as docker-compose.yml does: projections in a separate projector process. */
   projector?: boolean;
   /** Only these targets (default all three). */
@@ -88,6 +89,12 @@ export interface GatewayBenchResult {
   peerVersion: string | null;
   /** Sequential, non-streaming: milliseconds to the end of the response, per target. */
   latency: Record<string, Summary>;
+  /**
+   * c=1 measured by wrk (a separate C load tool, one keep-alive connection, each target in turn
+   * for a fixed time, not interleaved): what a user's load tool measures. Tollgate's entry also
+   * has its appends per call and their mean time during the phase (its /metrics).
+   */
+  wrk?: Record<string, WrkResult & { appendsPerRequest?: number; appendMeanMs?: number }>;
   /** The same with an upstream that answers after SLOW_UPSTREAM_MS (slowUpstreamMs). */
   latencySlow: Record<string, Summary>;
   slowUpstreamMs: number;
@@ -180,7 +187,7 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
     synchronousCommit: '',
     ...o.sizes,
   };
-  const phases = new Set(o.phases ?? ['latency', 'latency-slow', 'ttft', 'c64', 'c256']);
+  const phases = new Set(o.phases ?? ['latency', 'wrk', 'latency-slow', 'ttft', 'c64', 'c256']);
   const only = new Set<TargetName>(o.targets ?? ['direct', 'tollgate', 'portkey']);
   const result: GatewayBenchResult = {
     date: new Date().toISOString(),
@@ -226,6 +233,7 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
     const accounts = {
       warm: await openBenchAccount(gw, 'warm'),
       latency: await openBenchAccount(gw, 'c1'),
+      wrk: await openBenchAccount(gw, 'c1wrk'),
       latencySlow: await openBenchAccount(gw, 'c1slow'),
       ttft: await openBenchAccount(gw, 'ttft'),
       c64: await openBenchAccount(gw, 'c64'),
@@ -290,6 +298,33 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
         if (r.failures) result.errors.push(`c=1 latency: ${name} had ${r.failures} failed responses (${JSON.stringify(r.statuses)})`);
       }
       await check('c=1 latency', accounts.latency, seq.perTarget.tollgate.ok);
+    }
+
+    // 1a. The same c=1 load as a user's tool drives it: wrk, one keep-alive connection, each
+    // target back to back for a fixed time (the bench's own client interleaves them in blocks).
+    if (phases.has('wrk') && ensureWrk(log)) {
+      result.wrk = {};
+      for (const t of requests(accounts.wrk, false)) {
+        await quiesce(db);
+        const before = await appendMetrics(gw.url);
+        const w = runWrk(t, { connections: 1, seconds: quick ? 5 : 15 });
+        const after = await appendMetrics(gw.url);
+        const appends =
+          t.name === 'tollgate'
+            ? {
+                appendsPerRequest: (after.count - before.count) / w.requests,
+                appendMeanMs: ((after.sum - before.sum) * 1000) / Math.max(1, after.count - before.count),
+              }
+            : {};
+        result.wrk[t.name] = { ...w, ...appends };
+        log(
+          `c=1 wrk ${t.name.padEnd(8)} p50 ${w.latencyMs.p50.toFixed(3)} ms  p99 ${w.latencyMs.p99.toFixed(3)} ms  (${w.requests} requests, ${w.non2xx} non-2xx, ${w.errors} socket errors)` +
+            (appends.appendsPerRequest !== undefined
+              ? `; ${appends.appendsPerRequest.toFixed(2)} appends per call, ${appends.appendMeanMs!.toFixed(3)} ms each`
+              : ''),
+        );
+        if (w.non2xx || w.errors) result.errors.push(`c=1 wrk: ${t.name} had ${w.non2xx} non-2xx responses and ${w.errors} socket errors`);
+      }
     }
 
     // 1b. The same with an upstream that answers after SLOW_UPSTREAM_MS: the hold is no longer

@@ -54,6 +54,13 @@ export function mainTable(run: BenchRun): string {
     rows.push(['c=1 chat, non-streaming: latency p50 (ms)', ms(d?.p50), ms(t?.p50), ms(p?.p50), ratio(t?.p50, p?.p50), '', '']);
     rows.push(['c=1 chat, non-streaming: latency p99 (ms)', ms(d?.p99), ms(t?.p99), ms(p?.p99), ratio(t?.p99, p?.p99), '', '']);
     rows.push(...addedLatencyRows('added latency over direct', d, t, p));
+    // The same load measured by wrk (a user's load tool), beside the bench's own client.
+    const wrk = (n: string) => g.wrk?.[n]?.latencyMs;
+    if (g.wrk) {
+      const [wd, wt, wp] = [wrk('direct'), wrk('tollgate'), wrk('portkey')];
+      rows.push(['c=1 chat, non-streaming, wrk: latency p50 (ms)', ms(wd?.p50), ms(wt?.p50), ms(wp?.p50), ratio(wt?.p50, wp?.p50), '', '']);
+      rows.push(['c=1 chat, non-streaming, wrk: latency p99 (ms)', ms(wd?.p99), ms(wt?.p99), ms(wp?.p99), ratio(wt?.p99, wp?.p99), '', '']);
+    }
     const slow = (n: string) => g.latencySlow?.[n] as Summary | undefined;
     const [sd, st, sp] = [slow('direct'), slow('tollgate'), slow('portkey')];
     if (st) {

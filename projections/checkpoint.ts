@@ -3,6 +3,7 @@
 // the events (runner.ts).
 import type { Queryable } from '../src/eventstore/db.ts';
 import type { EventStore } from '../src/eventstore/port.ts';
+import { lagAfter, type Lag } from '../src/eventstore/lag.ts';
 import { q } from './sql.ts';
 
 /** The position the read models include (0 before any event). */
@@ -27,32 +28,7 @@ export async function advance(tx: Queryable, schema: string, position: number): 
   await tx.query(`UPDATE ${q(schema, 'checkpoint')} SET position = $1, updated_at = now() WHERE name = 'main'`, [position]);
 }
 
-/** How far the read models are behind the store. */
-interface Lag {
-  head: number;
-  checkpoint: number;
-  events: number;
-  seconds: number;
-}
-
-const LAG_COUNT_LIMIT = 100_000;
-
-/**
- * The store's head, the checkpoint, the events between them and the age of the oldest of those
- * (seconds).
- */
+/** How far the read models are behind the store: the head, the checkpoint, the events between them. */
 export async function lag(db: Queryable, store: Pick<EventStore, 'headPosition' | 'readAll' | 'countAfter'>, schema: string): Promise<Lag> {
-  const head = await store.headPosition();
-  const checkpoint = await read(db, schema);
-  let seconds = 0;
-  if (head > checkpoint) {
-    const [next] = await store.readAll(checkpoint, 1);
-    if (next) seconds = Math.max(0, (Date.now() - Date.parse(next.timestamp)) / 1000);
-  }
-  // Positions do not count events (PostgreSQL's keep room per transaction, KurrentDB's are log
-  // offsets): the events are counted, up to a bound.
-  let events = 0;
-  if (head > checkpoint)
-    events = store.countAfter ? await store.countAfter(checkpoint, LAG_COUNT_LIMIT) : (await store.readAll(checkpoint, LAG_COUNT_LIMIT)).length;
-  return { head, checkpoint, events, seconds };
+  return lagAfter(store, await read(db, schema));
 }

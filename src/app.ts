@@ -20,8 +20,8 @@ import { responses } from './routes/responses.ts';
 import { images } from './routes/images.ts';
 import { listModels, subscription, usage } from './routes/account.ts';
 import { adminRouter } from './routes/admin.ts';
-import { webRoutes } from './routes/web.ts';
-import { metricsEndpoint, readiness } from './gateway/health.ts';
+import { redirectBrowserToPages, webRoutes } from './routes/web.ts';
+import { metricsEndpoint, readiness, type ViewsBehind } from './gateway/health.ts';
 import type { Metrics } from './gateway/metrics.ts';
 
 const BODY_LIMIT = '25mb';
@@ -58,7 +58,15 @@ function requireContentType(ctx: Context, next: Next) {
 
 export function createApp(
   deps: GatewayDeps,
-  opts: { adminToken?: string; metrics?: Metrics; trustProxy?: boolean; readyMaxLag?: { events: number; seconds: number }; readyTimeoutMs?: number } = {},
+  opts: {
+    adminToken?: string;
+    metrics?: Metrics;
+    trustProxy?: boolean;
+    readyMaxLag?: { events: number; seconds: number };
+    readyTimeoutMs?: number;
+    /** Why the in-memory views (keys, prices, channels) cannot answer for the log yet; null when current. */
+    viewsBehind?: ViewsBehind;
+  } = {},
 ): Koa {
   const app = new Koa({ proxy: opts.trustProxy === true });
   const v1 = new Router({ prefix: '/v1' });
@@ -83,12 +91,16 @@ export function createApp(
   site.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
-  site.get('/readyz', readiness(deps.ledger, opts.readyMaxLag ?? { events: 10_000, seconds: 30 }, { timeoutMs: opts.readyTimeoutMs ?? 2000, log: deps.log }));
+  site.get(
+    '/readyz',
+    readiness(deps.ledger, opts.readyMaxLag ?? { events: 10_000, seconds: 30 }, { timeoutMs: opts.readyTimeoutMs ?? 2000, log: deps.log, viewsBehind: opts.viewsBehind }),
+  );
   if (opts.metrics) site.get('/metrics', metricsEndpoint(deps.ledger, opts.metrics));
   site.head('/', (ctx) => {
     ctx.status = 200;
   });
   site.get('/', (ctx) => {
+    if (redirectBrowserToPages(ctx)) return;
     ctx.body = { name: 'tollgate', base_url: deps.baseUrl(ctx), docs: 'See README.md' };
   });
   for (const file of ['setup.sh', 'setup.ps1']) {

@@ -12,6 +12,8 @@ export interface Settings {
   projections: boolean;
   publicBaseUrl?: string;
   logLevel: string;
+  /** LOG_FORMAT: 'json' (one JSON object a line), 'pretty' (readable lines), or unset: pretty on a terminal, JSON otherwise. */
+  logFormat?: 'json' | 'pretty';
   /** TOLLGATE_SWEEP_INTERVAL_MS: how often holds of lapsed processes and expired holds are released. */
   sweepIntervalMs: number;
   /** TOLLGATE_PROCESS_LEASE_MS: a gateway's lease; its holds are released this long (plus a sweep) after it dies. */
@@ -107,6 +109,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     projections: env.TOLLGATE_PROJECTIONS !== 'off',
     publicBaseUrl: env.TOLLGATE_PUBLIC_BASE_URL || undefined,
     logLevel: env.LOG_LEVEL ?? 'info',
+    logFormat: logFormatFrom(env.LOG_FORMAT),
     sweepIntervalMs: Number(env.TOLLGATE_SWEEP_INTERVAL_MS ?? 5_000),
     processLeaseMs: Number(env.TOLLGATE_PROCESS_LEASE_MS ?? 10_000),
     holdLingerMs: env.TOLLGATE_HOLD_LINGER_MS ? Number(env.TOLLGATE_HOLD_LINGER_MS) : undefined,
@@ -136,4 +139,10 @@ function eventStoreFrom(value: string | undefined): Settings['eventStore'] {
   if (!value || value === 'postgres') return 'postgres';
   if (value === 'kurrentdb') return 'kurrentdb';
   throw new Error(`EVENT_STORE must be postgres or kurrentdb, not ${JSON.stringify(value)}`);
+}
+
+function logFormatFrom(value: string | undefined): 'json' | 'pretty' | undefined {
+  if (!value) return undefined;
+  if (value === 'json' || value === 'pretty') return value;
+  throw new Error(`LOG_FORMAT must be json or pretty (or unset: pretty on a terminal, JSON otherwise), not ${JSON.stringify(value.slice(0, 40))}`);
 }

@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Context } from 'koa';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './logger.ts';
 import { openDatabase, type Database } from './eventstore/db.ts';
 import { openLedger, type Ledger } from './ledger/ledger.ts';
 import { readSide } from '../projections/read-side.ts';
@@ -16,7 +17,7 @@ import { validateEvent } from './ledger/catalogue.ts';
 import { createModelCatalog } from './gateway/model-catalog.ts';
 import { buildRoutes, loadModelsConfig } from './gateway/models-config.ts';
 import { createMetering } from './gateway/metering.ts';
-import { pollingEventFeed } from './gateway/event-feed.ts';
+import { caughtUpWithin, pollingEventFeed } from './gateway/event-feed.ts';
 import { createKeyDirectory } from './http/key-directory.ts';
 import { createMetrics } from './gateway/metrics.ts';
 import { ensureIdempotencyTable } from './eventstore/idempotency-store.ts';
@@ -47,9 +48,8 @@ export interface RunningGateway {
   close(graceMs?: number): Promise<void>;
 }
 
-// Log lines are written asynchronously: under load the writes coalesce into a few syscalls
-// instead of one synchronous write per request (pino flushes what is pending on exit).
-const defaultLogger = (settings: Settings) => pino({ level: settings.logLevel }, pino.destination({ dest: 1, sync: false }));
+/** How long start-up waits for the in-memory views to read the log before listening anyway. */
+const VIEWS_START_WAIT_MS = 10_000;
 
 const CLIENT_ERRORS: Record<string, [number, string, string, string]> = {
   HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'The request headers are too large (at most 16 KB in all).', 'request_headers_too_large'],
@@ -86,7 +86,7 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   socket.destroy();
 }
 
-export async function startGateway(settings: Settings, log: Logger = defaultLogger(settings)): Promise<RunningGateway> {
+export async function startGateway(settings: Settings, log: Logger = createLogger(settings)): Promise<RunningGateway> {
   // A models config that cannot work (an unknown provider, an upstream key not set) stops the
   // start here, naming the model and the variable, before anything is opened.
   const routes = buildRoutes(loadModelsConfig(settings.modelsConfig), settings.upstreamSecret);
@@ -113,13 +113,9 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     log,
   });
   await ledger.seedModels();
-  // The price list below is loaded from the read models: they must include the seeding first
-  // (with a separate projector, bounded: a projector that is not running yet delays start by 2 s).
-  await ledger.readYourWrites().catch((err) => {
-    if (!(err instanceof ReadModelsBehind)) throw err;
-  });
   // Keys and prices hear of this process's events at once (localEvents) and of other
-  // processes' events through one shared reader that polls (event-feed.ts).
+  // processes' events through one shared reader that polls (event-feed.ts), from the read
+  // models' checkpoint on: they need no projector to have applied the seeding (or anything else).
   const feed = pollingEventFeed(ledger.events, { log });
   const catalog = await createModelCatalog({ db, store: feed, rmSchema: ledger.rmSchema, routes: routes.byModel, localEvents: ledger.appended });
   const keys = await createKeyDirectory({
@@ -131,6 +127,9 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     revokeRotated: (keyId) => revokeRotatedKey(ledger, keyId),
   });
   const channelStates = await followChannelStates({ registry: routes.registry, ledger, feed, localEvents: ledger.appended });
+  // The views hold the whole log before the server listens (bounded: a long backlog is read on
+  // while /readyz says so).
+  await caughtUpWithin({ caughtUp: () => feed.settled(), close: async () => undefined }, VIEWS_START_WAIT_MS);
   metrics.watchChannels(routes.registry);
   warmTokenizer();
   warmValidators(['chat-completions', 'images']);
@@ -146,6 +145,12 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     metering: createMetering(ledger, { process: lease.processId, retry: releaseRetry }),
     baseUrl: (ctx: Context) => settings.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}/v1`,
   };
+  // The demo's check for existing plans reads the read models: they must include the log so far
+  // (with a separate projector, bounded: a projector that is not running yet delays start by 2 s).
+  if (settings.bootstrap)
+    await ledger.readYourWrites().catch((err) => {
+      if (!(err instanceof ReadModelsBehind)) throw err;
+    });
   const demo = settings.bootstrap ? await bootstrapDemo(ledger) : null;
   const webhooks = await startWebhooks({ settings, db, store, deps, log }); // notifications by webhook: the admin routes' service and the dispatcher
 
@@ -163,6 +168,7 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     trustProxy: settings.trustProxy,
     readyMaxLag: settings.readyMaxLag,
     readyTimeoutMs: settings.readyTimeoutMs,
+    viewsBehind: feed.behind,
   });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(settings.port, settings.host, () => resolve(s));

@@ -119,7 +119,7 @@ if (!process.env.DATABASE_URL) {
     }
     const ended = Date.now();
     await until('the append', () => seen.length === 1);
-    assert.ok(Date.now() - ended < 1000, `read ${Date.now() - ended} ms after the blocker ended (the poll is 60 s)`);
+    assert.ok(Date.now() - ended < 10_000, `read ${Date.now() - ended} ms after the blocker ended (the poll is 60 s)`);
     assert.is(seen[0].position, appended.lastPosition);
     await sub.close();
   });

@@ -217,7 +217,14 @@ test('decider: model list, expiry to the millisecond, rotation sharing the spend
 
 test('auth refuses a rotated key exactly at its deadline and an expired key exactly at its expiry, before any later event', async () => {
   const deadline = Date.parse('2026-11-19T10:00:00.000Z');
-  const rec: KeyRecord = { keyId: 'k1', accountId: 'acme', status: 'active', expiresAt: null, rotationDeadline: new Date(deadline).toISOString() };
+  const rec: KeyRecord = {
+    keyId: 'k1',
+    accountId: 'acme',
+    status: 'active',
+    expiresAt: null,
+    rotationDeadline: new Date(deadline).toISOString(),
+    revokedAt: null,
+  };
   const noticed: string[] = [];
   const directory = {
     lookup: async () => rec,
@@ -412,6 +419,13 @@ test('rotation: a new key with the same controls and spend; the old one works du
   for (const until = Date.now() + 5000; !revoked && Date.now() < until; await new Promise((r) => setTimeout(r, 25)))
     revoked = (await keyEvents(acct.keyId)).find((e) => e.type === 'KeyRevoked');
   assert.equal([revoked?.data.reason, revoked?.metadata.actor], ['rotated', 'system:rotation']);
+  // Every later refusal says the same: rotated, and when it stopped working.
+  for (let i = 0; i < 3; i++) {
+    const again = await chatCall(acct.key);
+    assert.is(again.status, 401);
+    assert.is(again.json.error.message, refused.json.error.message, 'the same refusal once KeyRevoked is recorded');
+  }
+  assert.ok(refused.json.error.message.includes(fresh.replaces.revoke_at), refused.json.error.message);
   const rotatedEvent = (await keyEvents(acct.keyId)).find((e) => e.type === 'KeyRotated')!;
   assert.is(rotatedEvent.metadata.actor, 'admin:alice');
   const copied = (await keyEvents(fresh.key_id)).find((e) => e.type === 'KeyControlsSet')!;
@@ -430,8 +444,19 @@ test('rotation: a new key with the same controls and spend; the old one works du
   // No grace: the old key is revoked at once.
   const third = await openAccount(gw, { quota: 1_000_000 });
   assert.is((await admin('POST', `/keys/${third.keyId}/rotate`, {})).status, 201);
-  assert.is((await chatCall(third.key)).status, 401);
+  const thirdRefused = await chatCall(third.key);
+  assert.is(thirdRefused.status, 401);
+  assert.match(thirdRefused.json.error.message, /rotated and stopped working at \d{4}-/);
   assert.equal((await keyEvents(third.keyId)).map((e) => e.type).at(-1), 'KeyRevoked');
+  // A key revoked by an operator says so, and when.
+  const fourth = await openAccount(gw, { quota: 1_000_000 });
+  assert.is((await admin('POST', `/keys/${fourth.keyId}/revoke`, { reason: 'leaked' })).status, 200);
+  const revokedAt = (await keyEvents(fourth.keyId)).find((e) => e.type === 'KeyRevoked')!.timestamp;
+  for (let i = 0; i < 2; i++) {
+    const r = await chatCall(fourth.key);
+    assert.is(r.status, 401);
+    assert.is(r.json.error.message, `This API key was revoked at ${revokedAt}: use another key of the account.`);
+  }
 });
 
 test('bad input is a clear 400 or 404 and writes nothing', async () => {

@@ -266,13 +266,14 @@ for (const engine of testDatabases()) {
 
   t('linger: a hold waits for the charge that follows it at once, and both go out in one durable append', async () => {
     const c = counting(store);
-    const handler = createCommandHandler({ store, append: c.append, lingerMs: 200 });
+    const handler = createCommandHandler({ store, append: c.append, lingerMs: 60_000 });
     const { decided, committed } = handler.decideEarly(holder, 'acct-linger-a', { type: 'Hold', id: 'h1', amount: 10, max: 100 }, md, { linger: true });
     await decided;
     assert.is(c.appends.length, 0, 'the hold lingers');
     const started = Date.now();
     const charged = await handler.handle(holder, 'acct-linger-a', { type: 'Charge', id: 'h1', amount: 7 }, md);
-    assert.ok(Date.now() - started < 150, 'the charge ended the wait');
+    // Far below the 60 s linger, far above an append's time: not a measure of speed.
+    assert.ok(Date.now() - started < 10_000, 'the charge ended the wait');
     await committed;
     assert.is(c.appends.length, 1);
     assert.equal(

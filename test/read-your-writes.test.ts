@@ -6,8 +6,7 @@
 // spread so that half of them cross from one gateway to the other.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { spawnGateway, dropSchemas, type GatewayProcess } from './support/gateway.ts';
+import { spawnGateway, spawnProjector, dropSchemas, type GatewayProcess } from './support/gateway.ts';
 import { uniqueSchema } from './support/db.ts';
 
 const url = process.env.DATABASE_URL;
@@ -23,25 +22,9 @@ interface Topology {
   stop(): Promise<void>;
 }
 
-function startProjector(schema: string): { child: ChildProcess; running: Promise<void> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'projector'], {
-    cwd: new URL('..', import.meta.url).pathname,
-    env: { ...process.env, TOLLGATE_SCHEMA: schema, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const running = new Promise<void>((resolve) =>
-    child.stdout!.on('data', (d) => {
-      out += d;
-      if (out.includes('projector running')) resolve();
-    }),
-  );
-  return { child, running };
-}
-
 async function topology(gatewayCount: number, withProjector: boolean): Promise<Topology> {
   const schema = uniqueSchema('ryw');
-  const projector = withProjector ? startProjector(schema) : null;
+  const projector = withProjector ? spawnProjector(schema) : null;
   await projector?.running;
   const env: Record<string, string> = { TOLLGATE_SCHEMA: schema, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_BOOTSTRAP: 'off', LOG_LEVEL: 'warn' };
   if (withProjector) env.TOLLGATE_PROJECTIONS = 'off';

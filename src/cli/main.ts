@@ -1,7 +1,8 @@
 // The `tollgate` command line: `serve` runs the gateway; the rest drive its admin API.
 import { parseArgs } from 'node:util';
 import { settingsFromEnv } from '../config.ts';
-import pino from 'pino';
+import { createLogger } from '../logger.ts';
+import { LANDING_PAGES } from '../routes/web.ts';
 import { startGateway } from '../server.ts';
 import { runProjector } from '../projector.ts';
 import { CliError } from './admin-client.ts';
@@ -10,6 +11,8 @@ import { COMMAND_HELP, runAdminCommand } from './commands.ts';
 async function serve() {
   const gw = await startGateway(settingsFromEnv());
   process.stdout.write(`\nTollgate is listening.\n  base URL: ${gw.baseUrl}\n`);
+  const site = gw.baseUrl.replace(/\/v1\/?$/, '');
+  process.stdout.write(`  pages:\n${LANDING_PAGES.map((p) => `    ${site}${p.path}  ${p.what}\n`).join('')}`);
   if (gw.newAdminToken) process.stdout.write(`  admin token (shown once; saved with mode 0600 in ${gw.newAdminToken.path}): ${gw.newAdminToken.token}\n`);
   if (gw.demo) {
     process.stdout.write(`  demo API key (shown once, stored only as a hash): ${gw.demo.keySecret}\n\n`);
@@ -27,7 +30,7 @@ async function serve() {
 
 async function projector() {
   const settings = settingsFromEnv();
-  const log = pino({ level: settings.logLevel });
+  const log = createLogger(settings);
   const p = await runProjector(settings, log);
   process.stdout.write('projector running\n');
   const stop = async () => {

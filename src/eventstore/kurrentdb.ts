@@ -162,7 +162,7 @@ export function createKurrentDbEventStore(client: KurrentClient, options: Kurren
           });
     if (req.snapshot !== undefined) await writeSnapshot(req.stream, revision, req.snapshot);
     if (lastPosition > 0) appended.emit('position', lastPosition);
-    return { stream: req.stream, revision, firstPosition, lastPosition };
+    return { stream: req.stream, revision, firstPosition, lastPosition, timestamp };
   }
 
   /** The commit position of one event; KurrentDB's append result only gives the last one's. */

@@ -55,6 +55,8 @@ export interface AppendResult {
   revision: number;
   firstPosition: number;
   lastPosition: number;
+  /** The time stored with the events (what every reader sees), where the adapter says. */
+  timestamp?: string;
 }
 
 export interface Snapshot {

@@ -42,6 +42,7 @@ interface Prepared {
   ids: string[];
   bodies: string[];
   durable: boolean;
+  timestamp: string;
 }
 
 type AppendOutcome = Record<string, number | boolean | string>;
@@ -158,7 +159,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
         });
         // '' is no snapshot (JSON text is never empty).
         const snapshot = req.snapshot === undefined ? '' : (JSON.stringify(req.snapshot) ?? '');
-        prepared.push({ index: i, stream: req.stream, expected, snapshot, ids, bodies, durable: req.durable !== false });
+        prepared.push({ index: i, stream: req.stream, expected, snapshot, ids, bodies, durable: req.durable !== false, timestamp });
       } catch (err) {
         results[i] = err as Error;
       }
@@ -179,7 +180,13 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       rows.forEach((r, j) => {
         const p = chunk[j];
         if (r.ok) {
-          results[p.index] = { stream: p.stream, revision: r.revision as number, firstPosition: r.first as number, lastPosition: r.last as number };
+          results[p.index] = {
+            stream: p.stream,
+            revision: r.revision as number,
+            firstPosition: r.first as number,
+            lastPosition: r.last as number,
+            timestamp: p.timestamp,
+          };
           appended.emit('position', r.last as number);
           if (!notifiesItself) notifyOthers(r.last as number);
         } else if (r.duplicate) {

@@ -8,7 +8,12 @@
 // on every append, so each metered call (two appends) cost its caches four more queries that
 // competed with the call itself (measured in BENCHMARKS.md). A cache that needs to be current
 // now (an unknown key) asks for caughtUp(), which reads at once.
+//
+// Each cache subscribes after the position its own starting state includes (the read models'
+// checkpoint, say), not after the head at its start: events appended before it started but not
+// yet in the read models (a projector not running yet) still reach it, whatever the start order.
 import type { EventHandler, EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
+import { lagAfter, type Lag } from '../eventstore/lag.ts';
 import { outageReporter, type OutageLog } from '../eventstore/outage.ts';
 
 export type EventFeed = Pick<EventStore, 'subscribe' | 'headPosition' | 'readableHead'>;
@@ -16,28 +21,40 @@ export type EventFeed = Pick<EventStore, 'subscribe' | 'headPosition' | 'readabl
 export const POLL_MS = 250;
 const PAGE = 2000;
 
+interface Follower {
+  handler: EventHandler;
+  /** The position this cache has seen everything up to. */
+  after: number;
+  /** Set once a read that began after it subscribed reached the head: its view is complete. */
+  synced: boolean;
+}
+
 export function pollingEventFeed(
-  store: Pick<EventStore, 'readAll' | 'headPosition' | 'readableHead'>,
+  store: Pick<EventStore, 'readAll' | 'headPosition' | 'readableHead' | 'countAfter'>,
   opts: { pollMs?: number; log?: OutageLog } = {},
-): EventFeed & { close(): Promise<void> } {
+): EventFeed & { behind(bounds: { events: number; seconds: number }): Promise<Lag | null>; settled(): Promise<void>; close(): Promise<void> } {
   const outage = opts.log ? outageReporter(opts.log, 'event feed', { baseMs: opts.pollMs ?? POLL_MS }) : null;
-  const handlers = new Set<EventHandler>();
-  let position = -1;
+  const followers = new Set<Follower>();
   let reading: Promise<void> | null = null;
   let timer: NodeJS.Timeout | null = null;
   let closed = false;
+  const from = () => Math.min(...[...followers].map((f) => f.after));
 
-  /** Reads everything after `position` and hands it to the caches; one read at a time. */
+  /** Reads everything after the slowest cache's position and hands each cache what it has not seen. */
   function readNow(): Promise<void> {
     reading ??= (async () => {
+      const syncing = [...followers].filter((f) => !f.synced);
       try {
-        for (;;) {
-          const events: StoredEvent[] = await store.readAll(position, PAGE);
-          if (events.length === 0) break;
-          for (const h of handlers) await h(events);
-          position = events[events.length - 1].position;
+        while (followers.size > 0) {
+          const events: StoredEvent[] = await store.readAll(from(), PAGE);
+          for (const f of followers) {
+            const unseen = events.filter((e) => e.position > f.after);
+            if (unseen.length > 0) await f.handler(unseen);
+            if (unseen.length > 0) f.after = unseen[unseen.length - 1].position;
+          }
           if (events.length < PAGE) break;
         }
+        for (const f of syncing) f.synced = true;
       } finally {
         reading = null;
       }
@@ -66,25 +83,37 @@ export function pollingEventFeed(
     headPosition: () => store.headPosition(),
     readableHead: () => store.readableHead(),
     subscribe(afterPosition, handler): Subscription {
-      // The first subscriber's start is the feed's; a later one may also see some earlier events
-      // (the caches apply events idempotently, so that is harmless).
-      if (position < 0) position = afterPosition;
-      handlers.add(handler);
+      const follower: Follower = { handler, after: afterPosition, synced: false };
+      followers.add(follower);
       schedule();
       return {
         async caughtUp() {
           // store.readAll answers with everything committed before it was called (it waits for
           // older transactions itself), so reading until no page moves reaches the head.
           const target = await store.headPosition();
-          for (let before = -2; position < target && position !== before;) {
-            before = position;
+          for (let before = -2; follower.after < target && follower.after !== before;) {
+            before = follower.after;
             await readNow();
           }
         },
         async close() {
-          handlers.delete(handler);
+          followers.delete(follower);
         },
       };
+    },
+    /**
+     * Why the caches cannot answer for the log yet: one has not read up to the head once since it
+     * started, or the feed is past `bounds` behind; null when they are current.
+     */
+    async behind(bounds) {
+      const lag = await lagAfter(store, followers.size > 0 ? from() : await store.headPosition());
+      const synced = [...followers].every((f) => f.synced);
+      return synced && lag.events <= bounds.events && lag.seconds <= bounds.seconds ? null : lag;
+    },
+    /** One read of everything committed so far, for every cache (start-up waits for it). */
+    settled: async () => {
+      await reading?.catch(() => undefined);
+      await readNow();
     },
     async close() {
       closed = true;

@@ -1,7 +1,8 @@
 // The price list in memory: loaded from the models read model, then kept current from
 // ModelPriced events: a price change is in force in the process that made it before the call
 // returns, and in every other process within one poll of the event feed (event-feed.ts), or at
-// once when a call names a model this process does not know yet.
+// once when a call names a model this process does not know yet. It follows the log from the
+// read models' checkpoint, so it holds every price whatever the read models have applied.
 import { caughtUpWithin } from './event-feed.ts';
 import type { Database } from '../eventstore/db.ts';
 import type { EventEmitter } from 'node:events';
@@ -9,6 +10,7 @@ import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.t
 import type { Route } from './models-config.ts';
 import { definedOnly, type EventDataByType } from '../ledger/events.ts';
 import * as models from '../../projections/models.ts';
+import * as checkpoint from '../../projections/checkpoint.ts';
 
 export interface CatalogModel {
   id: string;
@@ -26,7 +28,7 @@ const CATCH_UP_BOUND_MS = 1000;
 
 export async function createModelCatalog(opts: {
   db: Database;
-  store: Pick<EventStore, 'subscribe' | 'readableHead'>;
+  store: Pick<EventStore, 'subscribe'>;
   rmSchema: string;
   routes: Map<string, Route>;
   localEvents?: EventEmitter;
@@ -45,6 +47,8 @@ export async function createModelCatalog(opts: {
     for (const e of events) {
       if (e.type !== 'ModelPriced') continue;
       const d = e.data as unknown as EventDataByType['ModelPriced'];
+      // An event older than the price held (read from rows ahead of the checkpoint) is history.
+      if ((byId.get(d.modelId)?.pricedAt ?? '') > e.timestamp) continue;
       put({
         id: d.modelId,
         alias: d.alias,
@@ -57,9 +61,11 @@ export async function createModelCatalog(opts: {
   };
   // A price set by this process is in force before the call that set it returns.
   opts.localEvents?.on('events', apply);
-  const head = await opts.store.readableHead();
-  const subscription: Subscription = opts.store.subscribe(head, async (events) => apply(events));
+  // The rows include at least the checkpoint's events; the feed brings every later one, also
+  // those appended before this start that no projector has applied yet (the rows may be empty).
+  const included = await checkpoint.read(opts.db, opts.rmSchema);
   await reload();
+  const subscription: Subscription = opts.store.subscribe(included, async (events) => apply(events));
 
   async function reload() {
     for (const r of await models.all(opts.db, opts.rmSchema)) {

@@ -22,13 +22,17 @@ export function requireApiKey(keys: KeyDirectory) {
     if (secret === null) throw invalidKey('Missing API key. Send the header "Authorization: Bearer <API_KEY>".');
     if (!secret.startsWith(KEY_PREFIX) || !isWellFormedKey(secret)) throw invalidKey(`Invalid API key format: keys begin with ${KEY_PREFIX}.`);
     const rec = await keys.lookup(secret);
-    if (!rec) throw invalidKey('Incorrect API key provided, or the key was revoked.');
-    // Exact to the millisecond, whether or not a later event has said so yet.
+    if (!rec) throw invalidKey('Incorrect API key provided.');
+    // Exact to the millisecond, whether or not a later event has said so yet; the same refusal
+    // before and after its KeyRevoked is recorded.
     const now = Date.now();
-    if (rec.rotationDeadline && now >= Date.parse(rec.rotationDeadline)) {
+    if (rec.rotationDeadline && (now >= Date.parse(rec.rotationDeadline) || rec.status === 'revoked')) {
       keys.noticeRotationDue(rec);
-      throw invalidKey(`This API key was rotated and stopped working at ${new Date(rec.rotationDeadline).toISOString()}: use the key that replaced it.`);
+      const at = Math.min(Date.parse(rec.rotationDeadline), Date.parse(rec.revokedAt ?? rec.rotationDeadline));
+      throw invalidKey(`This API key was rotated and stopped working at ${new Date(at).toISOString()}: use the key that replaced it.`);
     }
+    if (rec.status === 'revoked')
+      throw invalidKey(`This API key was revoked${rec.revokedAt ? ` at ${new Date(rec.revokedAt).toISOString()}` : ''}: use another key of the account.`);
     if (rec.expiresAt && now >= Date.parse(rec.expiresAt)) throw keyExpiredError(new Date(rec.expiresAt).toISOString());
     ctx.state.auth = rec;
     await next();

@@ -16,9 +16,10 @@ import type { EventEmitter } from 'node:events';
 import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
 import { hashKey } from '../ledger/keys.ts';
 import * as keys from '../../projections/keys.ts';
+import * as checkpoint from '../../projections/checkpoint.ts';
 
 /** What the directory reads events from: the store, or a feed shared with other caches. */
-type EventSource = Pick<EventStore, 'subscribe' | 'readableHead'>;
+type EventSource = Pick<EventStore, 'subscribe'>;
 
 export interface KeyRecord {
   keyId: string;
@@ -27,6 +28,8 @@ export interface KeyRecord {
   /** ISO 8601 times: the key's own expiry, and the end of a rotated key's grace period. */
   expiresAt: string | null;
   rotationDeadline: string | null;
+  /** When the key was revoked (set with status 'revoked'; null when only the status is known). */
+  revokedAt: string | null;
 }
 
 /** What events said of a key's times (they win over a read model row that may be behind). */
@@ -50,7 +53,16 @@ export async function createKeyDirectory(opts: {
 }) {
   const byHash = new Map<string, KeyRecord>();
   const byKeyId = new Map<string, KeyRecord>();
-  const revoked = new Set<string>();
+  /** Revoked key ids and when (the KeyRevoked's time). */
+  const revoked = new Map<string, string>();
+  const withRevocation = (rec: KeyRecord): KeyRecord => {
+    const at = revoked.get(rec.keyId);
+    if (at !== undefined) {
+      rec.status = 'revoked';
+      rec.revokedAt ??= at;
+    }
+    return rec;
+  };
   const times = new Map<string, KeyTimes>();
   const revoking = new Set<string>();
   const withTimes = (rec: KeyRecord): KeyRecord => {
@@ -98,12 +110,12 @@ export async function createKeyDirectory(opts: {
         if (!byHash.has(d.hash))
           remember(
             d.hash,
-            withTimes({ keyId: d.keyId, accountId: d.accountId, status: revoked.has(d.keyId) ? 'revoked' : 'active', expiresAt: null, rotationDeadline: null }),
+            withRevocation(withTimes({ keyId: d.keyId, accountId: d.accountId, status: 'active', expiresAt: null, rotationDeadline: null, revokedAt: null })),
           );
       } else if (e.type === 'KeyRevoked') {
-        revoked.add(String(e.data.keyId));
+        revoked.set(String(e.data.keyId), e.timestamp);
         const rec = byKeyId.get(String(e.data.keyId));
-        if (rec) rec.status = 'revoked';
+        if (rec) withRevocation(rec);
       } else if (e.type === 'KeyControlsSet') {
         heard(String(e.data.keyId), { expiresAt: (e.data.expiresAt as string | null) ?? null });
       } else if (e.type === 'KeyRotated') {
@@ -114,18 +126,23 @@ export async function createKeyDirectory(opts: {
   // Revocations made by this process apply before the revoking call returns; others' within
   // one poll of the event feed.
   opts.localEvents?.on('events', apply);
-  const subscription: Subscription = opts.store.subscribe(await opts.store.readableHead(), async (events) => apply(events));
+  // From the read models' checkpoint: a key issued or revoked before this start but not yet
+  // projected (a projector started later) is heard too; the rows hold everything before it.
+  const subscription: Subscription = opts.store.subscribe(await checkpoint.read(opts.db, opts.rmSchema), async (events) => apply(events));
 
   async function fromReadModel(hash: string): Promise<KeyRecord | null> {
     const row = await keys.byHash(opts.db, opts.rmSchema, hash);
     return row
-      ? withTimes({
-          keyId: row.key_id,
-          accountId: row.account_id,
-          status: row.status,
-          expiresAt: row.expires_at ?? null,
-          rotationDeadline: row.rotation_deadline ?? null,
-        })
+      ? withRevocation(
+          withTimes({
+            keyId: row.key_id,
+            accountId: row.account_id,
+            status: row.status,
+            expiresAt: row.expires_at ?? null,
+            rotationDeadline: row.rotation_deadline ?? null,
+            revokedAt: row.revoked_at ?? null,
+          }),
+        )
       : null;
   }
 
@@ -153,7 +170,7 @@ export async function createKeyDirectory(opts: {
   }
 
   return {
-    /** The key for a secret, or null when unknown or revoked. */
+    /** The key for a secret (revoked ones too: status says so), or null when unknown. */
     async lookup(secret: string): Promise<KeyRecord | null> {
       const hash = hashKey(secret);
       let rec = byHash.get(hash) ?? null;
@@ -166,8 +183,7 @@ export async function createKeyDirectory(opts: {
         }
         rec = await pending;
       }
-      if (!rec || rec.status !== 'active' || revoked.has(rec.keyId)) return null;
-      return rec;
+      return rec && withRevocation(rec);
     },
     /**
      * A rotated key was refused after its deadline: revoke it now if no KeyRevoked says so yet

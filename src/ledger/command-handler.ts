@@ -222,7 +222,8 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         throw err;
       }
       remember(stream, { revision: result.revision, state: finalState });
-      const timestamp = new Date().toISOString();
+      // The stored time, so this process's caches say what every other reader of the log says.
+      const timestamp = result.timestamp ?? new Date().toISOString();
       const all: StoredEvent[] = [];
       const outcomes: Array<() => void> = [];
       for (const d of decided) {

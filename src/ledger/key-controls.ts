@@ -1,6 +1,7 @@
 // Per-key controls inside an account: a key's spend limit, model list and expiry, what it has
 // spent and holds (by pool: a rotated key counts with the key it replaced), and the decision of a
 // KeyControlsSet. Read by the account decider, the gateway, the admin API and the webhooks.
+import { isDeepStrictEqual } from 'node:util';
 import { definedOnly, type DomainEvent, type KeyControlField, type KeyControls } from './events.ts';
 import { DomainError, invalid, requireTokenAmount } from './errors.ts';
 import * as balance from './balance.ts';
@@ -83,13 +84,19 @@ export function keyExpired(s: AccountState, keyId: string): DomainError {
 /** The controls of a key that has none set: no limit, every model of the plan, no expiry. */
 export const defaultKeyControls = (name: string): KeyControls => ({ name, spendLimit: null, models: null, expiresAt: null });
 
+/**
+ * The fields whose values differ: by value, not by serialisation (a limit read back from a
+ * snapshot may list its fields in another order), a model list as a set, an expiry as an instant.
+ */
 function changedControls(before: KeyControls | null, after: KeyControls): KeyControlField[] {
-  const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+  const models = (m: string[] | null | undefined) => (m ? [...new Set(m)].sort() : null);
+  const instant = (t: string | null | undefined) => (t ? Date.parse(t) : null);
+  const limit = (l: KeyControls['spendLimit'] | undefined) => (l ? { tokens: l.tokens, period: l.period } : null);
   const out: KeyControlField[] = [];
   if (!before || before.name !== after.name) out.push('name');
-  if (!same(before?.spendLimit, after.spendLimit)) out.push('spend_limit');
-  if (!same(before?.models, after.models)) out.push('models');
-  if (!same(before?.expiresAt, after.expiresAt)) out.push('expires_at');
+  if (!isDeepStrictEqual(limit(before?.spendLimit), limit(after.spendLimit))) out.push('spend_limit');
+  if (!isDeepStrictEqual(models(before?.models), models(after.models))) out.push('models');
+  if (instant(before?.expiresAt) !== instant(after.expiresAt)) out.push('expires_at');
   return out;
 }
 

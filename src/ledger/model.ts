@@ -1,6 +1,7 @@
 // The model decider: price (multiplier, status, alias, effective from now) and retroactive
 // corrections over past time windows. Windows may overlap: corrections are ordered by their
 // revision in this stream, and where two cover the same charge the later one decides.
+import { isDeepStrictEqual } from 'node:util';
 import type { Decider } from './decider.ts';
 import { definedOnly, type CachePrice, type CorrectionComponent, type DomainEvent } from './events.ts';
 import { DomainError, invalid } from './errors.ts';
@@ -106,18 +107,10 @@ export const modelDecider: Decider<ModelState, ModelCommand> = {
         cacheReadMilli: weight(c.cacheReadMilli, s.cache?.cacheReadMilli, 'cache_read_weight'),
         cacheWriteMilli: weight(c.cacheWriteMilli, s.cache?.cacheWriteMilli, 'cache_write_weight'),
       });
-      return [
-        {
-          type: 'ModelPriced',
-          data: {
-            modelId: c.modelId,
-            multiplierMilli,
-            status: c.status ?? (s.exists ? s.status : 'ACTIVE'),
-            alias: c.alias === undefined ? s.alias : c.alias,
-            ...cache,
-          },
-        },
-      ];
+      const price = { multiplierMilli, status: c.status ?? (s.exists ? s.status : 'ACTIVE'), alias: c.alias === undefined ? s.alias : c.alias, ...cache };
+      // The price in force again changes nothing.
+      if (s.exists && isDeepStrictEqual(price, { multiplierMilli: s.multiplierMilli, status: s.status, alias: s.alias, ...s.cache })) return [];
+      return [{ type: 'ModelPriced', data: { modelId: c.modelId, ...price } }];
     }
     if (!s.exists) throw new DomainError('not_found', 'model not found');
     const component = c.component ?? 'multiplier';

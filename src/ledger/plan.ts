@@ -1,4 +1,5 @@
 // The plan decider: a plan's terms, defined once and updated for future subscriptions.
+import { isDeepStrictEqual } from 'node:util';
 import type { Decider } from './decider.ts';
 import type { PlanTerms } from './events.ts';
 import { DomainError, invalid, requireTokenAmount } from './errors.ts';
@@ -19,6 +20,11 @@ function checkTerms(t: PlanTerms): void {
   if (!Array.isArray(t.models) || t.models.length === 0) throw invalid('models must list at least one model id, or "*"', { param: 'models' });
 }
 
+const sameTerms = (a: PlanTerms, b: PlanTerms): boolean => {
+  const asSet = (t: PlanTerms) => ({ ...t, models: [...new Set(t.models)].sort() });
+  return isDeepStrictEqual(asSet(a), asSet(b));
+};
+
 export const planDecider: Decider<PlanState, PlanCommand> = {
   initialState: () => ({ exists: false, terms: null }),
   decide(c, s) {
@@ -28,6 +34,8 @@ export const planDecider: Decider<PlanState, PlanCommand> = {
       return [{ type: 'PlanDefined', data: c.terms }];
     }
     if (!s.exists) throw new DomainError('not_found', `plan ${c.terms.planId} not found`);
+    // The same terms again change nothing (compared as values: a model list as a set).
+    if (s.terms && sameTerms(s.terms, c.terms)) return [];
     return [{ type: 'PlanUpdated', data: c.terms }];
   },
   evolve(s, e) {

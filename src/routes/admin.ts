@@ -125,8 +125,8 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
   });
   r.put('/plans/:id', async (ctx) => {
     const terms = planTerms(body(ctx), requireId(ctx.params.id, 'plan_id'));
-    await ledger.updatePlan(terms, ctx.state.actor);
-    ctx.body = { object: 'plan', ...terms };
+    const res = await ledger.updatePlan(terms, ctx.state.actor);
+    ctx.body = { object: 'plan', ...terms, changed: res.events.length > 0 };
   });
 
   r.post('/accounts', async (ctx) => {
@@ -231,7 +231,17 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
       cmd.alias = b.alias as string | null;
     }
     const res = await ledger.priceModel(cmd, ctx.state.actor);
-    ctx.body = { object: 'model', ...res.events[0].data };
+    const m = res.state;
+    // The price in force, whether this call changed it or (the same values again) appended nothing.
+    ctx.body = {
+      object: 'model',
+      modelId: m.modelId,
+      multiplierMilli: m.multiplierMilli,
+      status: m.status,
+      alias: m.alias,
+      ...m.cache,
+      changed: res.events.length > 0,
+    };
   });
 
   const correction = (b: Body): CorrectionInput =>

@@ -11,6 +11,20 @@ const WEB_DIR = new URL('../../web/', import.meta.url);
 
 const PAGES: Record<string, string> = { '/app/chat': 'chat.html', '/app/usage': 'usage.html' };
 
+/** The pages a newcomer should know of (named in `npm start`'s banner); a browser opening `/` gets the first. */
+export const LANDING_PAGES: ReadonlyArray<{ path: string; what: string }> = [
+  { path: '/app/chat', what: 'chat and images with an API key' },
+  { path: '/app/usage', what: 'usage per day and model' },
+  { path: '/admin', what: 'operator console (admin token)' },
+];
+
+/** `/` as a browser asks for it (HTML before JSON): sent to the pages; API clients keep the JSON. */
+export function redirectBrowserToPages(ctx: Context): boolean {
+  if (ctx.accepts('json', 'html') !== 'html') return false;
+  ctx.redirect(LANDING_PAGES[0].path);
+  return true;
+}
+
 const TYPES: Record<string, string> = {
   html: 'text/html; charset=utf-8',
   js: 'text/javascript; charset=utf-8',

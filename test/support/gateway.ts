@@ -98,3 +98,20 @@ export async function spawnGateway(env: Record<string, string> = {}): Promise<Ga
     },
   };
 }
+
+/** `tollgate projector` on `schema`, as a user starts it; `running` resolves once it says so. */
+export function spawnProjector(schema: string): { child: ChildProcess; running: Promise<void> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'projector'], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    env: { ...process.env, TOLLGATE_SCHEMA: schema, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const running = new Promise<void>((resolve) =>
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (out.includes('projector running')) resolve();
+    }),
+  );
+  return { child, running };
+}

@@ -171,7 +171,8 @@ function escapePointer(s: string): string {
   return s.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
-function getValidator(schemaName: string): ValidateFunction {
+/** The compiled validator of a schema (compiled on first use, then the same function). */
+export function validatorFor(schemaName: string): ValidateFunction {
   const cached = cache.get(schemaName);
   if (cached) return cached;
   const instance = init();
@@ -208,7 +209,7 @@ function formatErrors(errors: ErrorObject[] | null | undefined): string {
 
 /** Validate `value` against `components.schemas[schemaName]` of the OpenAI OpenAPI document. */
 export function validateAgainst(schemaName: string, value: unknown): ValidationResult {
-  const validate = getValidator(schemaName);
+  const validate = validatorFor(schemaName);
   const ok = validate(value) as boolean;
   return { ok, errors: ok ? '' : formatErrors(validate.errors) };
 }
