@@ -3,11 +3,11 @@ import { watchClient } from './http/client-gone.ts';
 import { readFile } from 'node:fs/promises';
 import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
-import { koaBody } from 'koa-body';
 import type { GatewayDeps } from './gateway/deps.ts';
 import { requestId } from './http/request-id.ts';
 import { apiCors } from './http/cors.ts';
-import { removeUploads, trackUpload } from './http/uploads.ts';
+import { removeUploads } from './http/uploads.ts';
+import { jsonBody, jsonOrMultipartBody, MODEL_CALL_LIMITS, refuseBodyOutside } from './http/body.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { accessLog } from './http/access-log.ts';
 import { ApiError, errorBody, errorHandler } from './http/errors.ts';
@@ -24,19 +24,8 @@ import { webRoutes } from './routes/web.ts';
 import { metricsEndpoint, readiness } from './gateway/health.ts';
 import type { Metrics } from './gateway/metrics.ts';
 
-const BODY_LIMIT = '25mb';
-
-/** Paths the /v1 router may match (it is case-insensitive): their bodies are parsed by the routes. */
-const V1_PATH = /^\/v1(\/|$)/i;
-
-const bodyParser = () =>
-  koaBody({
-    jsonLimit: BODY_LIMIT,
-    multipart: true,
-    urlencoded: false,
-    text: false,
-    formidable: { maxFileSize: 20 * 1024 * 1024, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024, onFileBegin: trackUpload },
-  });
+/** Paths the /v1 router may match (it is case-insensitive) and the admin API: their routes read bodies after authentication. */
+const READS_BODIES = /^\/(v1|admin\/v1)(\/|$)/i;
 
 /** JSON for every POST, multipart too for image edits; anything else is a 415. */
 function requireContentType(ctx: Context, next: Next) {
@@ -63,18 +52,20 @@ export function createApp(
   const app = new Koa({ proxy: opts.trustProxy === true });
   const v1 = new Router({ prefix: '/v1' });
   const auth = requireApiKey(deps.keys);
-  // On /v1 the body is read only once the key is known: a client without a valid key cannot
-  // make the server parse megabytes of JSON or multipart (it gets its 401 first).
-  const body = bodyParser();
+  // The body is read only once the key is known: a client without a valid key cannot make the
+  // server decompress or parse anything (it gets its 401 first). See http/body.ts for the limits.
+  const body = jsonBody(MODEL_CALL_LIMITS);
+  const withUploads = jsonOrMultipartBody(MODEL_CALL_LIMITS);
+  const idempotent = idempotency(deps.db, deps.ledger.schema);
   // The plan's call rate is decided with the call's hold (the account decider), not here.
-  const metered = [auth, body, idempotency(deps.db, deps.ledger.schema)];
+  const metered = [auth, body, idempotent];
 
   v1.post('/chat/completions', ...metered, chatCompletions(deps));
   v1.post('/messages', anthropicErrors, ...metered, messages(deps));
   v1.post('/messages/count_tokens', anthropicErrors, auth, body, countTokens(deps));
   v1.post('/responses', ...metered, responses(deps));
   v1.post('/images/generations', ...metered, images(deps, 'generations'));
-  v1.post('/images/edits', ...metered, images(deps, 'edits'));
+  v1.post('/images/edits', auth, withUploads, idempotent, images(deps, 'edits'));
   v1.get('/models', auth, listModels(deps));
   v1.get('/subscription', auth, subscription(deps));
   v1.get('/usage', auth, usage(deps));
@@ -110,9 +101,8 @@ export function createApp(
   app.use(requireContentType);
   // Temporary upload files are removed once the request is answered, whatever the outcome.
   app.use(removeUploads);
-  // Every other path (admin, web) has its body parsed here; /v1 routes parse theirs after auth.
-  const globalBody = bodyParser();
-  app.use((ctx, next) => (V1_PATH.test(ctx.path) ? next() : globalBody(ctx, next)));
+  // No body is read here: /v1 and /admin/v1 routes read theirs after authentication; every other path refuses one.
+  app.use(refuseBodyOutside(READS_BODIES));
   app.use((ctx, next) => {
     ctx.state.route = ctx.path.startsWith('/v1/') ? ctx.path.slice(0, 60) : ctx.path.slice(0, 60);
     return next();

@@ -5,6 +5,7 @@ import Router from '@koa/router';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { ApiError, badRequest, errorBody, toApiError } from '../http/errors.ts';
 import { adminTokenMatches } from '../admin/admin-token.ts';
+import { ADMIN_LIMITS, jsonBody } from '../http/body.ts';
 import { toMilli } from '../ledger/pricing.ts';
 import { requireId } from '../ledger/ledger.ts';
 import { requireTokenAmount } from '../ledger/errors.ts';
@@ -103,6 +104,8 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
   const { ledger } = deps;
   const r = new Router({ prefix: '/admin/v1' });
   r.use(adminAuth(adminToken));
+  // Read only once the token matched: an unknown caller cannot make the server parse anything.
+  r.use(jsonBody(ADMIN_LIMITS));
   // Ids in paths reach SQL as parameters; PostgreSQL text cannot hold a NUL, and no id is that long.
   r.param('id', (id: unknown, ctx, next) => {
     // eslint-disable-next-line no-control-regex
