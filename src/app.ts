@@ -103,10 +103,6 @@ export function createApp(
   app.use(removeUploads);
   // No body is read here: /v1 and /admin/v1 routes read theirs after authentication; every other path refuses one.
   app.use(refuseBodyOutside(READS_BODIES));
-  app.use((ctx, next) => {
-    ctx.state.route = ctx.path.startsWith('/v1/') ? ctx.path.slice(0, 60) : ctx.path.slice(0, 60);
-    return next();
-  });
   if (opts.adminToken) {
     const admin = adminRouter(deps, opts.adminToken);
     app.use(admin.routes());
