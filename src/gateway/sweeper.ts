@@ -1,13 +1,14 @@
 // Releases holds that were never settled, through the account decider, so nothing is lost and
 // nothing is charged: holds of a process whose lease lapsed (it died mid-call) within seconds,
 // and any hold at its expiry. It also revokes the rotated keys whose grace period is over
-// (authentication refuses them from the deadline on).
+// (authentication refuses them from the deadline on), and purges expired idempotency records.
 import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor } from '../ledger/ledger.ts';
 import * as holds from '../../projections/holds.ts';
 import { revokeRotatedKeys } from '../admin/key-controls.ts';
 import type { Queryable } from '../eventstore/db.ts';
 import { forgetOldLeases, leaseTable } from '../eventstore/process-lease.ts';
+import { purgeExpiredIdempotency } from '../eventstore/idempotency-store.ts';
 
 /** Where the gateway processes' leases are kept (src/eventstore/process-lease.ts). */
 export interface LeaseTable {
@@ -36,7 +37,11 @@ export async function sweepOrphanedHolds(ledger: Ledger, leases: LeaseTable): Pr
   return released;
 }
 
-export function startSweeper(ledger: Ledger, opts: { intervalMs: number; leases?: LeaseTable }, onError: (e: Error) => void = () => undefined) {
+export function startSweeper(
+  ledger: Ledger,
+  opts: { intervalMs: number; leases?: LeaseTable; /** Idempotency records older than this are purged (with `leases`' table). */ idempotencyTtlS?: number },
+  onError: (e: Error) => void = () => undefined,
+) {
   let running = false;
   const sweep = async () => {
     // One sweep at a time: a slow one is not overtaken by the next tick.
@@ -46,6 +51,7 @@ export function startSweeper(ledger: Ledger, opts: { intervalMs: number; leases?
       if (opts.leases) {
         await sweepOrphanedHolds(ledger, opts.leases).catch(onError);
         await forgetOldLeases(opts.leases.db, opts.leases.schema).catch(onError);
+        if (opts.idempotencyTtlS !== undefined) await purgeExpiredIdempotency(opts.leases.db, opts.leases.schema, opts.idempotencyTtlS).catch(onError);
       }
       await sweepExpiredHolds(ledger).catch(onError);
       await revokeRotatedKeys(ledger).catch(onError);
