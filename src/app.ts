@@ -3,16 +3,19 @@ import { watchClient } from './http/client-gone.ts';
 import { readFile } from 'node:fs/promises';
 import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
-import { koaBody } from 'koa-body';
 import type { GatewayDeps } from './gateway/deps.ts';
 import { requestId } from './http/request-id.ts';
 import { apiCors } from './http/cors.ts';
-import { removeUploads, trackUpload } from './http/uploads.ts';
+import { removeUploads } from './http/uploads.ts';
+import { jsonBody, jsonOrMultipartBody, MODEL_CALL_LIMITS, refuseBodyOutside } from './http/body.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { accessLog } from './http/access-log.ts';
 import { ApiError, errorBody, errorHandler } from './http/errors.ts';
 import { requireApiKey } from './http/auth.ts';
+import { adminTokenMatches } from './admin/admin-token.ts';
 import { idempotency } from './http/idempotency.ts';
+import { limitInvalidRequests } from './http/invalid-requests.ts';
+import { validateBody } from './http/validate.ts';
 import { chatCompletions } from './routes/chat.ts';
 import { anthropicErrors, countTokens, messages } from './routes/messages.ts';
 import { anthropicErrorBody } from './gateway/anthropic-messages.ts';
@@ -24,19 +27,8 @@ import { redirectBrowserToPages, webRoutes } from './routes/web.ts';
 import { metricsEndpoint, readiness, type ViewsBehind } from './gateway/health.ts';
 import type { Metrics } from './gateway/metrics.ts';
 
-const BODY_LIMIT = '25mb';
-
-/** Paths the /v1 router may match (it is case-insensitive): their bodies are parsed by the routes. */
-const V1_PATH = /^\/v1(\/|$)/i;
-
-const bodyParser = () =>
-  koaBody({
-    jsonLimit: BODY_LIMIT,
-    multipart: true,
-    urlencoded: false,
-    text: false,
-    formidable: { maxFileSize: 20 * 1024 * 1024, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024, onFileBegin: trackUpload },
-  });
+/** Paths the /v1 router may match (it is case-insensitive) and the admin API: their routes read bodies after authentication. */
+const READS_BODIES = /^\/(v1|admin\/v1)(\/|$)/i;
 
 /** JSON for every POST, multipart too for image edits; anything else is a 415. */
 function requireContentType(ctx: Context, next: Next) {
@@ -60,7 +52,13 @@ export function createApp(
   deps: GatewayDeps,
   opts: {
     adminToken?: string;
+    adminFailuresPerMinute?: number;
+    /** Requests one key may have refused as invalid a minute (TOLLGATE_INVALID_REQUESTS_PER_MINUTE). */
+    invalidRequestsPerMinute?: number;
+    idempotencyTtlHours?: number;
     metrics?: Metrics;
+    /** /metrics is on the public port only behind this token (else on its own port, see metricsApp, or nowhere). */
+    metricsToken?: string;
     trustProxy?: boolean;
     readyMaxLag?: { events: number; seconds: number };
     readyTimeoutMs?: number;
@@ -71,18 +69,27 @@ export function createApp(
   const app = new Koa({ proxy: opts.trustProxy === true });
   const v1 = new Router({ prefix: '/v1' });
   const auth = requireApiKey(deps.keys);
-  // On /v1 the body is read only once the key is known: a client without a valid key cannot
-  // make the server parse megabytes of JSON or multipart (it gets its 401 first).
-  const body = bodyParser();
-  // The plan's call rate is decided with the call's hold (the account decider), not here.
-  const metered = [auth, body, idempotency(deps.db, deps.ledger.schema)];
+  // The body is read only once the key is known: a client without a valid key cannot make the
+  // server decompress or parse anything (it gets its 401 first). See http/body.ts for the limits.
+  const body = jsonBody(MODEL_CALL_LIMITS);
+  const withUploads = jsonOrMultipartBody(MODEL_CALL_LIMITS);
+  // Invalid requests count per key (429 past the limit); valid calls count against the plan's
+  // call rate, decided with the call's hold (the account decider), not here.
+  const invalid = limitInvalidRequests(opts.invalidRequestsPerMinute ?? 60);
+  // A body that fails its schema is refused before an Idempotency-Key is claimed: it stores nothing.
+  const idempotent = (schemaName?: string) =>
+    idempotency(deps.db, deps.ledger.schema, {
+      ttlHours: opts.idempotencyTtlHours,
+      validate: schemaName ? (b) => void validateBody(schemaName, b) : undefined,
+    });
+  const metered = (schemaName: string) => [auth, invalid, body, idempotent(schemaName)];
 
-  v1.post('/chat/completions', ...metered, chatCompletions(deps));
-  v1.post('/messages', anthropicErrors, ...metered, messages(deps));
-  v1.post('/messages/count_tokens', anthropicErrors, auth, body, countTokens(deps));
-  v1.post('/responses', ...metered, responses(deps));
-  v1.post('/images/generations', ...metered, images(deps, 'generations'));
-  v1.post('/images/edits', ...metered, images(deps, 'edits'));
+  v1.post('/chat/completions', ...metered('chat-completions'), chatCompletions(deps));
+  v1.post('/messages', anthropicErrors, ...metered('messages'), messages(deps));
+  v1.post('/messages/count_tokens', anthropicErrors, auth, invalid, body, countTokens(deps));
+  v1.post('/responses', ...metered('responses'), responses(deps));
+  v1.post('/images/generations', ...metered('images'), images(deps, 'generations'));
+  v1.post('/images/edits', auth, invalid, withUploads, idempotent(), images(deps, 'edits'));
   v1.get('/models', auth, listModels(deps));
   v1.get('/subscription', auth, subscription(deps));
   v1.get('/usage', auth, usage(deps));
@@ -95,7 +102,7 @@ export function createApp(
     '/readyz',
     readiness(deps.ledger, opts.readyMaxLag ?? { events: 10_000, seconds: 30 }, { timeoutMs: opts.readyTimeoutMs ?? 2000, log: deps.log, viewsBehind: opts.viewsBehind }),
   );
-  if (opts.metrics) site.get('/metrics', metricsEndpoint(deps.ledger, opts.metrics));
+  if (opts.metrics && opts.metricsToken) site.get('/metrics', requireBearer(opts.metricsToken, 'metrics'), metricsEndpoint(deps.ledger, opts.metrics));
   site.head('/', (ctx) => {
     ctx.status = 200;
   });
@@ -122,15 +129,10 @@ export function createApp(
   app.use(requireContentType);
   // Temporary upload files are removed once the request is answered, whatever the outcome.
   app.use(removeUploads);
-  // Every other path (admin, web) has its body parsed here; /v1 routes parse theirs after auth.
-  const globalBody = bodyParser();
-  app.use((ctx, next) => (V1_PATH.test(ctx.path) ? next() : globalBody(ctx, next)));
-  app.use((ctx, next) => {
-    ctx.state.route = ctx.path.startsWith('/v1/') ? ctx.path.slice(0, 60) : ctx.path.slice(0, 60);
-    return next();
-  });
+  // No body is read here: /v1 and /admin/v1 routes read theirs after authentication; every other path refuses one.
+  app.use(refuseBodyOutside(READS_BODIES));
   if (opts.adminToken) {
-    const admin = adminRouter(deps, opts.adminToken);
+    const admin = adminRouter(deps, opts.adminToken, { failuresPerMinute: opts.adminFailuresPerMinute });
     app.use(admin.routes());
     app.use(admin.allowedMethods({ throw: true }));
   }
@@ -152,6 +154,28 @@ export function createApp(
     ctx.state.errorCode = e.code;
     ctx.body = errorBody(e);
   });
+  app.on('error', () => undefined);
+  return app;
+}
+
+/** Only `Authorization: Bearer <token>`, compared in constant time. */
+function requireBearer(token: string, what: string) {
+  return (ctx: Context, next: Next) => {
+    const m = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'));
+    if (!m || !adminTokenMatches(m[1], token)) throw new ApiError(401, `Missing or wrong ${what} token.`, 'invalid_request_error', 'invalid_token');
+    return next();
+  };
+}
+
+/** /metrics alone, for a port of its own (TOLLGATE_METRICS_PORT) that only the scraper can reach. */
+export function metricsApp(deps: GatewayDeps, metrics: Metrics): Koa {
+  const app = new Koa();
+  const router = new Router();
+  router.get('/metrics', metricsEndpoint(deps.ledger, metrics));
+  app.use(errorHandler());
+  app.use(refuseBodyOutside(/^$/));
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: true }));
   app.on('error', () => undefined);
   return app;
 }

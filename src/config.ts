@@ -1,6 +1,7 @@
 // Every setting is an environment variable, and this is the one module that reads them; these
 // are the defaults for the embedded setup.
 import { DEFAULT_PG_TIMEOUTS, type PgTimeouts } from './eventstore/db.ts';
+import { ADMIN_GUESSES_PER_MINUTE } from './admin/admin-token.ts';
 export interface Settings {
   port: number;
   host: string;
@@ -21,8 +22,19 @@ export interface Settings {
   /** TOLLGATE_HOLD_LINGER_MS: how long a non-streamed call's hold waits for its charge to share one append (0: never; unset: the ledger's default). */
   holdLingerMs?: number;
   bootstrap: boolean;
-  /** TOLLGATE_ADMIN_TOKEN; unset means the token file in the data directory. */
+  /** TOLLGATE_ADMIN_TOKEN (at least 32 characters); unset means the token file in the data directory. */
   adminToken?: string;
+  /** TOLLGATE_ADMIN_AUTH_FAILURES_PER_MINUTE: wrong admin tokens one source may send a minute before it gets 429s. */
+  adminFailuresPerMinute: number;
+  /** TOLLGATE_METRICS_TOKEN: /metrics on the public port, for `Authorization: Bearer <token>` only. */
+  metricsToken?: string;
+  /** TOLLGATE_METRICS_PORT (and TOLLGATE_METRICS_HOST, default HOST): /metrics on a port of its own, without a token. */
+  metricsPort?: number;
+  metricsHost?: string;
+  /** TOLLGATE_IDEMPOTENCY_TTL_HOURS: how long an Idempotency-Key's response is kept before the sweeper purges it. */
+  idempotencyTtlHours: number;
+  /** TOLLGATE_INVALID_REQUESTS_PER_MINUTE: requests a key may have refused as invalid (4xx before any decision) a minute before it gets 429s. */
+  invalidRequestsPerMinute: number;
   /** EVENT_STORE: where the events live; read models, rate limits and idempotency stay in PostgreSQL. */
   eventStore: 'postgres' | 'kurrentdb';
   /** KURRENTDB_URL, e.g. kurrentdb://127.0.0.1:2113?tls=false (used when eventStore is kurrentdb). */
@@ -115,6 +127,12 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     holdLingerMs: env.TOLLGATE_HOLD_LINGER_MS ? Number(env.TOLLGATE_HOLD_LINGER_MS) : undefined,
     bootstrap: env.TOLLGATE_BOOTSTRAP !== 'off',
     adminToken: env.TOLLGATE_ADMIN_TOKEN || undefined,
+    adminFailuresPerMinute: Number(env.TOLLGATE_ADMIN_AUTH_FAILURES_PER_MINUTE ?? ADMIN_GUESSES_PER_MINUTE),
+    metricsToken: env.TOLLGATE_METRICS_TOKEN || undefined,
+    metricsPort: env.TOLLGATE_METRICS_PORT ? Number(env.TOLLGATE_METRICS_PORT) : undefined,
+    metricsHost: env.TOLLGATE_METRICS_HOST || undefined,
+    idempotencyTtlHours: Number(env.TOLLGATE_IDEMPOTENCY_TTL_HOURS ?? 24),
+    invalidRequestsPerMinute: Number(env.TOLLGATE_INVALID_REQUESTS_PER_MINUTE ?? 60),
     eventStore: eventStoreFrom(env.EVENT_STORE),
     kurrentDbUrl: env.KURRENTDB_URL || undefined,
     pgPoolSize: Number(env.PG_POOL_SIZE ?? 10),

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 
 const run = promisify(execFile);
-const ADMIN = 'tg_admin_test_token_0123456789';
+const ADMIN = 'tg_admin_test_token_0123456789abcdef';
 let gw: TestGateway;
 
 async function admin(method: string, path: string, body?: unknown, token = ADMIN) {

@@ -258,7 +258,7 @@ test('auth refuses a rotated key exactly at its deadline and an expired key exac
 
 // ---------------------------------------------------------------- over HTTP
 
-const ADMIN = 'tg_admin_key_controls_test_0123';
+const ADMIN = 'tg_admin_key_controls_test_01234567';
 const MODEL = 'alpha-haiku-4.5'; // simulated, multiplier 1: a call costs its raw tokens
 const MAX_TOKENS = 8;
 const MESSAGES = userMessage('Key controls check: tell me about toll bridges in winter.');

@@ -8,7 +8,7 @@ import { spawnGateway, spawnProjector, dropSchemas, type GatewayProcess } from '
 import { uniqueSchema } from './support/db.ts';
 
 const url = process.env.DATABASE_URL;
-const ADMIN = 'tg_admin_multi_process_test';
+const ADMIN = 'tg_admin_multi_process_test_0123456789';
 const schema = uniqueSchema('mp');
 let a: GatewayProcess;
 let b: GatewayProcess;

@@ -52,8 +52,12 @@ function parseProm(text: string): Map<string, number> {
 const ops = suite(`operations endpoints on ${engine}`);
 let gw: GatewayProcess;
 ops.before(async () => {
-  gw = await spawnGateway();
+  // /metrics on a port of its own (TOLLGATE_METRICS_PORT), as README's "Metrics" shows.
+  gw = await spawnGateway({ TOLLGATE_METRICS_PORT: '0' });
 });
+
+/** The metrics port, from its start-up log line. */
+const metricsOrigin = (g: GatewayProcess) => `http://127.0.0.1:${/"port":(\d+)[^\n]*"msg":"metrics listening"/.exec(g.output())![1]}`;
 ops.after(async () => {
   await gw?.stop();
 });
@@ -73,7 +77,11 @@ ops('/healthz answers while the process lives; /readyz reports the store and the
 
 ops('/metrics counts requests by route and status, billed tokens by model, append latency and open holds', async () => {
   const origin = gw.baseUrl.replace(/\/v1$/, '');
-  const before = parseProm(await (await fetch(`${origin}/metrics`)).text());
+  const scrape = async () => parseProm(await (await fetch(`${metricsOrigin(gw)}/metrics`)).text());
+  const publicMetrics = await fetch(`${origin}/metrics`);
+  await publicMetrics.arrayBuffer();
+  assert.is(publicMetrics.status, 404, 'not on the public port');
+  const before = await scrape();
   const ok = await post(gw, '/chat/completions', { model: 'gen-6-terra', messages: [{ role: 'user', content: 'count me' }], max_tokens: 8 });
   assert.is(ok.status, 200);
   const billedHeader = Number(ok.headers.get('x-tollgate-billed-tokens'));
@@ -82,7 +90,7 @@ ops('/metrics counts requests by route and status, billed tokens by model, appen
   const bad = await post(gw, '/chat/completions', { model: 'gen-6-terra', messages: 'not a list' });
   assert.is(bad.status, 400);
   await bad.arrayBuffer();
-  const after = parseProm(await (await fetch(`${origin}/metrics`)).text());
+  const after = await scrape();
 
   const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
   assert.is(delta('tollgate_http_requests_total{route="/v1/chat/completions",method="POST",status="200"}'), 1);
@@ -95,7 +103,7 @@ ops('/metrics counts requests by route and status, billed tokens by model, appen
   assert.ok(appends === 1 || appends === 2, `hold and charge appended (${appends} appends)`);
   // The gauge reads the holds read model, which the projection updates just after the response.
   const settled = await eventually(
-    async () => parseProm(await (await fetch(`${origin}/metrics`)).text()).get('tollgate_open_holds'),
+    async () => (await scrape()).get('tollgate_open_holds'),
     (n) => n === 0,
     15_000,
   );
@@ -104,7 +112,7 @@ ops('/metrics counts requests by route and status, billed tokens by model, appen
   assert.ok(after.has('process_resident_memory_bytes'), 'default process metrics');
   // Unmatched paths share one label value: a scan cannot blow up the series count.
   await (await fetch(`${origin}/no/such/${Math.random()}`)).arrayBuffer();
-  const scanned = parseProm(await (await fetch(`${origin}/metrics`)).text());
+  const scanned = await scrape();
   assert.ok([...scanned.keys()].every((k) => !k.includes('/no/such/')));
 });
 

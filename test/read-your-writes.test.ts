@@ -10,7 +10,7 @@ import { spawnGateway, spawnProjector, dropSchemas, type GatewayProcess } from '
 import { uniqueSchema } from './support/db.ts';
 
 const url = process.env.DATABASE_URL;
-const ADMIN = 'tg_admin_read_your_writes_test';
+const ADMIN = 'tg_admin_read_your_writes_test_0123456789';
 const ACCOUNTS = Number(process.env.RYW_ACCOUNTS ?? 200);
 /** Accounts worked through at once (an operator script, several customers). */
 const PARALLEL = 8;

@@ -122,19 +122,27 @@ test(`Anthropic Messages: ${BURST} at once -> one upstream call, one charge, ide
   await assertChargedOnce(acct, 'chat');
 });
 
-test('a refused first request is replayed as the same refusal, and a different body with the key is a 409', async () => {
+test('an invalid request leaves no record: every repeat gets the same refusal, and a different body with the key is a 409', async () => {
   const acct = await openAccount(gw, { quota: 1_000_000 });
   const before = double.requests.length;
+  const table = `"${gw.ledger.schema}".idempotency`;
+  const refusedAlike = (replies: Reply[], label: string) => {
+    for (const r of replies) {
+      assert.is(r.status, 400, label);
+      assert.equal(r.json.error, replies[0].json.error, `${label}: error`);
+      assert.is(r.headers.get('idempotent-replayed'), null, `${label}: refused again, not replayed`);
+    }
+  };
   const bad = await burst(acct, '/v1/chat/completions', { model: CHAT_MODEL, messages: userMessage('n is two'), n: 2 }, 'burst-bad-1');
-  assertIdentical(bad, 'refused');
-  assert.is(bad[0].status, 400);
+  refusedAlike(bad, 'refused');
   assert.is(bad[0].json.error.param, 'n');
 
-  // On /v1/messages the recorded refusal keeps Anthropic's error shape when replayed.
+  // On /v1/messages the refusal keeps Anthropic's error shape.
   const badMessages = await burst(acct, '/v1/messages', { model: CHAT_MODEL, messages: [{ role: 'user', content: 'no max_tokens' }] }, 'burst-bad-2');
-  assertIdentical(badMessages, 'refused (Anthropic)');
-  assert.is(badMessages[0].status, 400);
+  refusedAlike(badMessages, 'refused (Anthropic)');
   for (const r of badMessages) assert.equal([r.json.type, r.json.error.type], ['error', 'invalid_request_error']);
+  const [stored] = await gw.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE key_id = $1`, [acct.keyId]);
+  assert.is(stored.n, 0, 'no record for an undecided request');
 
   // While the first with a key is still running, the same key with another body is refused at once.
   const slow = call(gw, '/v1/chat/completions', {
@@ -162,17 +170,17 @@ test('a claim whose gateway died (no heartbeat) is answered at once as interrupt
   // What a gateway killed mid-request leaves behind: a claim with no response and a stale heartbeat.
   const table = `"${gw.ledger.schema}".idempotency`;
   await gw.db.query(
-    `INSERT INTO ${table} (account_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, 'orphan-1', 'x', now() - interval '2 minutes', now() - interval '2 minutes')`,
-    [acct.accountId],
+    `INSERT INTO ${table} (key_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, 'orphan-1', 'x', now() - interval '2 minutes', now() - interval '2 minutes')`,
+    [acct.keyId],
   );
   // The body hash must match for the claim to be this request's: take it from a live claim.
   const before = upstreamCalls('/chat/completions');
   const first = await call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'orphan-probe' } });
   assert.is(first.status, 200);
-  const [{ body_hash: hash }] = await gw.db.query<{ body_hash: string }>(`SELECT body_hash FROM ${table} WHERE account_id = $1 AND key = 'orphan-probe'`, [
-    acct.accountId,
+  const [{ body_hash: hash }] = await gw.db.query<{ body_hash: string }>(`SELECT body_hash FROM ${table} WHERE key_id = $1 AND key = 'orphan-probe'`, [
+    acct.keyId,
   ]);
-  await gw.db.query(`UPDATE ${table} SET body_hash = $2 WHERE account_id = $1 AND key = 'orphan-1'`, [acct.accountId, hash]);
+  await gw.db.query(`UPDATE ${table} SET body_hash = $2 WHERE key_id = $1 AND key = 'orphan-1'`, [acct.keyId, hash]);
   const started = Date.now();
   const retry = await call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'orphan-1' } });
   assert.is(retry.status, 409);
@@ -187,19 +195,19 @@ test('a claim whose heartbeat is fresh is still running: a repeat waits for its 
   const body = { model: CHAT_MODEL, messages: userMessage('long-running') };
   const probe = await call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'alive-probe' } });
   assert.is(probe.status, 200);
-  const [{ body_hash: hash }] = await gw.db.query<{ body_hash: string }>(`SELECT body_hash FROM ${table} WHERE account_id = $1 AND key = 'alive-probe'`, [
-    acct.accountId,
+  const [{ body_hash: hash }] = await gw.db.query<{ body_hash: string }>(`SELECT body_hash FROM ${table} WHERE key_id = $1 AND key = 'alive-probe'`, [
+    acct.keyId,
   ]);
   // Claimed a minute ago by a gateway that is still working on it (its heartbeat is fresh).
-  await gw.db.query(
-    `INSERT INTO ${table} (account_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, 'alive-1', $2, now() - interval '1 minute', now())`,
-    [acct.accountId, hash],
-  );
+  await gw.db.query(`INSERT INTO ${table} (key_id, key, body_hash, created_at, heartbeat_at) VALUES ($1, 'alive-1', $2, now() - interval '1 minute', now())`, [
+    acct.keyId,
+    hash,
+  ]);
   const waiting = call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'alive-1' } });
   await new Promise((r) => setTimeout(r, 500));
   await gw.db.query(
-    `UPDATE ${table} SET status = 200, headers = '{"content-type":"application/json"}', body = '{"recorded":true}' WHERE account_id = $1 AND key = 'alive-1'`,
-    [acct.accountId],
+    `UPDATE ${table} SET status = 200, headers = '{"content-type":"application/json"}', body = '{"recorded":true}' WHERE key_id = $1 AND key = 'alive-1'`,
+    [acct.keyId],
   );
   const r = await waiting;
   assert.is(r.status, 200);
@@ -214,7 +222,7 @@ test('while a request runs its claim is renewed; once it is answered the renewal
     await ensureIdempotencyTable(tdb.db, tdb.schema);
     const app = new Koa();
     app.use(async (ctx, next) => {
-      ctx.state.auth = { accountId: 'acct_hb' };
+      ctx.state.auth = { accountId: 'acct_hb', keyId: 'key_hb' };
       ctx.request.body = { n: 1 };
       await next();
     });

@@ -82,6 +82,8 @@ const modelsConfig = (() => {
 test.before(async () => {
   gp = await spawnGateway({
     TOLLGATE_ADMIN_TOKEN: ADMIN,
+    // Every admin route is tried with several wrong tokens below: more than the default limit a minute.
+    TOLLGATE_ADMIN_AUTH_FAILURES_PER_MINUTE: '10000',
     TOLLGATE_SCHEMA: schema,
     TOLLGATE_DATA_DIR: dataDir,
     TOLLGATE_MODELS_CONFIG: modelsConfig,
@@ -275,6 +277,8 @@ test('the admin API: every route refuses no token, a wrong token and a customer 
     // Embedded: the first test stopped the process to open its database; start it again on the same data.
     gp = await spawnGateway({
       TOLLGATE_ADMIN_TOKEN: ADMIN,
+      // Every admin route is tried with several wrong tokens below: more than the default limit a minute.
+      TOLLGATE_ADMIN_AUTH_FAILURES_PER_MINUTE: '10000',
       TOLLGATE_SCHEMA: schema,
       TOLLGATE_DATA_DIR: dataDir,
       TOLLGATE_MODELS_CONFIG: modelsConfig,

@@ -20,6 +20,8 @@ import type { Channel } from '../src/upstream/channels/registry.ts';
 
 const run = promisify(execFile);
 const ADMIN = 'tg_admin_channel_operations_test';
+// /metrics on the public port behind a token (TOLLGATE_METRICS_TOKEN), as README's "Metrics" shows.
+const METRICS_TOKEN = 'metrics-token-for-channel-operations-test';
 const UPSTREAM_KEY = 'sk-ant-upstream-secret-for-channel-test';
 const MODEL = 'test/two-channel';
 let gw: TestGateway;
@@ -75,7 +77,7 @@ test.before(async () => {
   configDir = mkdtempSync(join(tmpdir(), 'tollgate-channels-'));
   writeFileSync(join(configDir, 'models.json'), JSON.stringify(configFor(first, second)));
   process.env.CHANNEL_TEST_ANTHROPIC_KEY = UPSTREAM_KEY;
-  gw = await startTestGateway({ adminToken: ADMIN, bootstrap: false, modelsConfig: join(configDir, 'models.json') });
+  gw = await startTestGateway({ adminToken: ADMIN, metricsToken: METRICS_TOKEN, bootstrap: false, modelsConfig: join(configDir, 'models.json') });
   await gw.ledger.priceModel({ modelId: MODEL, multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
 });
 test.after(async () => {
@@ -157,7 +159,7 @@ test('channels are listed with their state; disabling one is an event with its a
   assert.is(first.calls, before, 'a disabled channel is not called');
   assert.is(second.requests.at(-1)?.body.model, 'claude-b');
 
-  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
   assert.match(metrics, /tollgate_upstream_channel_state\{channel="first\/claude-a",state="disabled"\} 1/);
   assert.match(metrics, /tollgate_upstream_calls_total\{channel="second\/claude-b",outcome="ok"\} [3-9]/);
   assert.not.match(metrics, new RegExp(UPSTREAM_KEY));
@@ -176,7 +178,7 @@ test('a failing first channel: the call fails over, metrics count it, the breake
     const channel = (await admin('GET', '/channels')).json.data.find((c: { id: string }) => c.id === 'first/claude-a');
     assert.is(channel.state, 'open');
     assert.ok(channel.failovers >= 3, JSON.stringify(channel));
-    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
     assert.match(metrics, /tollgate_upstream_failovers_total\{channel="first\/claude-a"\} [3-9]/);
     assert.match(metrics, /tollgate_upstream_calls_total\{channel="first\/claude-a",outcome="failed"\} [3-9]/);
   } finally {

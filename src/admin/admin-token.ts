@@ -5,6 +5,18 @@ import { existsSync, readFileSync, writeFileSync, chmodSync, mkdirSync } from 'n
 import { join } from 'node:path';
 
 export const ADMIN_TOKEN_PREFIX = 'tg_admin_';
+/** A token shorter than this is refused at start: it could be guessed. */
+export const MIN_ADMIN_TOKEN_LENGTH = 32;
+/** Wrong admin tokens one source may send a minute (TOLLGATE_ADMIN_AUTH_FAILURES_PER_MINUTE). */
+export const ADMIN_GUESSES_PER_MINUTE = 20;
+
+/** Throws, naming the variable, when an operator-set token is too short. */
+export function assertStrongAdminToken(token: string): void {
+  if (token.length < MIN_ADMIN_TOKEN_LENGTH)
+    throw new Error(
+      `TOLLGATE_ADMIN_TOKEN is ${token.length} characters: it must be at least ${MIN_ADMIN_TOKEN_LENGTH} (e.g. openssl rand -base64 32), or unset it to have one generated.`,
+    );
+}
 
 export function loadOrCreateAdminToken(dataDir: string): { token: string; created: boolean; path: string } {
   const path = join(dataDir, 'admin-token');

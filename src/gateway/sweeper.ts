@@ -1,7 +1,7 @@
 // Releases holds that were never settled, through the account decider, so nothing is lost and
 // nothing is charged: holds of a process whose lease lapsed (it died mid-call) within seconds,
 // and any hold at its expiry. It also revokes the rotated keys whose grace period is over
-// (authentication refuses them from the deadline on).
+// (authentication refuses them from the deadline on), and purges expired idempotency records.
 import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor } from '../ledger/ledger.ts';
 import * as holds from '../../projections/holds.ts';
@@ -11,6 +11,7 @@ import { forgetOldLeases, leaseTable } from '../eventstore/process-lease.ts';
 import { outageReporter, type OutageLog } from '../eventstore/outage.ts';
 import { holdEventId } from '../ledger/event-ids.ts';
 import { DomainError } from '../ledger/errors.ts';
+import { purgeExpiredIdempotency } from '../eventstore/idempotency-store.ts';
 
 /** Where the gateway processes' leases are kept (src/eventstore/process-lease.ts). */
 export interface LeaseTable {
@@ -67,7 +68,17 @@ export async function sweepStaleHolds(
   return released;
 }
 
-export function startSweeper(ledger: Ledger, opts: { intervalMs: number; leases?: LeaseTable; log: OutageLog; extra?: () => Promise<unknown> }) {
+export function startSweeper(
+  ledger: Ledger,
+  opts: {
+    intervalMs: number;
+    leases?: LeaseTable;
+    log: OutageLog;
+    extra?: () => Promise<unknown>;
+    /** Idempotency records older than this are purged (with `leases`' table). */
+    idempotencyTtlS?: number;
+  },
+) {
   let running = false;
   const outage = outageReporter(opts.log, 'hold sweep');
   /** Skipped ticks while the database is out of reach (the backoff). */
@@ -80,6 +91,7 @@ export function startSweeper(ledger: Ledger, opts: { intervalMs: number; leases?
       if (opts.leases) {
         await sweepOrphanedHolds(ledger, opts.leases);
         await forgetOldLeases(opts.leases.db, opts.leases.schema);
+        if (opts.idempotencyTtlS !== undefined) await purgeExpiredIdempotency(opts.leases.db, opts.leases.schema, opts.idempotencyTtlS);
       }
       await sweepExpiredHolds(ledger);
       await revokeRotatedKeys(ledger);

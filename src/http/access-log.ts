@@ -1,6 +1,7 @@
 // One log line per request. Only ids and numbers: never a key, a prompt or a body.
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
+import { redactSecretShapes } from '../secret-shapes.ts';
 
 export function accessLog(log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -13,7 +14,8 @@ export function accessLog(log: Logger) {
         const entry = {
           requestId: s.requestId,
           method: ctx.method,
-          route: s.route ?? ctx.path.slice(0, 80),
+          // A key pasted into the URL (GET /v1/sk_svc_…) is cut out before the path is shortened.
+          route: redactSecretShapes(ctx.path).slice(0, 80),
           status: ctx.status,
           latencyMs: Number(process.hrtime.bigint() - started) / 1e6,
           keyId: s.auth?.keyId,

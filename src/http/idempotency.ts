@@ -1,8 +1,10 @@
 // Idempotency-Key on any POST: the first request with a key runs; repeats with the same body
-// within 24 hours get its recorded response (waiting while it is still running), without a
-// second upstream call or charge. The same key with another body is a 409. Outcomes that tell the
-// client to try again later are not recorded, so a retry runs again: a 5xx, a 429 (over the call
-// rate) and a 402 (no quota until a top-up). None of them charged anything.
+// within the TTL (24 hours by default) get its recorded response (waiting while it is still
+// running), without a second upstream call or charge. The same key with another body is a 409.
+// Only a decided request is recorded (a success): a body that fails validation is refused before
+// any claim, and every other refusal (4xx, 5xx, a 429 over the call rate, a 402 without quota)
+// charged nothing and is forgotten, so a retry runs again and invalid requests store nothing.
+// Records older than the TTL are purged by the sweeper (purgeExpired in idempotency-store.ts).
 //
 // A claim is kept alive by its gateway (a heartbeat every few seconds while the request runs).
 // If that gateway dies (kill -9, a crash), the claim would otherwise read as "in progress" for
@@ -18,26 +20,28 @@ import { idempotencyStore } from '../eventstore/idempotency-store.ts';
 import { ApiError, errorBody, toApiError } from './errors.ts';
 import { assertNestingDepth } from './validate.ts';
 
-/** How long a key's claim and response are kept (24 hours). */
-const TTL_S = 24 * 3600;
+/** How long a key's claim and response are kept by default (TOLLGATE_IDEMPOTENCY_TTL_HOURS). */
+export const IDEMPOTENCY_TTL_HOURS = 24;
 const WAIT_MS = 120_000;
 /** How often a running request renews its claim, and how old a claim's heartbeat may get before it counts as abandoned. */
 const HEARTBEAT_MS = 5_000;
 const ABANDONED_AFTER_S = 20;
-/** Refusals that charged nothing and may succeed on a later try (call rate, quota). */
-const RETRY_LATER = new Set([402, 429]);
 const REPLAYED_HEADERS = ['content-type', 'x-tollgate-billed-tokens', 'x-tollgate-remaining-tokens'];
 
-export function idempotency(db: Queryable, schema: string, opts: { heartbeatMs?: number } = {}) {
+export function idempotency(db: Queryable, schema: string, opts: { heartbeatMs?: number; ttlHours?: number; validate?: (body: unknown) => void } = {}) {
   const heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS;
+  const ttlS = Math.round((opts.ttlHours ?? IDEMPOTENCY_TTL_HOURS) * 3600);
   const claims = idempotencyStore(db, schema);
   return async (ctx: Context, next: Next): Promise<void> => {
     const key = ctx.get('idempotency-key');
     if (!key || ctx.method !== 'POST') return next();
     if (key.length > 255)
       throw new ApiError(400, 'Idempotency-Key must be at most 255 characters.', 'invalid_request_error', 'invalid_idempotency_key', 'Idempotency-Key');
-    const account = ctx.state.auth.accountId as string;
+    // Idempotency is per key: a sibling key of the account (restricted to other models, say) can
+    // neither replay nor block this key's answers.
+    const owner = ctx.state.auth.keyId as string;
     assertNestingDepth(ctx.request.body); // before hashing it recursively
+    opts.validate?.(ctx.request.body); // an invalid body is refused before any claim: it leaves no record
     const files = (ctx.request as unknown as { files?: Record<string, { size: number; originalFilename?: string }> }).files;
     const bodyHash = createHash('sha256')
       .update(
@@ -48,16 +52,16 @@ export function idempotency(db: Queryable, schema: string, opts: { heartbeatMs?:
       )
       .digest('hex');
 
-    if (!(await claims.claim(account, key, bodyHash, TTL_S))) return replay(ctx, account, key, bodyHash);
+    if (!(await claims.claim(owner, key, bodyHash, ttlS))) return replay(ctx, owner, key, bodyHash);
 
     const heartbeat = setInterval(() => {
-      void claims.heartbeat(account, key).catch(() => undefined);
+      void claims.heartbeat(owner, key).catch(() => undefined);
     }, heartbeatMs);
     heartbeat.unref();
     const settled = <T>(p: Promise<T>) => p.finally(() => clearInterval(heartbeat));
-    const forget = () => settled(claims.forget(account, key));
+    const forget = () => settled(claims.forget(owner, key));
     const record = (status: number, headers: Record<string, string>, body: string) =>
-      status >= 500 || RETRY_LATER.has(status) ? forget() : settled(claims.record(account, key, status, headers, body));
+      status >= 400 ? forget() : settled(claims.record(owner, key, status, headers, body));
     try {
       await next();
     } catch (err) {
@@ -107,10 +111,10 @@ export function idempotency(db: Queryable, schema: string, opts: { heartbeatMs?:
     }
   };
 
-  async function replay(ctx: Context, account: string, key: string, bodyHash: string): Promise<void> {
+  async function replay(ctx: Context, owner: string, key: string, bodyHash: string): Promise<void> {
     const until = Date.now() + WAIT_MS;
     for (let wait = 10; ; wait = Math.min(wait * 1.5, 200)) {
-      const row = await claims.find(account, key, ABANDONED_AFTER_S);
+      const row = await claims.find(owner, key, ABANDONED_AFTER_S);
       if (!row)
         throw new ApiError(409, 'The first request with this Idempotency-Key failed; retry with the same key.', 'invalid_request_error', 'idempotency_retry');
       if (row.body_hash !== bodyHash)

@@ -4,7 +4,9 @@ import type { Context, Next } from 'koa';
 import Router from '@koa/router';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { ApiError, badRequest, errorBody, toApiError } from '../http/errors.ts';
-import { adminTokenMatches } from '../admin/admin-token.ts';
+import { ADMIN_GUESSES_PER_MINUTE, adminTokenMatches } from '../admin/admin-token.ts';
+import { ADMIN_LIMITS, jsonBody } from '../http/body.ts';
+import { failureThrottle } from '../http/failure-throttle.ts';
 import { toMilli } from '../ledger/pricing.ts';
 import { requireId } from '../ledger/ledger.ts';
 import { requireTokenAmount } from '../ledger/errors.ts';
@@ -28,10 +30,16 @@ type Body = Record<string, unknown>;
 /** The least time between two progress lines of POST /admin/v1/verify's NDJSON answer. */
 const VERIFY_PROGRESS_MS = 200;
 
-function adminAuth(token: string) {
+function adminAuth(token: string, failuresPerMinute: number) {
+  // Wrong tokens are counted per source address: past the limit it is refused (429) without the token being compared.
+  const guesses = failureThrottle(failuresPerMinute);
   return async (ctx: Context, next: Next) => {
     const m = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'));
-    if (!m || !adminTokenMatches(m[1], token)) throw new ApiError(401, 'Missing or wrong admin token.', 'invalid_request_error', 'invalid_admin_token');
+    guesses.check(ctx.ip, 'wrong admin tokens from this address');
+    if (!m || !adminTokenMatches(m[1], token)) {
+      if (m) guesses.record(ctx.ip);
+      throw new ApiError(401, 'Missing or wrong admin token.', 'invalid_request_error', 'invalid_admin_token');
+    }
     const name = ctx.get('x-tollgate-actor');
     ctx.state.actor = `admin:${/^[A-Za-z0-9_.@-]{1,64}$/.test(name) ? name : 'operator'}`;
     await next();
@@ -99,10 +107,12 @@ function parseTime(v: unknown, name: string): Date {
 /** A model id or alias as the ModelPriced event holds it. */
 const MAX_MODEL_ID = 100;
 
-export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
+export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failuresPerMinute?: number } = {}): Router {
   const { ledger } = deps;
   const r = new Router({ prefix: '/admin/v1' });
-  r.use(adminAuth(adminToken));
+  r.use(adminAuth(adminToken, opts.failuresPerMinute ?? ADMIN_GUESSES_PER_MINUTE));
+  // Read only once the token matched: an unknown caller cannot make the server parse anything.
+  r.use(jsonBody(ADMIN_LIMITS));
   // Ids in paths reach SQL as parameters; PostgreSQL text cannot hold a NUL, and no id is that long.
   r.param('id', (id: unknown, ctx, next) => {
     // eslint-disable-next-line no-control-regex

@@ -4,6 +4,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { UpstreamError } from './port.ts';
 import { abortError } from './abort.ts';
+import { redactSecretShapes } from '../secret-shapes.ts';
 
 export interface UpstreamTarget {
   baseURL: string;
@@ -123,7 +124,9 @@ export function errorDetail(body: unknown, secrets: readonly string[]): string {
   if (typeof error === 'string') return redact(error, secrets);
   if (!error || typeof error !== 'object') return '';
   const { message, code, type } = error as Record<string, unknown>;
-  const tag = identifier(code) ?? identifier(type);
+  // The code and type are the upstream's words too: redacted like the message (an upstream may echo its key there).
+  const raw = identifier(code) ?? identifier(type);
+  const tag = raw && redactSecretShapes(redact(raw, secrets));
   const text = typeof message === 'string' ? redact(message, secrets) : '';
   return [tag && `(${tag})`, text].filter(Boolean).join(' ');
 }

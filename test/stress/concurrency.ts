@@ -38,7 +38,7 @@ await runScenario('concurrency', async (ctx) => {
     schema: `cc_${randomBytes(5).toString('hex')}`,
     dataDir,
     databaseUrl: databaseUrl(),
-    adminToken: `tg_admin_conc_${randomBytes(8).toString('hex')}`,
+    adminToken: `tg_admin_conc_${randomBytes(12).toString('hex')}`,
     projections: false,
     modelsConfig: models.path,
   };

@@ -47,7 +47,7 @@ await runScenario('client-disconnect', async (ctx) => {
     schema: `dc_${randomBytes(5).toString('hex')}`,
     dataDir,
     databaseUrl: databaseUrl(),
-    adminToken: `tg_admin_disc_${randomBytes(8).toString('hex')}`,
+    adminToken: `tg_admin_disc_${randomBytes(12).toString('hex')}`,
     modelsConfig: models.path,
   };
   const origin = `http://127.0.0.1:${spec.port}`;

@@ -51,7 +51,7 @@ await runScenario('soak', async (ctx) => {
     schema: `sk_${randomBytes(5).toString('hex')}`,
     dataDir,
     databaseUrl: databaseUrl(),
-    adminToken: `tg_admin_soak_${randomBytes(8).toString('hex')}`,
+    adminToken: `tg_admin_soak_${randomBytes(12).toString('hex')}`,
     modelsConfig: models.path,
   };
   const origin = `http://127.0.0.1:${spec.port}`;

@@ -1,0 +1,196 @@
+// The worst single request a caller can send, with and without a key (issue #30): for each hostile
+// body, how long it holds the gateway's event loop and how much memory it takes.
+//
+//   node --import tsx bench/worst-request.ts            (prints a Markdown table)
+//
+// A gateway is started as deployed (`tollgate serve`, embedded PGlite, the start script's V8
+// flags). A zero-quota key on a 5-calls-a-minute plan is the "with a key" caller. For each case,
+// while the one request runs:
+// - event-loop hold: /healthz is called back to back on another connection; the longest answer,
+//   minus the median answer when idle, is how long the loop was held (a loop held for 10 ms
+//   delays the probe that arrived during it by up to 10 ms);
+// - memory: the process's resident memory (/proc/<pid>/status VmRSS) sampled every 5 ms; the
+//   peak minus the resident memory just before the request.
+// Each case runs RUNS times (default 3) and the worst of the runs is kept.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const RUNS = Number(process.env.RUNS ?? 3);
+const ADMIN = `tg_admin_${randomBytes(24).toString('base64url')}`;
+const MB = 1024 * 1024;
+
+interface Reply {
+  status: number;
+  text: string;
+}
+
+function send(origin: string, path: string, opts: { method?: string; headers?: Record<string, string>; body?: Buffer | string; agent?: Agent } = {}) {
+  return new Promise<Reply>((resolve, reject) => {
+    const body = opts.body ?? '';
+    const headers = {
+      ...(opts.body !== undefined ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}),
+      ...opts.headers,
+    };
+    const req = request(origin + path, { method: opts.method ?? (opts.body === undefined ? 'GET' : 'POST'), headers, agent: opts.agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' || err.code === 'ECONNRESET' ? undefined : reject(err)));
+    req.end(body);
+  });
+}
+
+const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+async function startGateway() {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-worst-'));
+  const child = spawn(process.execPath, ['--max-semi-space-size=8', '--heap-growing-percent=30', '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', TOLLGATE_DATA_DIR: dir, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_BOOTSTRAP: 'off', LOG_LEVEL: 'warn', DATABASE_URL: '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const origin = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /base URL: (http:\/\/\S+)\/v1/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`gateway exited ${code}: ${out}`)));
+  });
+  return {
+    origin,
+    pid: child.pid!,
+    stop() {
+      child.kill('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function zeroQuotaKey(origin: string): Promise<string> {
+  const admin = (path: string, body: unknown) =>
+    send(origin, `/admin/v1${path}`, { headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify(body) });
+  await admin('/plans', { plan_id: 'broke', name: 'Broke', quota: 0, validity_days: 30, requests_per_minute: 5, models: ['*'] });
+  await admin('/accounts', { account_id: 'attacker', name: 'Attacker' });
+  await admin('/accounts/attacker/subscription', { plan_id: 'broke' });
+  return JSON.parse((await admin('/accounts/attacker/keys', { name: 'k' })).text).key as string;
+}
+
+interface Case {
+  name: string;
+  path: string;
+  body: Buffer;
+  headers: Record<string, string>;
+}
+
+function cases(key: string): Case[] {
+  const gz = { 'content-encoding': 'gzip' };
+  const keyed = { authorization: `Bearer ${key}` };
+  const chat = (extra: string) => Buffer.from(`{"model":"cx/gen-6-luna","messages":[{"role":"user","content":"hi"}]${extra}}`);
+  const bomb = gzipSync(Buffer.from(`[${'{},'.repeat(8_000_000)}{}]`), { level: 9 });
+  const longString = (n: number) => chat(`,"metadata":{"a":"${'x'.repeat(n)}"}`);
+  // Just inside every shape limit: 9 arrays of 10,000 numbers (90,000 values and a few).
+  const manyValues = chat(`,"metadata":{${Array.from({ length: 9 }, (_, i) => `"m${i}":[${'0,'.repeat(9_999)}0]`).join(',')}}`);
+  const deep = chat(`,"metadata":${'{"a":'.repeat(60)}1${'}'.repeat(60)}`);
+  return [
+    { name: 'no key: gzip bomb (8M empty objects) to /admin/v1/plans', path: '/admin/v1/plans', body: bomb, headers: gz },
+    { name: 'no key: 25 MB body to /admin/v1/plans', path: '/admin/v1/plans', body: longString(25 * MB - 200), headers: {} },
+    { name: 'no key: gzip bomb to /v1/chat/completions', path: '/v1/chat/completions', body: bomb, headers: gz },
+    { name: 'no key: body on GET /healthz', path: '/healthz', body: Buffer.from('{"a":1}'), headers: {} },
+    { name: 'zero-quota key: gzip bomb (8M empty objects)', path: '/v1/chat/completions', body: bomb, headers: { ...keyed, ...gz } },
+    {
+      name: 'zero-quota key: metadata array past the item limit',
+      path: '/v1/chat/completions',
+      body: chat(`,"metadata":[${'0,'.repeat(1_000_000)}0]`),
+      headers: keyed,
+    },
+    { name: 'zero-quota key: 90,000 values (inside every limit)', path: '/v1/chat/completions', body: manyValues, headers: keyed },
+    { name: 'zero-quota key: 60 levels deep', path: '/v1/chat/completions', body: deep, headers: keyed },
+    { name: 'zero-quota key: 25 MB string (the size limit)', path: '/v1/chat/completions', body: longString(25 * MB - 200), headers: keyed },
+    {
+      name: 'zero-quota key: 25 MB gzipped to 25 KB',
+      path: '/v1/chat/completions',
+      body: gzipSync(longString(25 * MB - 200), { level: 9 }),
+      headers: { ...keyed, ...gz },
+    },
+    {
+      name: 'zero-quota key: 5 MB prompt',
+      path: '/v1/chat/completions',
+      body: Buffer.from(JSON.stringify({ model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'word '.repeat(1_000_000) }] })),
+      headers: keyed,
+    },
+  ];
+}
+
+async function measure(gw: { origin: string; pid: number }, c: Case, idleMs: number) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const startRss = rss(gw.pid);
+  let peakRss = startRss;
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rss(gw.pid))), 5);
+  let done = false;
+  let worstProbe = 0;
+  const probing = (async () => {
+    while (!done) {
+      const t = performance.now();
+      await send(gw.origin, '/healthz', { agent });
+      worstProbe = Math.max(worstProbe, performance.now() - t);
+    }
+  })();
+  const t = performance.now();
+  const reply = await send(gw.origin, c.path, { method: c.path === '/healthz' ? 'GET' : 'POST', headers: c.headers, body: c.body });
+  const elapsed = performance.now() - t;
+  await new Promise((r) => setTimeout(r, 50)); // the aftermath (garbage, logging) counts too
+  done = true;
+  await probing;
+  clearInterval(sampler);
+  agent.destroy();
+  let code = '';
+  try {
+    code = (JSON.parse(reply.text) as { error?: { code?: string; type?: string } }).error?.code ?? '';
+  } catch {
+    /* not JSON */
+  }
+  return { status: reply.status, code, elapsed, hold: Math.max(0, worstProbe - idleMs), memory: peakRss - startRss };
+}
+
+async function idleProbe(origin: string): Promise<number> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const times: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const t = performance.now();
+    await send(origin, '/healthz', { agent });
+    times.push(performance.now() - t);
+  }
+  agent.destroy();
+  return times.sort((a, b) => a - b)[100];
+}
+
+const gw = await startGateway();
+try {
+  const key = await zeroQuotaKey(gw.origin);
+  const idle = await idleProbe(gw.origin);
+  console.log(`Node ${process.version}, ${RUNS} runs per case (worst kept); idle /healthz median ${idle.toFixed(2)} ms\n`);
+  console.log('| request | bytes sent | answer | took (ms) | event-loop hold (ms) | memory (MB) |');
+  console.log('|---|---:|---|---:|---:|---:|');
+  for (const c of cases(key)) {
+    let worst = { status: 0, code: '', elapsed: 0, hold: 0, memory: 0 };
+    for (let i = 0; i < RUNS; i++) {
+      const m = await measure(gw, c, idle);
+      worst = { ...m, elapsed: Math.max(worst.elapsed, m.elapsed), hold: Math.max(worst.hold, m.hold), memory: Math.max(worst.memory, m.memory) };
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    console.log(
+      `| ${c.name} | ${c.body.length.toLocaleString('en')} | ${worst.status} ${worst.code} | ${worst.elapsed.toFixed(0)} | ${worst.hold.toFixed(1)} | ${worst.memory.toFixed(1)} |`,
+    );
+  }
+} finally {
+  gw.stop();
+}

@@ -1,0 +1,191 @@
+// Request bodies, read only once the caller is known and bounded before any work is done on them.
+// The body is decompressed as it arrives and counted against the route's size limit, and its
+// shape (nesting depth, items per array, keys per object, values in all) is checked on the raw
+// bytes chunk by chunk: a 23 KB gzip of millions of empty objects is refused after its first
+// limit is crossed, before it is inflated further or handed to JSON.parse. Multipart (image
+// edits) is formidable's, with its own limits on files and fields.
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type { Readable } from 'node:stream';
+import type { Context, Middleware, Next } from 'koa';
+import { koaBody } from 'koa-body';
+import { ApiError, badRequest } from './errors.ts';
+import { trackUpload } from './uploads.ts';
+import { MAX_BODY_DEPTH } from './validate.ts';
+
+export interface BodyLimits {
+  /** Bytes after decompression. */
+  bytes: number;
+  depth: number;
+  arrayItems: number;
+  objectKeys: number;
+  /** Values of any kind in the whole document. */
+  values: number;
+}
+
+const MB = 1024 * 1024;
+
+/**
+ * Model calls: long conversations with images inline (OpenAI allows 20 MB images; Anthropic
+ * 32 MB requests), yet far fewer values than a pathological body: the schemas' 10,000 messages
+ * (about 30,000 values) and hundreds of tools with their schemas fit; 100,000 values parse and
+ * validate in about 10 ms (bench/worst-request.ts).
+ */
+export const MODEL_CALL_LIMITS: BodyLimits = { bytes: 25 * MB, depth: MAX_BODY_DEPTH, arrayItems: 10_000, objectKeys: 1_000, values: 100_000 };
+/** The admin API: plans, keys, grants, corrections and webhooks are small objects. */
+export const ADMIN_LIMITS: BodyLimits = { bytes: 1 * MB, depth: 16, arrayItems: 1_000, objectKeys: 200, values: 20_000 };
+
+const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
+  gzip: createGunzip,
+  'x-gzip': createGunzip,
+  deflate: createInflate,
+  br: createBrotliDecompress,
+};
+
+const tooLarge = (what: string) => new ApiError(413, `The request body is too large: ${what}.`, 'invalid_request_error', 'request_too_large');
+
+/** The body's shape, checked byte by byte as chunks arrive (strings skipped whole with indexOf). */
+class ShapeCheck {
+  /** Per open container: values seen so far (commas + 1 once anything is in it) and whether it is an object. */
+  private readonly open: { items: number; object: boolean; empty: boolean }[] = [];
+  private values = 0;
+  private inString = false;
+  private escaped = false;
+  /** The last byte of the previous chunk. */
+  private prev = 0x20;
+
+  constructor(private readonly limits: BodyLimits) {}
+
+  feed(chunk: Buffer): void {
+    const n = chunk.length;
+    for (let i = 0; i < n; i++) {
+      if (this.inString) {
+        if (this.escaped) {
+          this.escaped = false;
+          continue;
+        }
+        // Jump to the next quote or backslash: long strings (base64 images) cost almost nothing.
+        const q = chunk.indexOf(0x22, i);
+        const b = chunk.indexOf(0x5c, i);
+        const next = q === -1 ? b : b === -1 ? q : Math.min(q, b);
+        if (next === -1) break;
+        i = next;
+        if (chunk[i] === 0x5c) this.escaped = true;
+        else this.inString = false;
+        continue;
+      }
+      const c = chunk[i];
+      const prev = i > 0 ? chunk[i - 1] : this.prev;
+      if (c === 0x22) {
+        this.inString = true;
+        this.value();
+      } else if (c === 0x7b || c === 0x5b) {
+        this.value();
+        if (this.open.length >= this.limits.depth)
+          throw badRequest(`The request body is nested too deeply (more than ${this.limits.depth} levels).`, null, 'invalid_json');
+        this.open.push({ items: 0, object: c === 0x7b, empty: true });
+      } else if (c === 0x7d || c === 0x5d) {
+        this.open.pop();
+      } else if (c === 0x2c) {
+        const top = this.open.at(-1);
+        if (top) top.empty = true; // the next value starts a new item
+      } else if (c > 0x20 && c !== 0x3a && (prev <= 0x20 || prev === 0x2c || prev === 0x3a || prev === 0x5b)) {
+        // A number, true, false or null: counted once, at its first character.
+        this.value();
+      }
+    }
+    this.prev = n > 0 ? chunk[n - 1] : this.prev;
+  }
+
+  /** A value (or an object key, which is a string too) begins. */
+  private value(): void {
+    if (++this.values > this.limits.values) throw badRequest(`The request body holds more than ${this.limits.values} values.`, null, 'invalid_json');
+    const top = this.open.at(-1);
+    if (!top || !top.empty) return;
+    top.empty = false;
+    top.items++;
+    if (top.object && top.items > this.limits.objectKeys)
+      throw badRequest(`An object in the request body has more than ${this.limits.objectKeys} keys.`, null, 'invalid_json');
+    if (!top.object && top.items > this.limits.arrayItems)
+      throw badRequest(`An array in the request body has more than ${this.limits.arrayItems} items.`, null, 'invalid_json');
+  }
+}
+
+/** The decompressed body, refused at the first limit it crosses. */
+async function readJson(ctx: Context, limits: BodyLimits): Promise<unknown> {
+  const encoding = ctx.get('content-encoding').trim().toLowerCase() || 'identity';
+  const declared = Number(ctx.get('content-length') || 0);
+  // Compressed bytes never outnumber what they inflate to by much; a declared size over the limit is refused unread.
+  if (declared > limits.bytes) throw tooLarge(`at most ${limits.bytes / MB} MB`);
+  const decoder = encoding === 'identity' ? null : DECODERS[encoding];
+  if (decoder === undefined)
+    throw new ApiError(415, `Unsupported Content-Encoding '${encoding.slice(0, 40)}'.`, 'invalid_request_error', 'unsupported_media_type');
+  const source: Readable = decoder ? (ctx.req.pipe(decoder()) as unknown as Readable) : ctx.req;
+  const shape = new ShapeCheck(limits);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of source as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limits.bytes) throw tooLarge(`at most ${limits.bytes / MB} MB${decoder ? ' once decompressed' : ''}`);
+      shape.feed(chunk);
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    // Stop reading: the rest of the body is not wanted, and the connection is not reused.
+    ctx.req.unpipe();
+    ctx.set('connection', 'close');
+    throw err;
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (!text.trim()) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw badRequest('The request body is not valid JSON.', null, 'invalid_json');
+  }
+  // Like the JSON parser before it: a bare string or number is not a request.
+  if (parsed === null || typeof parsed !== 'object') throw badRequest('The request body is not valid JSON.', null, 'invalid_json');
+  return parsed;
+}
+
+const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/** Reads a JSON body within `limits` into ctx.request.body; mount it after authentication. */
+export function jsonBody(limits: BodyLimits): Middleware {
+  return async (ctx: Context, next: Next) => {
+    if (PARSED_METHODS.has(ctx.method) && ctx.is('application/json')) ctx.request.body = (await readJson(ctx, limits)) as typeof ctx.request.body;
+    else if (ctx.request.body === undefined) ctx.request.body = {};
+    await next();
+  };
+}
+
+/** JSON as jsonBody, multipart/form-data by formidable (image edits), with its limits on files and fields. */
+export function jsonOrMultipartBody(limits: BodyLimits): Middleware {
+  const json = jsonBody(limits);
+  const multipart = koaBody({
+    json: false,
+    multipart: true,
+    urlencoded: false,
+    text: false,
+    formidable: { maxFileSize: 20 * MB, maxFiles: 4, maxFields: 50, maxFieldsSize: 1 * MB, onFileBegin: trackUpload },
+  });
+  return (ctx, next) => (ctx.is('multipart/form-data') ? multipart(ctx, next) : json(ctx, next));
+}
+
+/**
+ * Outside `reading` (the /v1 and admin API paths, whose routes read bodies after authentication)
+ * no route takes a body: /, /healthz, /readyz, /metrics and the static pages refuse one unread.
+ * A POST, PUT or PATCH there has no route (a 404 or 405 follows) and its body is not read either.
+ */
+export function refuseBodyOutside(reading: RegExp): Middleware {
+  return (ctx, next) => {
+    if (reading.test(ctx.path) || PARSED_METHODS.has(ctx.method)) return next();
+    const declared = ctx.get('content-length');
+    if ((declared && declared !== '0') || ctx.get('transfer-encoding')) {
+      ctx.set('connection', 'close');
+      throw new ApiError(413, `${ctx.method} ${ctx.path.slice(0, 200)} takes no request body.`, 'invalid_request_error', 'request_too_large');
+    }
+    return next();
+  };
+}
