@@ -116,6 +116,12 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     log,
   });
   await ledger.seedModels();
+  // Reads through the read models (the demo's check for plans, admin and /v1 reads) find the
+  // seeding there once a projector has applied it: waited for here, bounded (a projector that is
+  // not running yet delays start by 2 s; the in-memory views below do not depend on it).
+  await ledger.readYourWrites().catch((err) => {
+    if (!(err instanceof ReadModelsBehind)) throw err;
+  });
   // Keys and prices hear of this process's events at once (localEvents) and of other
   // processes' events through one shared reader that polls (event-feed.ts), from the read
   // models' checkpoint on: they need no projector to have applied the seeding (or anything else).
@@ -148,12 +154,6 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     metering: createMetering(ledger, { process: lease.processId, retry: releaseRetry }),
     baseUrl: (ctx: Context) => settings.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}/v1`,
   };
-  // The demo's check for existing plans reads the read models: they must include the log so far
-  // (with a separate projector, bounded: a projector that is not running yet delays start by 2 s).
-  if (settings.bootstrap)
-    await ledger.readYourWrites().catch((err) => {
-      if (!(err instanceof ReadModelsBehind)) throw err;
-    });
   const demo = settings.bootstrap ? await bootstrapDemo(ledger) : null;
   const webhooks = await startWebhooks({ settings, db, store, deps, log }); // notifications by webhook: the admin routes' service and the dispatcher
 
