@@ -137,11 +137,13 @@ test('an invalid request leaves no record: every repeat gets the same refusal, a
   refusedAlike(bad, 'refused');
   assert.is(bad[0].json.error.param, 'n');
 
-  // On /v1/messages the refusal keeps Anthropic's error shape.
-  const badMessages = await burst(acct, '/v1/messages', { model: CHAT_MODEL, messages: [{ role: 'user', content: 'no max_tokens' }] }, 'burst-bad-2');
+  // On /v1/messages the refusal keeps Anthropic's error shape. Another key: invalid requests
+  // are limited per key (TOLLGATE_INVALID_REQUESTS_PER_MINUTE, 60), and the burst above used 50.
+  const second = await openAccount(gw, { quota: 1_000_000 });
+  const badMessages = await burst(second, '/v1/messages', { model: CHAT_MODEL, messages: [{ role: 'user', content: 'no max_tokens' }] }, 'burst-bad-2');
   refusedAlike(badMessages, 'refused (Anthropic)');
   for (const r of badMessages) assert.equal([r.json.type, r.json.error.type], ['error', 'invalid_request_error']);
-  const [stored] = await gw.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE key_id = $1`, [acct.keyId]);
+  const [stored] = await gw.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE key_id = ANY($1)`, [[acct.keyId, second.keyId]]);
   assert.is(stored.n, 0, 'no record for an undecided request');
 
   // While the first with a key is still running, the same key with another body is refused at once.
