@@ -20,6 +20,7 @@ import { responses } from './routes/responses.ts';
 import { images } from './routes/images.ts';
 import { listModels, subscription, usage } from './routes/account.ts';
 import { adminRouter } from './routes/admin.ts';
+import { paymentRoutes } from './routes/payments.ts';
 import { webRoutes } from './routes/web.ts';
 import { metricsEndpoint, readiness } from './gateway/health.ts';
 import type { Metrics } from './gateway/metrics.ts';
@@ -78,6 +79,11 @@ export function createApp(
   v1.get('/models', auth, listModels(deps));
   v1.get('/subscription', auth, subscription(deps));
   v1.get('/usage', auth, usage(deps));
+  const money = paymentRoutes(deps, deps.payments, deps.paymentSettings);
+  v1.get('/prices', auth, money.prices);
+  v1.post('/redemptions', auth, body, money.redeem);
+  v1.get('/payments', auth, money.list);
+  v1.get('/payments/:id', auth, money.receipt);
 
   const site = new Router();
   site.get('/healthz', (ctx) => {

@@ -36,6 +36,17 @@ export interface Settings {
   upstreamSecret(variable: string): string | undefined;
   /** Webhook notifications (src/webhooks): TOLLGATE_WEBHOOK_* below. */
   webhooks: WebhookSettings;
+  /** Payments (src/payments): TOLLGATE_CURRENCY and the STRIPE_* variables below. */
+  payments: PaymentSettings;
+}
+
+export interface PaymentSettings {
+  /** TOLLGATE_CURRENCY: the ledger's settlement currency (ISO 4217), set on first start; default USD. */
+  currency: string;
+  /** TOLLGATE_DISPUTE_SUSPENDS_KEYS=off: an open dispute does not suspend the account's keys. */
+  disputeSuspendsKeys: boolean;
+  /** TOLLGATE_CODE_ATTEMPTS_PER_HOUR: wrong or used codes an account may try per hour (per process). */
+  codeAttemptsPerHour: number;
 }
 
 export interface WebhookSettings {
@@ -111,6 +122,11 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     trustProxy: env.TOLLGATE_TRUST_PROXY === '1',
     upstreamSecret: (variable) => env[variable] || undefined,
     webhooks: webhookSettingsFromEnv(env),
+    payments: {
+      currency: env.TOLLGATE_CURRENCY || 'USD',
+      disputeSuspendsKeys: env.TOLLGATE_DISPUTE_SUSPENDS_KEYS !== 'off',
+      codeAttemptsPerHour: Number(env.TOLLGATE_CODE_ATTEMPTS_PER_HOUR ?? 10),
+    },
   };
 }
 

@@ -33,6 +33,7 @@ import { followChannelStates } from './gateway/channel-states.ts';
 import { bootstrapDemo } from './gateway/bootstrap.ts';
 import { loadOrCreateAdminToken } from './admin/admin-token.ts';
 import { startWebhooks } from './webhooks/service.ts';
+import { createPayments } from './payments/service.ts';
 
 export interface RunningGateway {
   url: string;
@@ -112,6 +113,9 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     onError: (e) => log.warn({ err: e.message }, 'process lease renewal failed'),
   });
   await ledger.seedModels();
+  // The settlement currency is set once, on the first start; a different one later stops the start.
+  const payments = createPayments(ledger);
+  await payments.ensureCurrency(settings.payments.currency);
   // The price list below is loaded from the read models: they must include the seeding first
   // (with a separate projector, bounded: a projector that is not running yet delays start by 2 s).
   await ledger.readYourWrites().catch((err) => {
@@ -142,9 +146,11 @@ export async function startGateway(settings: Settings, log: Logger = defaultLogg
     log,
     channels: routes.registry,
     metering: createMetering(ledger, { process: lease.processId }),
+    payments,
+    paymentSettings: settings.payments,
     baseUrl: (ctx: Context) => settings.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}/v1`,
   };
-  const demo = settings.bootstrap ? await bootstrapDemo(ledger) : null;
+  const demo = settings.bootstrap ? await bootstrapDemo(ledger, payments) : null;
   const webhooks = await startWebhooks({ settings, db, store, deps, log }); // notifications by webhook: the admin routes' service and the dispatcher
 
   let adminToken = settings.adminToken;

@@ -12,12 +12,20 @@ test('currencies are ISO 4217 with their own minor unit', () => {
   assert.is(formatMoney({ amount: 1234, currency: 'USD' }), '12.34');
   assert.is(formatMoney({ amount: 1234, currency: 'JPY' }), '1234');
   assert.is(formatMoney({ amount: 5, currency: 'KWD' }), '0.005');
-  for (const bad of ['usd', 'XXX1', '', 12, null]) assert.throws(() => currencyOf(bad), (e: unknown) => e instanceof DomainError && e.code === 'invalid');
+  for (const bad of ['usd', 'XXX1', '', 12, null])
+    assert.throws(
+      () => currencyOf(bad),
+      (e: unknown) => e instanceof DomainError && e.code === 'invalid',
+    );
 });
 
 test('amounts are whole, non-negative minor units', () => {
   assert.equal(money(1999, 'EUR'), { amount: 1999, currency: 'EUR' });
-  for (const bad of [-1, 1.5, Number.NaN, '10', 2 ** 60, 0]) assert.throws(() => money(bad, 'USD'), (e: unknown) => e instanceof DomainError && e.code === 'invalid');
+  for (const bad of [-1, 1.5, Number.NaN, '10', 2 ** 60, 0])
+    assert.throws(
+      () => money(bad, 'USD'),
+      (e: unknown) => e instanceof DomainError && e.code === 'invalid',
+    );
   assert.equal(money(0, 'USD', 'fee', { allowZero: true }), { amount: 0, currency: 'USD' });
 });
 
@@ -57,7 +65,11 @@ test('property: allocation keeps every minor unit, and tokensFor stays within th
   fc.assert(
     fc.property(fc.integer({ min: 0, max: 1e12 }), fc.array(fc.integer({ min: 0, max: 1e6 }), { minLength: 1, maxLength: 10 }), (amount, ratios) => {
       const parts = allocateMoney({ amount, currency: 'USD' }, ratios);
-      if (ratios.some((r) => r > 0)) assert.is(parts.reduce((s, p) => s + p.amount, 0), amount);
+      if (ratios.some((r) => r > 0))
+        assert.is(
+          parts.reduce((s, p) => s + p.amount, 0),
+          amount,
+        );
       assert.ok(parts.every((p) => Number.isSafeInteger(p.amount) && p.amount >= 0));
     }),
     { numRuns: 300 },

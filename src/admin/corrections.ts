@@ -103,7 +103,8 @@ export interface ReconciliationReport {
   totals: Figures;
 }
 
-function uuidFrom(text: string): string {
+/** A deterministic event id (a UUID shape) from a text: the same terms always give the same id. */
+export function uuidFrom(text: string): string {
   const h = createHash('sha256').update(text).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }

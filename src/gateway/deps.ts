@@ -6,6 +6,8 @@ import type { Metering } from './metering.ts';
 import type { KeyDirectory } from '../http/key-directory.ts';
 import type { Database } from '../eventstore/db.ts';
 import type { ChannelRegistry } from '../upstream/channels/registry.ts';
+import type { Payments } from '../payments/service.ts';
+import type { PaymentSettings } from '../config.ts';
 
 /** Everything a route needs, built once at start-up. */
 export interface GatewayDeps {
@@ -17,6 +19,9 @@ export interface GatewayDeps {
   /** Every model's upstream channels and their health. */
   channels: ChannelRegistry;
   log: Logger;
+  /** Prices, payments, refunds, disputes and redemption codes (src/payments), with their settings. */
+  payments: Payments;
+  paymentSettings: PaymentSettings;
   /** {base_url} as the caller reached us: origin + /v1. */
   baseUrl(ctx: Context): string;
 }

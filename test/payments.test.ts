@@ -1,0 +1,218 @@
+// Money in the ledger over real HTTP: prices, a manual payment with its grant in one append, a
+// partial refund after use, a pack bought by a redemption code (exactly once under 50 concurrent
+// requests, over two gateways on PostgreSQL), a dispute lost, bad input refused with nothing
+// written, and the same figures after a rebuild from zero.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { call, chat, userMessage } from './support/http.ts';
+import { accountDecider } from '../src/ledger/account.ts';
+import { fold } from '../src/ledger/decider.ts';
+import { streams, type DomainEvent } from '../src/ledger/events.ts';
+
+const ADMIN = 'tg_admin_payments_test_token';
+const admin = (gw: TestGateway, path: string, body?: unknown, method?: string) =>
+  call(gw, `/admin/v1${path}`, { key: ADMIN, body, method: method ?? (body === undefined ? 'GET' : 'POST') });
+
+let gw: TestGateway;
+let key: string;
+const accountId = 'acct_pay';
+
+async function eventCount(): Promise<number> {
+  let n = 0;
+  let after = 0;
+  for (;;) {
+    const page = await gw.ledger.events.readAll(after, 5000);
+    if (page.length === 0) return n;
+    n += page.length;
+    after = page[page.length - 1].position;
+  }
+}
+
+test.before(async () => {
+  gw = await startTestGateway({ adminToken: ADMIN, bootstrap: false });
+  assert.is((await admin(gw, '/plans', { plan_id: 'pro', name: 'Pro', quota: 1000, validity_days: 30, requests_per_minute: 1000, models: ['*'] })).status, 201);
+  assert.is((await admin(gw, '/accounts', { account_id: accountId, name: 'Paying customer' })).status, 201);
+  key = (await admin(gw, `/accounts/${accountId}/keys`, { name: 'app' })).json.key;
+});
+test.after(async () => {
+  await gw.stop();
+});
+
+test('prices are events with their actor; customers read the price list', async () => {
+  let r = await admin(gw, '/plans/pro/price', { amount: 2000 }, 'PUT');
+  assert.is(r.status, 200, r.text);
+  r = await admin(gw, '/packs/p300', { name: '300 tokens', tokens: 300, amount: 300 }, 'PUT');
+  assert.is(r.status, 200, r.text);
+  const prices = await call(gw, '/v1/prices', { key });
+  assert.is(prices.status, 200, prices.text);
+  assert.is(prices.json.currency, 'USD');
+  assert.equal(
+    prices.json.plans.map((p: any) => [p.plan_id, p.amount, p.display]),
+    [['pro', 2000, '20.00']],
+  );
+  assert.equal(
+    prices.json.packs.map((p: any) => [p.pack_id, p.tokens, p.amount, p.display]),
+    [['p300', 300, 300, '3.00']],
+  );
+  const priced = (await gw.ledger.events.readStream(streams.priceList())).find((e) => e.type === 'PlanPriced');
+  assert.is(priced?.metadata.actor, 'admin:operator');
+});
+
+test('bad input is a 400 and writes nothing', async () => {
+  const before = await eventCount();
+  const cases: Array<[string, unknown, string]> = [
+    [`/accounts/${accountId}/payments`, { reference: 'X-1', amount: -5, currency: 'USD', plan_id: 'pro' }, 'amount'],
+    [`/accounts/${accountId}/payments`, { reference: 'X-1', amount: 12.5, currency: 'USD', plan_id: 'pro' }, 'amount'],
+    [`/accounts/${accountId}/payments`, { reference: 'X-1', amount: 100, currency: 'XYZ', plan_id: 'pro' }, 'currency'],
+    [`/accounts/${accountId}/payments`, { reference: 'X-1', amount: 100, currency: 'EUR', plan_id: 'pro' }, 'currency'],
+    [`/accounts/${accountId}/payments`, { reference: 'X-1', amount: 100, currency: 'USD', plan_id: 'nope' }, 'plan_id'],
+    [`/accounts/${accountId}/payments`, { reference: 'X-1', amount: 100, currency: 'USD' }, 'plan_id'],
+  ];
+  for (const [path, body, param] of cases) {
+    const r = await admin(gw, path, body);
+    assert.is(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
+    assert.is(r.json.error.param, param, r.text);
+  }
+  for (const [path, body, param] of [
+    ['/plans/nope/price', { amount: 100 }, 'plan_id'],
+    ['/plans/pro/price', { amount: -1 }, 'amount'],
+    ['/plans/pro/price', { amount: 1.5 }, 'amount'],
+    ['/plans/pro/price', { amount: 100, currency: 'EUR' }, 'currency'],
+  ] as const) {
+    const r = await admin(gw, path, body, 'PUT');
+    assert.is(r.status, 400, r.text);
+    assert.is(r.json.error.param, param);
+  }
+  for (const code of ['', 'tgc_short', 'x'.repeat(5000), 42]) {
+    const r = await call(gw, '/v1/redemptions', { key, body: { code } });
+    assert.is(r.status, 400, r.text);
+    assert.is(r.json.error.param, 'code');
+  }
+  assert.is(await eventCount(), before);
+});
+
+let planPayment: string;
+
+test('a manual payment is appended with its grant in one append, once', async () => {
+  const r = await admin(gw, `/accounts/${accountId}/payments`, { reference: 'INV-2026-001', amount: 2000, currency: 'USD', fee: 0, plan_id: 'pro' });
+  assert.is(r.status, 201, r.text);
+  planPayment = r.json.id;
+  assert.equal([r.json.amount, r.json.display, r.json.item], [2000, '20.00', { kind: 'plan', plan_id: 'pro', tokens: 1000 }]);
+  const again = await admin(gw, `/accounts/${accountId}/payments`, { reference: 'INV-2026-001', amount: 2000, currency: 'USD', fee: 0, plan_id: 'pro' });
+  assert.is(again.status, 200);
+  assert.is(again.json.already_recorded, true);
+  const events = await gw.ledger.events.readStream(streams.account(accountId));
+  const paid = events.filter((e) => e.type === 'PaymentReceived');
+  assert.is(paid.length, 1);
+  const grant = events[paid[0].revision + 1];
+  assert.is(grant.type, 'SubscriptionStarted');
+  assert.is(grant.data.paymentId, planPayment);
+  // One append: consecutive positions of the same transaction.
+  assert.is(grant.position > paid[0].position, true);
+  const sub = await call(gw, '/v1/subscription', { key });
+  assert.is(sub.json.quota.total, 1000);
+});
+
+test('a partial refund after use withdraws only unused tokens; the used part is refunded revenue', async () => {
+  // Use more than half of the plan's 1000 tokens.
+  let used = 0;
+  while (used < 600) {
+    const r = await chat(gw, key, { model: 'cx/gen-6-luna', messages: userMessage('Tell me something about tolls.'), max_tokens: 60 });
+    assert.is(r.status, 200, r.text);
+    used = (await call(gw, '/v1/subscription', { key })).json.quota.used;
+  }
+  // $10.00 of the $20.00 bought 500 tokens; only 1000 - used are unused.
+  const r = await admin(gw, `/accounts/${accountId}/payments/${planPayment}/refunds`, { amount: 1000, refund_id: 're_1' });
+  assert.is(r.status, 201, r.text);
+  const unused = 1000 - used;
+  assert.is(r.json.tokensWithdrawn, unused);
+  // 2 cents a token ($20.00 / 1000): the withdrawn tokens' value came back from deferred revenue.
+  assert.is(r.json.fromDeferred, 2 * unused);
+  assert.is(r.json.refundedRevenue, 1000 - 2 * unused);
+  assert.is(r.json.fromDeferred + r.json.refundedRevenue, 1000);
+  const sub = await call(gw, '/v1/subscription', { key });
+  assert.is(sub.json.quota.total, used);
+  assert.is(sub.json.quota.remaining, 0);
+  // Replayed: nothing twice. More than what is left: refused.
+  assert.is((await admin(gw, `/accounts/${accountId}/payments/${planPayment}/refunds`, { amount: 1000, refund_id: 're_1' })).status, 200);
+  const over = await admin(gw, `/accounts/${accountId}/payments/${planPayment}/refunds`, { amount: 1001, refund_id: 're_2' });
+  assert.is(over.status, 400);
+});
+
+test('a code bought elsewhere pays for a pack, once; wrong and used codes answer alike', async () => {
+  const batch = await admin(gw, '/code-batches', { count: 2, pack_id: 'p300', amount: 250 });
+  assert.is(batch.status, 201, batch.text);
+  const [code, other] = batch.json.codes as string[];
+  // Only hashes are stored.
+  const minted = (await gw.ledger.events.readStream(streams.codeBatch(batch.json.batch_id)))[0];
+  assert.not.ok(JSON.stringify(minted).includes(code));
+  const before = (await call(gw, '/v1/subscription', { key })).json.extra_tokens.granted;
+  const ok = await call(gw, '/v1/redemptions', { key, body: { code } });
+  assert.is(ok.status, 201, ok.text);
+  assert.equal([ok.json.payment.processor, ok.json.payment.amount, ok.json.payment.item.tokens], ['code', 250, 300]);
+  assert.is((await call(gw, '/v1/subscription', { key })).json.extra_tokens.granted, before + 300);
+  const used = await call(gw, '/v1/redemptions', { key, body: { code } });
+  const wrong = await call(gw, '/v1/redemptions', { key, body: { code: other.slice(0, -1) + (other.endsWith('a') ? 'b' : 'a') } });
+  assert.is(used.status, 400);
+  assert.equal(used.json, wrong.json);
+  // The receipt, as JSON and as a printable page.
+  const receipt = await call(gw, `/v1/payments/${ok.json.payment.id}`, { key });
+  assert.is(receipt.json.object, 'receipt');
+  assert.is(receipt.json.display, '2.50');
+  const page = await call(gw, `/v1/payments/${ok.json.payment.id}?format=html`, { key });
+  assert.ok(page.headers.get('content-type')?.startsWith('text/html'));
+  assert.ok(page.text.includes('2.50 USD'));
+});
+
+test('a code sent 50 times at once is redeemed exactly once', async () => {
+  const batch = await admin(gw, '/code-batches', { count: 1, pack_id: 'p300', amount: 300 });
+  const [code] = batch.json.codes as string[];
+  const replies = await Promise.all(Array.from({ length: 50 }, () => call(gw, '/v1/redemptions', { key, body: { code } })));
+  assert.is(replies.filter((r) => r.status === 201).length, 1);
+  assert.ok(replies.every((r) => r.status === 201 || r.status === 400 || r.status === 429));
+  const s = fold(
+    accountDecider,
+    (await gw.ledger.events.readStream(streams.account(accountId))).map((e) => ({ type: e.type, data: e.data }) as DomainEvent),
+  );
+  assert.is([...s.payments.values()].filter((p) => p.processor === 'code' && p.amount === 300).length, 1);
+});
+
+test('a dispute suspends the keys until it closes; a lost one is a refund', async () => {
+  const pay = await admin(gw, `/accounts/${accountId}/payments`, { reference: 'INV-2026-002', amount: 300, currency: 'USD', fee: 39, pack_id: 'p300' });
+  assert.is(pay.status, 201, pay.text);
+  const opened = await admin(gw, `/accounts/${accountId}/payments/${pay.json.id}/disputes`, { dispute_id: 'dp_1', amount: 300 });
+  assert.is(opened.status, 200, opened.text);
+  const refused = await chat(gw, key, { model: 'cx/gen-6-luna', messages: userMessage('hi'), max_tokens: 5 });
+  assert.is(refused.status, 403, refused.text);
+  assert.is(refused.json.error.code, 'account_suspended');
+  const closed = await admin(gw, `/accounts/${accountId}/disputes/dp_1/close`, { outcome: 'lost', fee: 1500 });
+  assert.is(closed.status, 200, closed.text);
+  const refund = closed.json.events.find((e: any) => e.type === 'PaymentRefunded');
+  assert.equal([refund.reason, refund.amount, refund.fromDeferred + refund.refundedRevenue], ['dispute_lost', 300, 300]);
+  const allowed = await chat(gw, key, { model: 'cx/gen-6-luna', messages: userMessage('hi'), max_tokens: 5 });
+  assert.is(allowed.status, 200, allowed.text);
+});
+
+test('a rebuild from zero gives the same figures', async () => {
+  const subBefore = (await call(gw, '/v1/subscription', { key })).json;
+  const paymentsBefore = (await call(gw, '/v1/payments', { key })).json;
+  const rebuild = await admin(gw, '/rebuild', {});
+  assert.ok(rebuild.text.includes('"type":"done"'), rebuild.text);
+  gw.ledger.forgetAccount(accountId);
+  const subAfter = (await call(gw, '/v1/subscription', { key })).json;
+  assert.equal(subAfter.quota, subBefore.quota);
+  assert.equal(subAfter.extra_tokens, subBefore.extra_tokens);
+  // The account's payments folded from its events alone (no snapshot) are those the API shows.
+  const s = fold(
+    accountDecider,
+    (await gw.ledger.events.readStream(streams.account(accountId))).map((e) => ({ type: e.type, data: e.data }) as DomainEvent),
+  );
+  assert.equal(
+    [...s.payments.values()].map((p) => [p.paymentId, p.amount, p.refunded, p.tokensWithdrawn]),
+    paymentsBefore.data.map((p: any) => [p.id, p.amount, p.refunded, p.tokens_withdrawn]),
+  );
+  assert.equal((await call(gw, '/v1/payments', { key })).json, paymentsBefore);
+});
+
+test.run();
