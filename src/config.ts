@@ -1,5 +1,6 @@
 // Every setting is an environment variable, and this is the one module that reads them; these
 // are the defaults for the embedded setup.
+import type { StripeSettings } from './payments/stripe.ts';
 export interface Settings {
   port: number;
   host: string;
@@ -47,6 +48,8 @@ export interface PaymentSettings {
   disputeSuspendsKeys: boolean;
   /** TOLLGATE_CODE_ATTEMPTS_PER_HOUR: wrong or used codes an account may try per hour (per process). */
   codeAttemptsPerHour: number;
+  /** STRIPE_*: the Stripe path (off without a secret key and a webhook secret). */
+  stripe: StripeSettings;
 }
 
 export interface WebhookSettings {
@@ -126,6 +129,13 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
       currency: env.TOLLGATE_CURRENCY || 'USD',
       disputeSuspendsKeys: env.TOLLGATE_DISPUTE_SUSPENDS_KEYS !== 'off',
       codeAttemptsPerHour: Number(env.TOLLGATE_CODE_ATTEMPTS_PER_HOUR ?? 10),
+      stripe: {
+        secretKey: env.STRIPE_SECRET_KEY || undefined,
+        webhookSecret: env.STRIPE_WEBHOOK_SECRET || undefined,
+        apiBase: env.STRIPE_API_BASE || undefined,
+        successUrl: env.STRIPE_SUCCESS_URL || `${env.TOLLGATE_PUBLIC_BASE_URL?.replace(/\/v1\/?$/, '') || `http://127.0.0.1:${env.PORT ?? 8787}`}/app?paid=1`,
+        cancelUrl: env.STRIPE_CANCEL_URL || `${env.TOLLGATE_PUBLIC_BASE_URL?.replace(/\/v1\/?$/, '') || `http://127.0.0.1:${env.PORT ?? 8787}`}/app`,
+      },
     },
   };
 }

@@ -4,6 +4,7 @@
 // written, and the same figures after a rebuild from zero.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { eventsIn, subscriptionOf, useMainPlanUntil } from './support/money.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, chat, userMessage } from './support/http.ts';
 import { accountDecider } from '../src/ledger/account.ts';
@@ -18,22 +19,15 @@ let gw: TestGateway;
 let key: string;
 const accountId = 'acct_pay';
 
-async function eventCount(): Promise<number> {
-  let n = 0;
-  let after = 0;
-  for (;;) {
-    const page = await gw.ledger.events.readAll(after, 5000);
-    if (page.length === 0) return n;
-    n += page.length;
-    after = page[page.length - 1].position;
-  }
-}
+/** Everything a refused request could have written to: the account, the price list. */
+const eventCount = () => eventsIn(gw.ledger.events, [streams.account(accountId), streams.priceList()]);
 
 test.before(async () => {
   gw = await startTestGateway({ adminToken: ADMIN, bootstrap: false });
   assert.is((await admin(gw, '/plans', { plan_id: 'pro', name: 'Pro', quota: 1000, validity_days: 30, requests_per_minute: 1000, models: ['*'] })).status, 201);
   assert.is((await admin(gw, '/accounts', { account_id: accountId, name: 'Paying customer' })).status, 201);
   key = (await admin(gw, `/accounts/${accountId}/keys`, { name: 'app' })).json.key;
+  await gw.ledger.caughtUp();
 });
 test.after(async () => {
   await gw.stop();
@@ -110,18 +104,13 @@ test('a manual payment is appended with its grant in one append, once', async ()
   assert.is(grant.data.paymentId, planPayment);
   // One append: consecutive positions of the same transaction.
   assert.is(grant.position > paid[0].position, true);
-  const sub = await call(gw, '/v1/subscription', { key });
+  const sub = { json: await subscriptionOf(gw, key) };
   assert.is(sub.json.quota.total, 1000);
 });
 
 test('a partial refund after use withdraws only unused tokens; the used part is refunded revenue', async () => {
   // Use more than half of the plan's 1000 tokens.
-  let used = 0;
-  while (used < 600) {
-    const r = await chat(gw, key, { model: 'cx/gen-6-luna', messages: userMessage('Tell me something about tolls.'), max_tokens: 60 });
-    assert.is(r.status, 200, r.text);
-    used = (await call(gw, '/v1/subscription', { key })).json.quota.used;
-  }
+  const used = await useMainPlanUntil(gw, key, 600);
   // $10.00 of the $20.00 bought 500 tokens; only 1000 - used are unused.
   const r = await admin(gw, `/accounts/${accountId}/payments/${planPayment}/refunds`, { amount: 1000, refund_id: 're_1' });
   assert.is(r.status, 201, r.text);
@@ -131,7 +120,7 @@ test('a partial refund after use withdraws only unused tokens; the used part is 
   assert.is(r.json.fromDeferred, 2 * unused);
   assert.is(r.json.refundedRevenue, 1000 - 2 * unused);
   assert.is(r.json.fromDeferred + r.json.refundedRevenue, 1000);
-  const sub = await call(gw, '/v1/subscription', { key });
+  const sub = { json: await subscriptionOf(gw, key) };
   assert.is(sub.json.quota.total, used);
   assert.is(sub.json.quota.remaining, 0);
   // Replayed: nothing twice. More than what is left: refused.
@@ -147,11 +136,11 @@ test('a code bought elsewhere pays for a pack, once; wrong and used codes answer
   // Only hashes are stored.
   const minted = (await gw.ledger.events.readStream(streams.codeBatch(batch.json.batch_id)))[0];
   assert.not.ok(JSON.stringify(minted).includes(code));
-  const before = (await call(gw, '/v1/subscription', { key })).json.extra_tokens.granted;
+  const before = (await subscriptionOf(gw, key)).extra_tokens.granted;
   const ok = await call(gw, '/v1/redemptions', { key, body: { code } });
   assert.is(ok.status, 201, ok.text);
   assert.equal([ok.json.payment.processor, ok.json.payment.amount, ok.json.payment.item.tokens], ['code', 250, 300]);
-  assert.is((await call(gw, '/v1/subscription', { key })).json.extra_tokens.granted, before + 300);
+  assert.is((await subscriptionOf(gw, key)).extra_tokens.granted, before + 300);
   const used = await call(gw, '/v1/redemptions', { key, body: { code } });
   const wrong = await call(gw, '/v1/redemptions', { key, body: { code: other.slice(0, -1) + (other.endsWith('a') ? 'b' : 'a') } });
   assert.is(used.status, 400);
@@ -165,17 +154,30 @@ test('a code bought elsewhere pays for a pack, once; wrong and used codes answer
   assert.ok(page.text.includes('2.50 USD'));
 });
 
-test('a code sent 50 times at once is redeemed exactly once', async () => {
+test('a code sent 50 times at once (over two gateways on PostgreSQL) is redeemed exactly once', async () => {
   const batch = await admin(gw, '/code-batches', { count: 1, pack_id: 'p300', amount: 300 });
   const [code] = batch.json.codes as string[];
-  const replies = await Promise.all(Array.from({ length: 50 }, () => call(gw, '/v1/redemptions', { key, body: { code } })));
+  // A second gateway on the same log needs a database both can share; on PGlite all 50 go to one.
+  const other = process.env.DATABASE_URL ? await startTestGateway({ adminToken: ADMIN, bootstrap: false, schema: gw.ledger.schema }) : gw;
+  // Another account sends the same code too: the code is redeemed once across accounts.
+  const rival = process.env.DATABASE_URL
+    ? (await admin(gw, '/accounts', { account_id: 'acct_rival', name: 'Rival' }), (await admin(gw, '/accounts/acct_rival/keys', {})).json.key)
+    : key;
+  const replies = await Promise.all(
+    Array.from({ length: 50 }, (_, i) => call(i % 2 ? other : gw, '/v1/redemptions', { key: i % 5 === 0 ? rival : key, body: { code } })),
+  );
+  if (other !== gw) await other.close();
   assert.is(replies.filter((r) => r.status === 201).length, 1);
   assert.ok(replies.every((r) => r.status === 201 || r.status === 400 || r.status === 429));
-  const s = fold(
-    accountDecider,
-    (await gw.ledger.events.readStream(streams.account(accountId))).map((e) => ({ type: e.type, data: e.data }) as DomainEvent),
-  );
-  assert.is([...s.payments.values()].filter((p) => p.processor === 'code' && p.amount === 300).length, 1);
+  // Exactly one payment for the code in the whole log, whichever account won it.
+  const redeemed = [];
+  for (const a of [accountId, 'acct_rival'])
+    redeemed.push(
+      ...(await gw.ledger.events.readStream(streams.account(a))).filter(
+        (e) => e.type === 'PaymentReceived' && e.data.processor === 'code' && e.data.amount === 300,
+      ),
+    );
+  assert.is(redeemed.length, 1);
 });
 
 test('a dispute suspends the keys until it closes; a lost one is a refund', async () => {
@@ -195,12 +197,12 @@ test('a dispute suspends the keys until it closes; a lost one is a refund', asyn
 });
 
 test('a rebuild from zero gives the same figures', async () => {
-  const subBefore = (await call(gw, '/v1/subscription', { key })).json;
+  const subBefore = await subscriptionOf(gw, key);
   const paymentsBefore = (await call(gw, '/v1/payments', { key })).json;
   const rebuild = await admin(gw, '/rebuild', {});
   assert.ok(rebuild.text.includes('"type":"done"'), rebuild.text);
   gw.ledger.forgetAccount(accountId);
-  const subAfter = (await call(gw, '/v1/subscription', { key })).json;
+  const subAfter = await subscriptionOf(gw, key);
   assert.equal(subAfter.quota, subBefore.quota);
   assert.equal(subAfter.extra_tokens, subBefore.extra_tokens);
   // The account's payments folded from its events alone (no snapshot) are those the API shows.

@@ -10,6 +10,11 @@ import { COMMAND_HELP, runAdminCommand } from './commands.ts';
 async function serve() {
   const gw = await startGateway(settingsFromEnv());
   process.stdout.write(`\nTollgate is listening.\n  base URL: ${gw.baseUrl}\n`);
+  process.stdout.write(
+    gw.stripeOn
+      ? '  payments: Stripe on (webhook at /webhooks/stripe); manual payments and redemption codes too\n'
+      : '  payments: Stripe is off (STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET not set); manual payments and redemption codes work\n',
+  );
   if (gw.newAdminToken) process.stdout.write(`  admin token (shown once; saved with mode 0600 in ${gw.newAdminToken.path}): ${gw.newAdminToken.token}\n`);
   if (gw.demo) {
     process.stdout.write(`  demo API key (shown once, stored only as a hash): ${gw.demo.keySecret}\n\n`);

@@ -310,8 +310,8 @@ export const streams = {
   priceList: () => 'price-list',
   /** A batch of redemption codes (their hashes). */
   codeBatch: (batchId: string) => `codes-${batchId}`,
-  /** Processor payments that matched nothing, one stream per processor payment (idempotent). */
-  unmatchedPayment: (processor: string, id: string) => `unmatched-${processor}-${id}`,
+  /** Processor payments that matched nothing (src/money/unmatched.ts). */
+  unmatchedPayments: () => 'unmatched-payments',
 };
 
 /** The fields that are set: optional event fields are left out, never stored as undefined or null. */

@@ -102,6 +102,11 @@ export function adminPaymentsRoutes(deps: GatewayDeps, payments: Payments, opts:
     ctx.body = { object: 'dispute', events: events.map((e) => ({ type: e.type, ...e.data })) };
   });
 
+  // Processor payments that matched no account, plan, pack or the settlement currency: nothing granted, kept here.
+  r.get('/unmatched-payments', async (ctx) => {
+    ctx.body = { object: 'list', data: deps.stripe ? await deps.stripe.unmatched() : [] };
+  });
+
   // Redemption codes: shown in this answer only; the ledger keeps their hashes.
   r.post('/code-batches', async (ctx) => {
     const b = body(ctx);

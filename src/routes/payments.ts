@@ -2,7 +2,7 @@
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { ApiError, badRequest } from '../http/errors.ts';
-import type { Payments } from '../payments/service.ts';
+import { purchaseOf, type Payments } from '../payments/service.ts';
 import { formatMoney } from '../money/money.ts';
 import type { PaidLot } from '../money/lots.ts';
 import type { PriceListState } from '../money/prices.ts';
@@ -127,6 +127,17 @@ export function paymentRoutes(deps: GatewayDeps, payments: Payments, opts: { cod
       const lot = await payments.lotOf(accountId, res.paymentId);
       ctx.status = 201;
       ctx.body = { object: 'redemption', payment: paymentBody(accountId, lot) };
+    },
+    /** A Stripe Checkout Session for a plan period or a pack: the customer pays on Stripe's page. */
+    checkout: async (ctx: Context) => {
+      if (!deps.stripe)
+        throw new ApiError(400, 'Card payments are off on this gateway: ask the operator, or redeem a code.', 'invalid_request_error', 'stripe_off');
+      const b = ctx.request.body as Record<string, unknown> | undefined;
+      if (!b || typeof b !== 'object' || Array.isArray(b))
+        throw badRequest('The request body must be a JSON object with a "plan_id" or a "pack_id".', 'plan_id');
+      const session = await deps.stripe.checkout(ctx.state.auth.accountId, purchaseOf(b.plan_id, b.pack_id));
+      ctx.status = 201;
+      ctx.body = { object: 'checkout.session', ...session };
     },
     list: async (ctx: Context) => {
       const accountId: string = ctx.state.auth.accountId;
