@@ -5,11 +5,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { eventsIn, subscriptionOf, useMainPlanUntil } from './support/money.ts';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { spawnGateway, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, chat, userMessage } from './support/http.ts';
 import { accountDecider } from '../src/ledger/account.ts';
 import { fold } from '../src/ledger/decider.ts';
 import { streams, type DomainEvent } from '../src/ledger/events.ts';
+import { paymentsInOrder } from '../src/routes/payments.ts';
 
 const ADMIN = 'tg_admin_payments_test_token';
 const admin = (gw: TestGateway, path: string, body?: unknown, method?: string) =>
@@ -106,6 +109,11 @@ test('a manual payment is appended with its grant in one append, once', async ()
   assert.is(grant.position > paid[0].position, true);
   const sub = { json: await subscriptionOf(gw, key) };
   assert.is(sub.json.quota.total, 1000);
+  // The customer sees what was bought and when.
+  assert.equal(
+    sub.json.purchases.map((p: any) => [p.id, p.processor, p.display, p.reference, p.item.plan_id]),
+    [[planPayment, 'manual', '20.00', 'INV-2026-001', 'pro']],
+  );
 });
 
 test('a partial refund after use withdraws only unused tokens; the used part is refunded revenue', async () => {
@@ -196,6 +204,31 @@ test('a dispute suspends the keys until it closes; a lost one is a refund', asyn
   assert.is(allowed.status, 200, allowed.text);
 });
 
+test('the CLI: prices, a manual payment, its refund, a batch of codes', async () => {
+  const cli = async (...args: string[]) => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['bin/tollgate.js', ...args], {
+      env: { ...process.env, TOLLGATE_URL: gw.url, TOLLGATE_ADMIN_TOKEN: ADMIN },
+    });
+    return stdout;
+  };
+  assert.match(await cli('price', 'list'), /plan pro\t20\.00 USD per period[\s\S]*pack p300\t300 tokens\t3\.00 USD/);
+  const paid = JSON.parse(await cli('payment', 'record', accountId, '--reference', 'WIRE-77', '--amount', '1234', '--pack', 'p300', '--json'));
+  assert.equal([paid.amount, paid.display, paid.processor, paid.item.tokens], [1234, '12.34', 'manual', 300]);
+  assert.match(await cli('payment', 'list', accountId), new RegExp(`${paid.id}\tmanual\t12\\.34 USD\tpack p300`));
+  // A third of $12.34 (411 cents) bought round(300 x 411 / 1234) = 100 tokens, none used yet.
+  assert.match(
+    await cli('payment', 'refund', accountId, paid.id, '--amount', '411', '--id', 'wire-back-1'),
+    /refunded 4\.11: 100 unused tokens withdrawn, 0 minor units/,
+  );
+  const codes = await cli('codes', 'mint', '--count', '3', '--pack', 'p300', '--amount', '250');
+  assert.is((codes.match(/tgc_[a-z0-9]{10}_[A-Za-z0-9]{20}/g) ?? []).length, 3);
+  const refused = await cli('payment', 'record', accountId, '--reference', 'W', '--amount', '12.5', '--pack', 'p300').catch(
+    (e: { code: number; stderr: string }) => e,
+  );
+  assert.is(typeof refused === 'object' && refused.code, 2);
+  assert.match((refused as { stderr: string }).stderr, /whole number of minor units/);
+});
+
 test('a rebuild from zero gives the same figures', async () => {
   const subBefore = await subscriptionOf(gw, key);
   const paymentsBefore = (await call(gw, '/v1/payments', { key })).json;
@@ -211,10 +244,29 @@ test('a rebuild from zero gives the same figures', async () => {
     (await gw.ledger.events.readStream(streams.account(accountId))).map((e) => ({ type: e.type, data: e.data }) as DomainEvent),
   );
   assert.equal(
-    [...s.payments.values()].map((p) => [p.paymentId, p.amount, p.refunded, p.tokensWithdrawn]),
+    paymentsInOrder(s.payments.values()).map((p) => [p.paymentId, p.amount, p.refunded, p.tokensWithdrawn]),
     paymentsBefore.data.map((p: any) => [p.id, p.amount, p.refunded, p.tokens_withdrawn]),
   );
   assert.equal((await call(gw, '/v1/payments', { key })).json, paymentsBefore);
+});
+
+test('npm start with no Stripe keys: says Stripe is off, seeds a price for the demo plan and one pack', async () => {
+  const started = await spawnGateway({ STRIPE_SECRET_KEY: '', STRIPE_WEBHOOK_SECRET: '' });
+  try {
+    assert.match(started.output(), /Stripe is off/);
+    const prices = await call({ url: started.baseUrl.replace(/\/v1$/, '') }, '/v1/prices', { key: started.key });
+    assert.is(prices.status, 200, prices.text);
+    assert.equal(
+      prices.json.plans.map((p: any) => [p.plan_id, p.display]),
+      [['demo', '20.00']],
+    );
+    assert.equal(
+      prices.json.packs.map((p: any) => [p.pack_id, p.tokens, p.display]),
+      [['pack-1m', 1_000_000, '5.00']],
+    );
+  } finally {
+    await started.stop();
+  }
 });
 
 test.run();

@@ -80,6 +80,12 @@ const options = {
   period: { type: 'string' },
   expires: { type: 'string' },
   grace: { type: 'string' },
+  pack: { type: 'string' },
+  tokens: { type: 'string' },
+  fee: { type: 'string' },
+  reference: { type: 'string' },
+  currency: { type: 'string' },
+  count: { type: 'string' },
 } as const;
 
 async function main(): Promise<void> {

@@ -6,7 +6,7 @@ import type { GatewayDeps } from '../gateway/deps.ts';
 import { ApiError, badRequest } from '../http/errors.ts';
 import { requireId } from '../ledger/ledger.ts';
 import type { Payments } from '../payments/service.ts';
-import { paymentBody, planNamesOf, priceListBody } from './payments.ts';
+import { paymentBody, paymentsInOrder, planNamesOf, priceListBody } from './payments.ts';
 import { formatMoney } from '../money/money.ts';
 
 type Body = Record<string, unknown>;
@@ -65,7 +65,7 @@ export function adminPaymentsRoutes(deps: GatewayDeps, payments: Payments, opts:
     if (!s.opened) throw new ApiError(404, `account ${accountId} not found`, 'invalid_request_error', 'not_found');
     ctx.body = {
       object: 'list',
-      data: [...s.payments.values()].map((lot) => paymentBody(accountId, lot)),
+      data: paymentsInOrder(s.payments.values()).map((lot) => paymentBody(accountId, lot)),
       disputes: [...s.disputes.entries()].map(([id, d]) => ({
         object: 'dispute',
         id,

@@ -87,6 +87,10 @@ export function paymentBody(accountId: string, lot: PaidLot) {
   };
 }
 
+/** An account's payments in the order they were received (the state's map has no order). */
+export const paymentsInOrder = (payments: Iterable<PaidLot>): PaidLot[] =>
+  [...payments].sort((a, b) => a.receivedAt.localeCompare(b.receivedAt) || a.paymentId.localeCompare(b.paymentId));
+
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** A printable receipt (no script, no style from elsewhere). */
@@ -143,7 +147,7 @@ export function paymentRoutes(deps: GatewayDeps, payments: Payments, opts: { cod
       const accountId: string = ctx.state.auth.accountId;
       deps.ledger.forgetAccount(accountId);
       const s = await deps.ledger.accountState(accountId);
-      ctx.body = { object: 'list', data: [...s.payments.values()].map((lot) => paymentBody(accountId, lot)) };
+      ctx.body = { object: 'list', data: paymentsInOrder(s.payments.values()).map((lot) => paymentBody(accountId, lot)) };
     },
     receipt: async (ctx: Context) => {
       const accountId: string = ctx.state.auth.accountId;
