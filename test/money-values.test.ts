@@ -4,6 +4,8 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { allocateMoney, bookedAmount, currencyOf, formatMoney, money, minorDigits, tokensFor, valueOf } from '../src/money/money.ts';
 import { DomainError } from '../src/ledger/errors.ts';
+import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
+import { fold } from '../src/ledger/decider.ts';
 
 test('currencies are ISO 4217 with their own minor unit', () => {
   assert.is(minorDigits('USD'), 2);
@@ -82,6 +84,95 @@ test('property: allocation keeps every minor unit, and tokensFor stays within th
       assert.is(tokensFor(paid, paid, tokens), tokens);
     }),
     { numRuns: 300 },
+  );
+});
+
+test('the worked example (README): a plan bought, half used, partly refunded; a pack bought by code', () => {
+  const now = new Date('2026-11-25T10:00:00Z');
+  let s = accountDecider.initialState();
+  const run = (c: AccountCommand) => {
+    const events = accountDecider.decide(c, s);
+    s = fold(accountDecider, events, s);
+    return events;
+  };
+  run({ type: 'Open', accountId: 'acme', name: 'Acme' });
+  const plan = { planId: 'pro', name: 'Pro', quota: 1000, validityDays: 30, requestsPerMinute: 60, models: ['*'] };
+  const paid = run({
+    type: 'RecordPayment',
+    paymentId: 'pay_a',
+    processor: 'stripe',
+    processorPaymentId: 'pi_1',
+    amount: 2000,
+    currency: 'USD',
+    fee: 88,
+    grant: { kind: 'plan', plan },
+    now,
+  });
+  assert.equal(
+    paid.map((e) => [e.type, (e.data as { paymentId?: string }).paymentId]),
+    [
+      ['PaymentReceived', 'pay_a'],
+      ['SubscriptionStarted', 'pay_a'],
+    ],
+  );
+  // A replayed notice decides nothing.
+  assert.equal(
+    run({
+      type: 'RecordPayment',
+      paymentId: 'pay_a',
+      processor: 'stripe',
+      processorPaymentId: 'pi_1',
+      amount: 2000,
+      currency: 'USD',
+      fee: 88,
+      grant: { kind: 'plan', plan },
+      now,
+    }),
+    [],
+  );
+  run({ type: 'Reserve', holdId: 'h', requestId: 'r', keyId: 'k', model: 'm', kind: 'chat', amount: 500, now, ttlMs: 60_000 });
+  run({
+    type: 'SettleChat',
+    holdId: 'h',
+    multiplierMilli: 1000,
+    promptTokens: 300,
+    completionTokens: 200,
+    reasoningEffort: null,
+    api: 'chat.completions',
+    streamed: false,
+    aborted: false,
+  });
+  // $15.00 of $20.00 bought 750 tokens; 500 are unused: withdrawn ($10.00 still deferred), $5.00 paid for tokens used.
+  const [refund] = run({ type: 'RefundPayment', paymentId: 'pay_a', refundId: 're_1', amount: 1500, now });
+  assert.equal(refund.data, {
+    accountId: 'acme',
+    paymentId: 'pay_a',
+    refundId: 're_1',
+    amount: 1500,
+    currency: 'USD',
+    reason: 'refund',
+    pool: 'main',
+    tokensWithdrawn: 500,
+    fromDeferred: 1000,
+    refundedRevenue: 500,
+  });
+  assert.equal([s.subscription?.quota, s.quotaUsed], [500, 500]);
+  const code = run({
+    type: 'RecordPayment',
+    paymentId: 'pay_b',
+    processor: 'code',
+    processorPaymentId: 'h1',
+    amount: 250,
+    currency: 'USD',
+    fee: null,
+    grant: { kind: 'pack', packId: 'p300', packName: '300 tokens', tokens: 300 },
+    now,
+  });
+  assert.equal(code[1].data, { accountId: 'acme', amount: 300, reason: 'pack 300 tokens', paymentId: 'pay_b' });
+  // Its $2.50 over 300 tokens, booked 100 at a time: 83 + 84 + 83 = 250 cents.
+  assert.equal(
+    [bookedAmount({ amount: 250, per: 300 }, 0, 100), bookedAmount({ amount: 250, per: 300 }, 100, 200), bookedAmount({ amount: 250, per: 300 }, 200, 300)],
+    [83, 84, 83],
   );
 });
 
