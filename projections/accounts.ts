@@ -38,6 +38,7 @@ export const accounts = defineProjection<AccountRow>({
     'ImageCharged',
     'ReservationReleased',
     'ChargeAdjusted',
+    'PaymentRefunded',
   ]),
   keysOf: (e) => [String(e.data.accountId)],
   evolve(row, e) {
@@ -103,6 +104,13 @@ export const accounts = defineProjection<AccountRow>({
           extra_used: row.extra_used + d.extraDelta,
           extra_granted: row.extra_granted + (d.extraCredited ?? 0),
         };
+      }
+      case 'PaymentRefunded': {
+        // A refund withdraws the unused tokens its money bought, from the pool they were granted to.
+        const d = eventData<'PaymentRefunded'>(e);
+        return d.pool === 'main'
+          ? { ...row, quota_total: row.quota_total - d.tokensWithdrawn }
+          : { ...row, extra_granted: row.extra_granted - d.tokensWithdrawn };
       }
       default:
         return row;

@@ -23,6 +23,8 @@ import { responses } from './routes/responses.ts';
 import { images } from './routes/images.ts';
 import { listModels, subscription, usage } from './routes/account.ts';
 import { adminRouter } from './routes/admin.ts';
+import { paymentRoutes } from './routes/payments.ts';
+import { stripeWebhookRoute } from './routes/stripe-webhook.ts';
 import { redirectBrowserToPages, webRoutes } from './routes/web.ts';
 import { metricsEndpoint, readiness, type ViewsBehind } from './gateway/health.ts';
 import type { Metrics } from './gateway/metrics.ts';
@@ -93,6 +95,12 @@ export function createApp(
   v1.get('/models', auth, listModels(deps));
   v1.get('/subscription', auth, subscription(deps));
   v1.get('/usage', auth, usage(deps));
+  const money = paymentRoutes(deps, deps.payments, deps.paymentSettings);
+  v1.get('/prices', auth, money.prices);
+  v1.post('/redemptions', auth, body, money.redeem);
+  v1.get('/payments', auth, money.list);
+  v1.get('/payments/:id', auth, money.receipt);
+  v1.post('/checkout/sessions', auth, body, money.checkout);
 
   const site = new Router();
   site.get('/healthz', (ctx) => {
@@ -126,6 +134,8 @@ export function createApp(
   app.use(accessLog(deps.log));
   // Anthropic clients call /v1/messages: even failures before the route runs come in their shape.
   app.use(errorHandler([{ path: /^\/v1\/messages(\/count_tokens)?\/?$/, body: anthropicErrorBody }]));
+  // Stripe's webhook reads its own raw body (its signature covers the exact bytes): before any parser.
+  app.use(stripeWebhookRoute(deps.stripe, deps.log));
   app.use(requireContentType);
   // Temporary upload files are removed once the request is answered, whatever the outcome.
   app.use(removeUploads);

@@ -2,6 +2,7 @@
 // are the defaults for the embedded setup.
 import { DEFAULT_PG_TIMEOUTS, type PgTimeouts } from './eventstore/db.ts';
 import { ADMIN_GUESSES_PER_MINUTE } from './admin/admin-token.ts';
+import type { StripeSettings } from './payments/stripe.ts';
 export interface Settings {
   port: number;
   host: string;
@@ -59,6 +60,19 @@ export interface Settings {
   upstreamSecret(variable: string): string | undefined;
   /** Webhook notifications (src/webhooks): TOLLGATE_WEBHOOK_* below. */
   webhooks: WebhookSettings;
+  /** Payments (src/payments): TOLLGATE_CURRENCY and the STRIPE_* variables below. */
+  payments: PaymentSettings;
+}
+
+export interface PaymentSettings {
+  /** TOLLGATE_CURRENCY: the ledger's settlement currency (ISO 4217), set on first start; default USD. */
+  currency: string;
+  /** TOLLGATE_DISPUTE_SUSPENDS_KEYS=off: an open dispute does not suspend the account's keys. */
+  disputeSuspendsKeys: boolean;
+  /** TOLLGATE_CODE_ATTEMPTS_PER_HOUR: wrong or used codes an account may try per hour (per process). */
+  codeAttemptsPerHour: number;
+  /** STRIPE_*: the Stripe path (off without a secret key and a webhook secret). */
+  stripe: StripeSettings;
 }
 
 export interface WebhookSettings {
@@ -150,6 +164,18 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     trustProxy: env.TOLLGATE_TRUST_PROXY === '1',
     upstreamSecret: (variable) => env[variable] || undefined,
     webhooks: webhookSettingsFromEnv(env),
+    payments: {
+      currency: env.TOLLGATE_CURRENCY || 'USD',
+      disputeSuspendsKeys: env.TOLLGATE_DISPUTE_SUSPENDS_KEYS !== 'off',
+      codeAttemptsPerHour: Number(env.TOLLGATE_CODE_ATTEMPTS_PER_HOUR ?? 10),
+      stripe: {
+        secretKey: env.STRIPE_SECRET_KEY || undefined,
+        webhookSecret: env.STRIPE_WEBHOOK_SECRET || undefined,
+        apiBase: env.STRIPE_API_BASE || undefined,
+        successUrl: env.STRIPE_SUCCESS_URL || `${env.TOLLGATE_PUBLIC_BASE_URL?.replace(/\/v1\/?$/, '') || `http://127.0.0.1:${env.PORT ?? 8787}`}/app?paid=1`,
+        cancelUrl: env.STRIPE_CANCEL_URL || `${env.TOLLGATE_PUBLIC_BASE_URL?.replace(/\/v1\/?$/, '') || `http://127.0.0.1:${env.PORT ?? 8787}`}/app`,
+      },
+    },
   };
 }
 

@@ -4,6 +4,7 @@ import cliProgress from 'cli-progress';
 import { adminClient, CliError } from './admin-client.ts';
 import { runWebhookCommand } from './webhook-commands.ts';
 import { runKeyCommand } from './key-commands.ts';
+import { runPaymentCommand } from './payment-commands.ts';
 
 export interface Parsed {
   positionals: string[];
@@ -70,6 +71,15 @@ export const COMMAND_HELP = `tollgate <command> [options]
   webhook remove <account> <webhook-id> [--reason R]
   webhook deliveries <webhook-id> [--status pending|delivered|failed|cancelled] [--limit N]
   webhook replay <webhook-id> <delivery-id>   send a delivery again
+  price list                              the settlement currency, plan prices and packs
+  price plan <plan> --amount CENTS        a plan's price per period from now on (whole minor units)
+  price pack <pack> --tokens T --amount CENTS [--name N]
+  payment record <account> --reference R --amount CENTS (--plan P | --pack K) [--fee CENTS] [--currency C]
+                                          a bank transfer or paid invoice, with the grant it pays for
+  payment list <account>
+  payment refund <account> <payment-id> --amount CENTS [--id REFUND-ID]
+  codes mint --count N (--plan P | --pack K) --amount CENTS [--expires ISO]   codes printed once
+  unmatched list                          processor payments that matched no account or price
 
 Options: --url URL (TOLLGATE_URL), --token T (TOLLGATE_ADMIN_TOKEN or <data dir>/admin-token),
          --actor NAME (recorded in events), --json`;
@@ -300,6 +310,15 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
     case 'webhook deliveries':
     case 'webhook replay':
       return runWebhookCommand(sub, p, c, out);
+    case 'price list':
+    case 'price plan':
+    case 'price pack':
+    case 'payment record':
+    case 'payment list':
+    case 'payment refund':
+    case 'codes mint':
+    case 'unmatched list':
+      return runPaymentCommand(cmd, sub, p, c, out);
     default:
       throw new CliError(`Unknown command '${p.positionals.join(' ')}'.\n\n${COMMAND_HELP}`, 2);
   }

@@ -13,6 +13,11 @@ async function serve() {
   process.stdout.write(`\nTollgate is listening.\n  base URL: ${gw.baseUrl}\n`);
   const site = gw.baseUrl.replace(/\/v1\/?$/, '');
   process.stdout.write(`  pages:\n${LANDING_PAGES.map((p) => `    ${site}${p.path}  ${p.what}\n`).join('')}`);
+  process.stdout.write(
+    gw.stripeOn
+      ? '  payments: Stripe on (webhook at /webhooks/stripe); manual payments and redemption codes too\n'
+      : '  payments: Stripe is off (STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET not set); manual payments and redemption codes work\n',
+  );
   if (gw.newAdminToken) process.stdout.write(`  admin token (shown once; saved with mode 0600 in ${gw.newAdminToken.path}): ${gw.newAdminToken.token}\n`);
   if (gw.demo) {
     process.stdout.write(`  demo API key (shown once, stored only as a hash): ${gw.demo.keySecret}\n\n`);
@@ -78,6 +83,12 @@ const options = {
   period: { type: 'string' },
   expires: { type: 'string' },
   grace: { type: 'string' },
+  pack: { type: 'string' },
+  tokens: { type: 'string' },
+  fee: { type: 'string' },
+  reference: { type: 'string' },
+  currency: { type: 'string' },
+  count: { type: 'string' },
 } as const;
 
 async function main(): Promise<void> {

@@ -6,6 +6,9 @@ import type { Metering } from './metering.ts';
 import type { KeyDirectory } from '../http/key-directory.ts';
 import type { Database } from '../eventstore/db.ts';
 import type { ChannelRegistry } from '../upstream/channels/registry.ts';
+import type { Payments } from '../payments/service.ts';
+import type { StripeGateway } from '../payments/stripe.ts';
+import type { PaymentSettings } from '../config.ts';
 
 /** Everything a route needs, built once at start-up. */
 export interface GatewayDeps {
@@ -17,6 +20,11 @@ export interface GatewayDeps {
   /** Every model's upstream channels and their health. */
   channels: ChannelRegistry;
   log: Logger;
+  /** Prices, payments, refunds, disputes and redemption codes (src/payments), with their settings. */
+  payments: Payments;
+  paymentSettings: PaymentSettings;
+  /** The Stripe path; null when it is off (no STRIPE_SECRET_KEY / STRIPE_WEBHOOK_SECRET). */
+  stripe: StripeGateway | null;
   /** {base_url} as the caller reached us: origin + /v1. */
   baseUrl(ctx: Context): string;
 }

@@ -118,6 +118,8 @@ export function toApiError(err: unknown): ApiError {
         return keyExpiredError(typeof err.facts.expiresAt === 'string' ? err.facts.expiresAt : null);
       case 'rate_limited':
         return rateLimitError(err.facts as unknown as RateDecision);
+      case 'account_suspended':
+        return new ApiError(403, `${err.message}; it is lifted when the dispute closes.`, 'permission_error', 'account_suspended');
       case 'not_found':
         return new ApiError(404, err.message, 'invalid_request_error', 'not_found', param);
       case 'already_exists':

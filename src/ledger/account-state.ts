@@ -5,6 +5,7 @@ import type { KeyControls, SubscriptionTerms } from './events.ts';
 import { DomainError } from './errors.ts';
 import * as balance from './balance.ts';
 import type { Balance, KeySpend } from './balance.ts';
+import type { DisputeRecord, PaidLot } from '../money/lots.ts';
 
 export interface Hold {
   amount: number;
@@ -55,6 +56,9 @@ export interface AccountState {
    * set mid-period counts the period's spend so far.
    */
   keySpend: ImmutableMap<string, KeySpend>;
+  /** Payments (paid lots) by paymentId, and every dispute by its processor id (src/money/payments.ts). */
+  payments: ImmutableMap<string, PaidLot>;
+  disputes: ImmutableMap<string, DisputeRecord>;
 }
 
 /** A charge's figure after its adjustments so far. */
@@ -82,17 +86,21 @@ export const initialAccountState = (): AccountState => ({
   adjusted: ImmutableMap(),
   keys: ImmutableMap(),
   keySpend: ImmutableMap(),
+  payments: ImmutableMap(),
+  disputes: ImmutableMap(),
 });
 
 export const reservedTokens = (s: AccountState): number => s.reserved;
 
 /** The state from its JSON form (a snapshot): holds come back as the persistent map. */
 export function reviveAccountState(json: unknown): AccountState {
-  const j = json as Omit<AccountState, 'holds' | 'adjusted' | 'keys' | 'keySpend'> & {
+  const j = json as Omit<AccountState, 'holds' | 'adjusted' | 'keys' | 'keySpend' | 'payments' | 'disputes'> & {
     holds: Record<string, Hold>;
     adjusted?: Record<string, AdjustedCharge>;
     keys?: Record<string, AccountKey>;
     keySpend?: Record<string, KeySpend>;
+    payments?: Record<string, PaidLot>;
+    disputes?: Record<string, DisputeRecord>;
   };
   return {
     ...j,
@@ -100,6 +108,8 @@ export function reviveAccountState(json: unknown): AccountState {
     adjusted: ImmutableMap(Object.entries(j.adjusted ?? {})),
     keys: ImmutableMap(Object.entries(j.keys ?? {})),
     keySpend: ImmutableMap(Object.entries(j.keySpend ?? {})),
+    payments: ImmutableMap(Object.entries(j.payments ?? {})),
+    disputes: ImmutableMap(Object.entries(j.disputes ?? {})),
   };
 }
 

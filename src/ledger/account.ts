@@ -38,6 +38,7 @@ import {
   keySpendOf,
   type SetKeyControlsCommand,
 } from './key-controls.ts';
+import { decidePayment, evolvePayment, suspendedByDispute, withPaidPeriod, type PaymentCommand } from '../money/payments.ts';
 
 export type AccountCommand =
   | { type: 'Open'; accountId: string; name: string }
@@ -80,7 +81,8 @@ export type AccountCommand =
   /** Releases the open holds taken by these processes, whose leases lapsed (they died mid-call). */
   | { type: 'ReleaseOrphaned'; processes: string[] }
   | SetKeyControlsCommand
-  | AdjustCommand;
+  | AdjustCommand
+  | PaymentCommand;
 
 /**
  * Re-price one charge to `billedCorrected`. billedBefore, multiplierMilliBefore and fromQuotaBefore
@@ -147,6 +149,7 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
       return [{ type: 'ExtraTokensGranted', data: { accountId: s.accountId, amount: c.amount, reason: c.reason } }];
     case 'Reserve': {
       requireOpen(s);
+      if (suspendedByDispute(s)) throw new DomainError('account_suspended', "this account's keys are suspended while a payment dispute is open");
       requireTokenAmount(c.amount, 'amount');
       if (s.holds.has(c.holdId)) throw new DomainError('conflict', `hold ${c.holdId} exists`);
       if (!isModelEnabled(s, c.model)) throw new DomainError('model_not_enabled', `model ${c.model} is not enabled in this account's plan`);
@@ -277,6 +280,11 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
     }
     case 'SetKeyControls':
       return decideKeyControls(c, s);
+    case 'RecordPayment':
+    case 'RefundPayment':
+    case 'OpenDispute':
+    case 'CloseDispute':
+      return decidePayment(c, s, (grant) => decide(grant, s));
     case 'ExpireHolds':
       return [...s.holds.entries()]
         .filter(([, h]) => Date.parse(h.expiresAt) <= c.now.getTime())
@@ -372,7 +380,7 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
       return { ...s, opened: true, accountId: e.data.accountId, name: e.data.name };
     case 'SubscriptionStarted':
     case 'SubscriptionRenewed':
-      return { ...s, subscription: { ...e.data }, quotaUsed: 0 };
+      return withPaidPeriod({ ...s, subscription: { ...e.data }, quotaUsed: 0 }, e.data.paymentId, e.data.startsAt);
     case 'ExtraTokensGranted':
       return { ...s, extraGranted: s.extraGranted + e.data.amount };
     case 'QuotaReserved': {
@@ -421,6 +429,11 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
       const pool = s.keys.get(d.keyId)?.pool ?? (rotatedFrom ? keyPool(s, rotatedFrom) : d.keyId);
       return { ...s, keys: s.keys.set(d.keyId, { controls, pool }) };
     }
+    case 'PaymentReceived':
+    case 'PaymentRefunded':
+    case 'PaymentDisputed':
+    case 'DisputeClosed':
+      return evolvePayment(s, e);
     default:
       return s;
   }

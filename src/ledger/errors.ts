@@ -1,6 +1,15 @@
 // Domain failures. The HTTP layer maps `code` to a status; the message is safe to show a caller.
 export type DomainErrorCode =
-  'not_found' | 'already_exists' | 'invalid' | 'insufficient_quota' | 'rate_limited' | 'model_not_enabled' | 'conflict' | 'key_limit_exceeded' | 'key_expired';
+  | 'not_found'
+  | 'already_exists'
+  | 'invalid'
+  | 'insufficient_quota'
+  | 'rate_limited'
+  | 'model_not_enabled'
+  | 'conflict'
+  | 'key_limit_exceeded'
+  | 'key_expired'
+  | 'account_suspended';
 
 export class DomainError extends Error {
   constructor(

@@ -20,6 +20,8 @@ export interface SubscriptionTerms {
   models: string[];
   startsAt: string;
   expiresAt: string;
+  /** The payment this period was bought with (absent: granted by the operator, free). */
+  paymentId?: string;
 }
 
 interface ChargeCommon {
@@ -93,7 +95,7 @@ export interface EventDataByType {
   AccountOpened: { accountId: string; name: string };
   SubscriptionStarted: SubscriptionTerms;
   SubscriptionRenewed: SubscriptionTerms;
-  ExtraTokensGranted: { accountId: string; amount: number; reason: string };
+  ExtraTokensGranted: { accountId: string; amount: number; reason: string; paymentId?: string };
   KeyIssued: { keyId: string; accountId: string; name: string; hash: string; last4: string };
   KeyRevoked: { keyId: string; accountId: string; reason: string };
   /**
@@ -197,7 +199,56 @@ export interface EventDataByType {
     registeredAt: string;
   };
   WebhookRemoved: { webhookId: string; accountId: string; reason: string };
+  // Money (src/money): prices on the price-list stream, payments on the account stream.
+  SettlementCurrencySet: { currency: string };
+  PlanPriced: { planId: string; amount: number; currency: string; active: boolean };
+  TokenPackPriced: { packId: string; name: string; tokens: number; amount: number; currency: string; active: boolean };
+  /** Appended in one append with the grant it paid for (which carries the same paymentId). */
+  PaymentReceived: {
+    accountId: string;
+    paymentId: string;
+    processor: PaymentProcessor;
+    processorPaymentId: string;
+    amount: number;
+    currency: string;
+    /** The processor's fee, when known. */
+    fee: number | null;
+    item: PaidItem;
+    receivedAt: string;
+    reference?: string;
+  };
+  /** Money given back: the unused tokens it bought are withdrawn (tokensWithdrawn); the rest was used (refundedRevenue). */
+  PaymentRefunded: {
+    accountId: string;
+    paymentId: string;
+    refundId: string;
+    amount: number;
+    currency: string;
+    reason: 'refund' | 'dispute_lost';
+    pool: 'main' | 'extra';
+    tokensWithdrawn: number;
+    /** The part of the amount that was still deferred (unused tokens) and the part already used. */
+    fromDeferred: number;
+    refundedRevenue: number;
+  };
+  PaymentDisputed: { accountId: string; paymentId: string; disputeId: string; amount: number; currency: string; suspendsKeys: boolean };
+  DisputeClosed: { accountId: string; paymentId: string; disputeId: string; outcome: 'won' | 'lost'; fee: number };
+  /** A batch of redemption codes: only their hashes. Each code pays for `item` at `amount` (sold elsewhere). */
+  RedemptionCodesMinted: { batchId: string; item: PaidItem; amount: number; currency: string; expiresAt: string | null; hashes: string[] };
+  /** A processor's payment that names no known account or price, or another currency: kept for the operator, granted nothing. */
+  PaymentUnmatched: {
+    processor: PaymentProcessor;
+    processorPaymentId: string;
+    amount: number;
+    currency: string;
+    reason: string;
+    details: Record<string, string>;
+  };
 }
+
+export type PaymentProcessor = 'manual' | 'stripe' | 'code';
+/** What a payment bought: one period of a plan, or a pack of extra tokens. */
+export type PaidItem = { kind: 'plan'; planId: string; tokens: number } | { kind: 'pack'; packId: string; tokens: number };
 
 export type EventType = keyof EventDataByType;
 export const EVENT_TYPES = [
@@ -223,6 +274,15 @@ export const EVENT_TYPES = [
   'PriceComponentCorrected',
   'WebhookRegistered',
   'WebhookRemoved',
+  'SettlementCurrencySet',
+  'PlanPriced',
+  'TokenPackPriced',
+  'PaymentReceived',
+  'PaymentRefunded',
+  'PaymentDisputed',
+  'DisputeClosed',
+  'RedemptionCodesMinted',
+  'PaymentUnmatched',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -246,6 +306,12 @@ export const streams = {
   channel: (id: string) => `channel-${id}`,
   /** An account's webhook registrations (src/webhooks). */
   webhooks: (accountId: string) => `webhooks-${accountId}`,
+  /** The settlement currency, plan prices and token packs (src/money/prices.ts). */
+  priceList: () => 'price-list',
+  /** A batch of redemption codes (their hashes). */
+  codeBatch: (batchId: string) => `codes-${batchId}`,
+  /** Processor payments that matched nothing (src/money/unmatched.ts). */
+  unmatchedPayments: () => 'unmatched-payments',
 };
 
 /** The fields that are set: optional event fields are left out, never stored as undefined or null. */

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Database } from '../eventstore/db.ts';
+import type { Decider } from './decider.ts';
 import type { EventMetadata, EventReader, EventStore } from '../eventstore/port.ts';
 import { createPostgresEventStore } from '../eventstore/postgres.ts';
 import { createGroupCommitter } from '../eventstore/group-commit.ts';
@@ -195,6 +196,14 @@ export async function openLedger(opts: LedgerOptions) {
       }
     },
     account,
+    /** A command on a stream of its own decider (src/money: the price list, code batches). */
+    command: <S, C>(decider: Decider<S, C>, stream: string, command: C, md: EventMetadata, eventIds?: (e: DomainEvent, i: number) => string) =>
+      handler.handle(decider, stream, command, md, eventIds),
+    /** A stream's state by its decider; `fresh` reads it from the log (another process may have written it). */
+    async streamState<S>(decider: Decider<S, unknown>, stream: string, fresh = false): Promise<S> {
+      if (fresh) handler.forget(stream);
+      return (await handler.state<S>(decider, stream)).state;
+    },
     /** An account command answered at its decision and again at its commit (CommandHandler.decideEarly). */
     accountDecideEarly: (accountId: string, command: AccountCommand, md: EventMetadata, options: { linger?: boolean } = {}) =>
       handler.decideEarly<AccountState, AccountCommand>(accountDecider, streams.account(accountId), command, md, options),

@@ -14,6 +14,7 @@ import * as keys from '../../projections/keys.ts';
 import type { KeyUsageRow } from '../../projections/usage-keys.ts';
 import * as balance from '../ledger/balance.ts';
 import type { Balance } from '../ledger/balance.ts';
+import { paymentBody, paymentsInOrder } from './payments.ts';
 
 export function listModels(deps: GatewayDeps) {
   return async (ctx: Context) => {
@@ -73,6 +74,8 @@ export function subscription(deps: GatewayDeps) {
       expires_at: expiresAt ? expiresAt.toISOString() : null,
       rate_limit: { requests_per_minute: a.requests_per_minute },
       models: a.models,
+      // What was bought and when (receipts at GET /v1/payments/{id}).
+      purchases: paymentsInOrder((await deps.metering.state(a.account_id)).payments.values()).map((lot) => paymentBody(a.account_id, lot)),
     };
   };
 }

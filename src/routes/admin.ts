@@ -24,6 +24,7 @@ import { adminConsoleRoutes } from './admin-console.ts';
 import { adminKeysRoutes } from './admin-keys.ts';
 import type { PlanTerms } from '../ledger/events.ts';
 import { webhookAdminRouter } from './admin-webhooks.ts';
+import { adminPaymentsRoutes } from './admin-payments.ts';
 
 type Body = Record<string, unknown>;
 
@@ -384,5 +385,6 @@ export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failu
       });
   });
   r.use(webhookAdminRouter(deps).routes());
+  r.use(adminPaymentsRoutes(deps, deps.payments, deps.paymentSettings).routes()); // prices, payments, refunds, disputes, code batches
   return r;
 }

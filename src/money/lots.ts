@@ -1,0 +1,32 @@
+// What an account remembers of each payment (a paid lot): enough to make a payment, a refund and a
+// dispute idempotent by the processor's ids, and to know what a refund may withdraw.
+import type { PaymentProcessor } from '../ledger/events.ts';
+
+export interface PaidLot {
+  paymentId: string;
+  processor: PaymentProcessor;
+  processorPaymentId: string;
+  amount: number;
+  currency: string;
+  fee: number | null;
+  receivedAt: string;
+  reference: string | null;
+  /** What the payment bought, as the grant appended with it. */
+  kind: 'plan' | 'pack';
+  itemId: string;
+  tokens: number;
+  /** The plan period it bought (startsAt of its grant); null for a pack. */
+  periodStartsAt: string | null;
+  /** Money given back so far, the refunds (by the processor's refund id) and the tokens they withdrew. */
+  refunded: number;
+  refundIds: string[];
+  tokensWithdrawn: number;
+}
+
+/** A dispute as the account knows it: open (outcome null) or closed; kept once closed, so a replayed notice opens nothing. */
+export interface DisputeRecord {
+  paymentId: string;
+  amount: number;
+  suspendsKeys: boolean;
+  outcome: 'won' | 'lost' | null;
+}

@@ -1,0 +1,38 @@
+// Helpers for the payment tests: reads that wait out a loaded machine (a 503 is a read model still
+// behind, to retry), and spending a plan's tokens through real calls.
+import * as assert from 'uvu/assert';
+import { call, chat, eventually, userMessage, type Reply } from './http.ts';
+import type { EventReader } from '../../src/eventstore/port.ts';
+
+/** A GET with a key, retried while the gateway answers 503 (read models behind under load). */
+export const readWhenReady = (gw: { url: string }, path: string, key: string): Promise<Reply> =>
+  eventually(
+    () => call(gw, path, { key }),
+    (r) => r.status !== 503,
+    30_000,
+  );
+
+/** The account's /v1/subscription body. */
+export async function subscriptionOf(gw: { url: string }, key: string) {
+  const r = await readWhenReady(gw, '/v1/subscription', key);
+  assert.is(r.status, 200, r.text);
+  return r.json;
+}
+
+/** Makes real chat calls until the main plan has used at least `tokens`; returns what it used. */
+export async function useMainPlanUntil(gw: { url: string }, key: string, tokens: number): Promise<number> {
+  let used = 0;
+  while (used < tokens) {
+    const r = await chat(gw, key, { model: 'cx/gen-6-luna', messages: userMessage('Tell me about toll roads.'), max_tokens: 80 });
+    assert.is(r.status, 200, r.text);
+    used = (await subscriptionOf(gw, key)).quota.used;
+  }
+  return used;
+}
+
+/** Events in these streams (read per stream: no wait for the whole log to be readable). */
+export async function eventsIn(events: EventReader, streamNames: string[]): Promise<number> {
+  let n = 0;
+  for (const s of streamNames) n += (await events.readStream(s)).length;
+  return n;
+}
