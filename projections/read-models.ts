@@ -132,35 +132,64 @@ export async function ofAccountBetween(db: Queryable, schema: string, accountId:
   return db.query<ChargeRow>(`SELECT * FROM "${schema}".charges WHERE account_id = $1 AND at >= $2 AND at < $3 ORDER BY position`, [accountId, from, to]);
 }
 
-/** For a correction: the charges of `model` of these kinds charged in [from, to), by account, then in log order. */
-export async function chargesInWindow(
-  db: Queryable,
-  schema: string,
-  model: string,
-  kinds: ReadonlyArray<'chat' | 'image'>,
-  from: string,
-  to: string,
-): Promise<ChargeRow[]> {
-  return db.query<ChargeRow>(
-    `SELECT * FROM "${schema}".charges WHERE model = $1 AND kind IN (${kindList(kinds)}) AND at >= $2 AND at < $3 ORDER BY account_id, position`,
-    [model, from, to],
-  );
+/** Where a page of charges ends: the next page starts after it (charge time, then log position). */
+export interface ChargeCursor {
+  at: string;
+  position: number;
 }
 
-/** For a correction: the adjustments already applied to those same charges, in log order. */
-export async function adjustmentsInWindow(
+const windowSql = (schema: string, kinds: ReadonlyArray<'chat' | 'image'>) =>
+  `FROM "${schema}".charges WHERE model = $1 AND kind IN (${kindList(kinds)}) AND at >= $2 AND at < $3`;
+
+/**
+ * For a correction: a page of the charges of `model` of these kinds charged in [from, to), by
+ * charge time then log position, after `after`. Each page is one index range (model, at), so a
+ * page costs the same at the end of a window of a million charges as at its start.
+ */
+export async function chargesPage(
   db: Queryable,
   schema: string,
   model: string,
   kinds: ReadonlyArray<'chat' | 'image'>,
   from: string,
   to: string,
-): Promise<Array<{ charge_event_id: string; correction_id: string; billed: number }>> {
-  return db.query(
-    `SELECT a.charge_event_id, a.correction_id, a.billed FROM "${schema}".charges c
-    JOIN "${schema}".charges a ON a.charge_event_id = c.event_id AND a.kind = 'adjustment'
-    WHERE c.model = $1 AND c.kind IN (${kindList(kinds)}) AND c.at >= $2 AND c.at < $3 ORDER BY a.position`,
-    [model, from, to],
+  after: ChargeCursor | null,
+  limit: number,
+): Promise<ChargeRow[]> {
+  return after
+    ? db.query<ChargeRow>(`SELECT * ${windowSql(schema, kinds)} AND (at, position) > ($4::timestamptz, $5::bigint) ORDER BY at, position LIMIT ${limit}`, [
+        model,
+        from,
+        to,
+        after.at,
+        after.position,
+      ])
+    : db.query<ChargeRow>(`SELECT * ${windowSql(schema, kinds)} ORDER BY at, position LIMIT ${limit}`, [model, from, to]);
+}
+
+/** For a correction's progress: how many charges its window holds. */
+export async function chargesInWindowCount(db: Queryable, schema: string, model: string, kinds: ReadonlyArray<'chat' | 'image'>, from: string, to: string): Promise<number> {
+  const [r] = await db.query<{ n: string | number }>(`SELECT count(*) AS n ${windowSql(schema, kinds)}`, [model, from, to]);
+  return Number(r.n);
+}
+
+export interface AdjustmentOfCharge {
+  charge_event_id: string;
+  correction_id: string;
+  /** The adjustment's delta. */
+  billed: number;
+  /** Its quotaDelta. */
+  from_quota: number;
+  multiplier_milli: number;
+}
+
+/** For a correction: the adjustments already applied to these charges, in log order. */
+export async function adjustmentsOfCharges(db: Queryable, schema: string, chargeEventIds: string[]): Promise<AdjustmentOfCharge[]> {
+  if (chargeEventIds.length === 0) return [];
+  return db.query<AdjustmentOfCharge>(
+    `SELECT charge_event_id, correction_id, billed, from_quota, multiplier_milli FROM "${schema}".charges
+    WHERE charge_event_id = ANY($1::text[]) AND kind = 'adjustment' ORDER BY position`,
+    [chargeEventIds],
   );
 }
 

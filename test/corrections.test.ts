@@ -14,6 +14,8 @@ import type { StoredEvent } from '../src/eventstore/port.ts';
 import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
 import { reviveAccountState } from '../src/ledger/account-state.ts';
 import { fold } from '../src/ledger/decider.ts';
+import type { DomainEvent } from '../src/ledger/events.ts';
+import type { DomainError } from '../src/ledger/errors.ts';
 
 const run = promisify(execFile);
 const ADMIN = 'tg_admin_corrections_test_0123456789';
@@ -451,8 +453,8 @@ test('bad input is a clear 400, 404 or 409 and writes nothing', async () => {
   assert.is(await gw.ledger.events.headPosition(), head, 'nothing written');
 });
 
-test('the account decides each adjustment against what is billed now; an older correction never overrides a newer one', () => {
-  const plan = { planId: 'p', name: 'P', quota: 10_000, validityDays: 30, requestsPerMinute: 0, models: ['*'] };
+test('the account decides each adjustment against what is billed now (read at its count of adjustments); an older correction never overrides a newer one; its state stays small', () => {
+  const plan = { planId: 'p', name: 'P', quota: 10_000_000, validityDays: 30, requestsPerMinute: 0, models: ['*'] };
   const at = new Date();
   let s = accountDecider.initialState();
   const step = (c: AccountCommand) => {
@@ -474,11 +476,13 @@ test('the account decides each adjustment against what is billed now; an older c
     streamed: false,
     aborted: false,
   });
-  const adjust = (correctionId: string, revision: number, milli: number): AccountCommand => ({
+  // What the charge log says the charge is billed now, after each adjustment step.
+  let current: { billed: number; quotaDelta: number; multiplierMilli: number; rank: number } | undefined;
+  const adjust = (correctionId: string, revision: number, milli: number, chargeEventId = 'e', seen = s.adjustments): AccountCommand => ({
     type: 'Adjust',
     correctionId,
     correctionRevision: revision,
-    chargeEventId: 'e',
+    chargeEventId,
     requestId: 'r',
     model: 'm',
     chargedAt: at.toISOString(),
@@ -487,13 +491,23 @@ test('the account decides each adjustment against what is billed now; an older c
     multiplierMilliBefore: 2000,
     multiplierMilliCorrected: milli,
     fromQuotaBefore: 800,
+    adjustmentsSeen: seen,
+    ...(chargeEventId === 'e' && current ? { current } : {}),
   });
+  const record = (events: DomainEvent[], revision: number) => {
+    for (const e of events) {
+      const d = e.data as Json;
+      current = { billed: d.billedCorrected, quotaDelta: (current?.quotaDelta ?? 0) + d.quotaDelta, multiplierMilli: d.multiplierMilliCorrected, rank: revision };
+    }
+    return events;
+  };
   assert.equal(
-    step(adjust('c1', 3, 1500)).map((e) => [(e.data as Json).billedBefore, (e.data as Json).delta]),
+    record(step(adjust('c1', 3, 1500)), 3).map((e) => [(e.data as Json).billedBefore, (e.data as Json).delta]),
     [[800, -200]],
   );
+  assert.throws(() => accountDecider.decide(adjust('c2', 5, 1250, 'e', 0), s), (e: Error) => (e as DomainError).code === 'conflict', 'figures read before the last adjustment are refused');
   assert.equal(
-    step(adjust('c2', 5, 1250)).map((e) => [(e.data as Json).billedBefore, (e.data as Json).delta, (e.data as Json).multiplierMilliBefore]),
+    record(step(adjust('c2', 5, 1250)), 5).map((e) => [(e.data as Json).billedBefore, (e.data as Json).delta, (e.data as Json).multiplierMilliBefore]),
     [[600, -100, 1500]],
     'from what is billed now, not the original',
   );
@@ -501,12 +515,18 @@ test('the account decides each adjustment against what is billed now; an older c
   assert.equal(step(adjust('c2', 5, 1250)), [], 'the same one again changes nothing');
   assert.is(s.quotaUsed, 500);
   assert.equal(
-    step(adjust('undo', 7, 2000)).map((e) => (e.data as Json).delta),
+    record(step(adjust('undo', 7, 2000)), 7).map((e) => (e.data as Json).delta),
     [300],
   );
   assert.is(s.quotaUsed, 800, 'back to the original balance');
-  // Snapshots keep what is billed now for every adjusted charge.
-  assert.equal(reviveAccountState(JSON.parse(JSON.stringify(s))).adjusted.get('e'), { billed: 800, quotaDelta: 0, multiplierMilli: 2000, rank: 7 });
+  assert.is(s.adjustments, 3);
+  // Correcting many charges leaves the state (and so every snapshot) the same size.
+  const size = () => JSON.stringify(s).length;
+  const before = size();
+  for (let i = 0; i < 5_000; i++) step(adjust('c9', 9, 1000, `charge-${i}`));
+  assert.is(s.adjustments, 5_003);
+  assert.ok(size() <= before + 32, `state of ${size()} bytes after 5,000 more adjustments (was ${before})`);
+  assert.is(reviveAccountState(JSON.parse(JSON.stringify(s))).adjustments, 5_003);
 });
 
 /**

@@ -22,7 +22,8 @@ import { CORRECTION_COMPONENTS, definedOnly, streams, type CorrectionComponent, 
 import { chatCharge, imageCharge } from '../ledger/pricing.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';
-import { adjustmentsInWindow, chargesInWindow, type ChargeRow } from '../../projections/read-models.ts';
+import { adjustmentsOfCharges, chargesInWindowCount, chargesPage, type ChargeCursor, type ChargeRow } from '../../projections/read-models.ts';
+import type { AdjustedCharge } from '../ledger/account-state.ts';
 
 export interface CorrectionInput {
   modelId: string;
@@ -101,6 +102,8 @@ export interface ReconciliationReport {
   revision: number;
   accounts: AccountReconciliation[];
   totals: Figures;
+  /** Whether `items` list every charge (false: more than REPORT_ITEMS_MAX; page or stream the detail). */
+  itemsComplete: boolean;
 }
 
 function uuidFrom(text: string): string {
@@ -239,7 +242,7 @@ function correctedFigure(
 }
 
 // ---------------------------------------------------------------------------------------------
-// The report
+// The report, a page of charges at a time
 
 /** One charge to bring to its corrected figure (what the report does not show). */
 interface Plan {
@@ -249,6 +252,8 @@ interface Plan {
   original: PriceInputs;
   inputs: PriceInputs;
   owner: CorrectionWindow;
+  /** The charge's figure now, from the charge log (absent: never adjusted). */
+  current?: AdjustedCharge;
 }
 
 const zeroFigures = (): Figures => ({ charges: 0, billedOriginally: 0, billedNow: 0, billed: 0, corrected: 0, difference: 0 });
@@ -270,32 +275,54 @@ async function readModel(ledger: Ledger, modelId: string): Promise<ModelState> {
   );
 }
 
-/** Every charge in the window of `self`, as billed, as billed now and as corrected by `corrections`. */
-async function reconcile(
-  ledger: Ledger,
-  modelId: string,
-  self: CorrectionWindow,
-  corrections: CorrectionWindow[],
-): Promise<{ accounts: AccountReconciliation[]; totals: Figures; plans: Plan[] }> {
-  await ledger.caughtUp();
-  const kinds = KINDS[self.component];
-  const rows = await chargesInWindow(ledger.readModels.db, ledger.rmSchema, modelId, kinds, self.from, self.to);
-  const adjustments = await adjustmentsInWindow(ledger.readModels.db, ledger.rmSchema, modelId, kinds, self.from, self.to);
-  const prior = new Map<string, PriorAdjustment[]>();
-  for (const a of adjustments) {
-    const list = prior.get(a.charge_event_id) ?? [];
-    list.push({ correctionId: a.correction_id, delta: Number(a.billed) });
-    prior.set(a.charge_event_id, list);
+/** Charges read from the charge log at a time: one page is one index range and one batch of adjustments. */
+export const CHARGES_PAGE = 2_000;
+
+/** A place in the window's charges: after this charge (opaque to clients). */
+export const encodeCursor = (c: ChargeCursor): string => Buffer.from(`${c.at}|${c.position}`).toString('base64url');
+export function decodeCursor(text: string): ChargeCursor {
+  const [at, position] = Buffer.from(text, 'base64url').toString().split('|');
+  if (!at || Number.isNaN(Date.parse(at)) || !/^\d+$/.test(position ?? '')) throw invalid("'after' is not a cursor this report gave", { param: 'after' });
+  return { at, position: Number(position) };
+}
+const cursorOf = (r: ChargeRow): ChargeCursor => ({ at: new Date(r.at).toISOString(), position: Number(r.position) });
+
+/** A window's charges and the corrections that price them, read a page at a time. */
+interface Window {
+  modelId: string;
+  self: CorrectionWindow;
+  corrections: CorrectionWindow[];
+}
+
+/** The next page of the window's charges after `after` (empty at its end). */
+async function pageOfCharges(ledger: Ledger, w: Window, after: ChargeCursor | null, limit = CHARGES_PAGE): Promise<ChargeRow[]> {
+  return chargesPage(ledger.readModels.db, ledger.rmSchema, w.modelId, KINDS[w.self.component], w.self.from, w.self.to, after, limit);
+}
+
+/** These charges as billed, as billed now (the charge log's adjustments of them) and as corrected. */
+async function plansFor(ledger: Ledger, w: Window, rows: ChargeRow[]): Promise<Plan[]> {
+  const revisionOf = new Map(w.corrections.map((c) => [c.correctionId, c.revision]));
+  const prior = new Map<string, { list: PriorAdjustment[]; now: AdjustedCharge }>();
+  for (const a of await adjustmentsOfCharges(
+    ledger.readModels.db,
+    ledger.rmSchema,
+    rows.map((r) => r.event_id),
+  )) {
+    const p = prior.get(a.charge_event_id) ?? { list: [], now: { billed: 0, quotaDelta: 0, multiplierMilli: 0, rank: -1 } };
+    prior.set(a.charge_event_id, p);
+    p.list.push({ correctionId: a.correction_id, delta: Number(a.billed) });
+    p.now.billed += Number(a.billed);
+    p.now.quotaDelta += Number(a.from_quota);
+    p.now.multiplierMilli = Number(a.multiplier_milli);
+    p.now.rank = Math.max(p.now.rank, revisionOf.get(a.correction_id) ?? -1);
   }
-  const byAccount = new Map<string, AccountReconciliation>();
   const plans: Plan[] = [];
-  const totals = zeroFigures();
   for (const r of rows) {
-    const fig = correctedFigure(r, corrections);
+    const fig = correctedFigure(r, w.corrections);
     if (!fig.owner) continue; // not in `corrections` (cannot happen for the window of one of them)
-    const applied = prior.get(r.event_id) ?? [];
+    const applied = prior.get(r.event_id);
     const billedOriginally = Number(r.billed);
-    const billedNow = billedOriginally + applied.reduce((n, a) => n + a.delta, 0);
+    const billedNow = billedOriginally + (applied?.now.billed ?? 0);
     const item: AffectedCharge = {
       eventId: r.event_id,
       requestId: r.request_id,
@@ -309,17 +336,55 @@ async function reconcile(
       multiplierMilli: fig.original.multiplierMilli,
       correctedMultiplierMilli: fig.inputs.multiplierMilli,
       correctedBy: fig.owner.correctionId,
-      adjustments: applied,
+      adjustments: applied?.list ?? [],
       fromQuota: Number(r.from_quota),
     };
-    let a = byAccount.get(r.account_id);
-    if (!a) byAccount.set(r.account_id, (a = { accountId: r.account_id, ...zeroFigures(), items: [] }));
-    addTo(a, item);
-    addTo(totals, item);
-    a.items.push(item);
-    plans.push({ accountId: r.account_id, row: r, item, original: fig.original, inputs: fig.inputs, owner: fig.owner });
+    const current = applied ? { ...applied.now, billed: billedNow } : undefined;
+    plans.push({ accountId: r.account_id, row: r, item, original: fig.original, inputs: fig.inputs, owner: fig.owner, ...definedOnly({ current }) });
   }
-  return { accounts: [...byAccount.values()], totals, plans };
+  return plans;
+}
+
+/** Gives the event loop to live traffic between two pages of operator work. */
+const yieldToTraffic = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Every page of the window's charges, as plans, in order (reading the next page while the caller works on this one). */
+async function* pagesOfPlans(ledger: Ledger, w: Window, start: ChargeCursor | null = null): AsyncGenerator<Plan[]> {
+  let next = pageOfCharges(ledger, w, start);
+  for (;;) {
+    const rows = await next;
+    if (rows.length === 0) return;
+    next = rows.length < CHARGES_PAGE ? Promise.resolve([]) : pageOfCharges(ledger, w, cursorOf(rows[rows.length - 1]));
+    next.catch(() => undefined); // awaited on the next turn; a failure then is the caller's
+    yield await plansFor(ledger, w, rows);
+    await yieldToTraffic();
+  }
+}
+
+/** Most charges listed in a report's `items` (beyond them the report has the figures, and the detail is paged or streamed). */
+export const REPORT_ITEMS_MAX = 1_000;
+
+/** Per-account and total figures over a whole window, with the items while there are few enough. */
+class ReportBuilder {
+  private readonly byAccount = new Map<string, AccountReconciliation>();
+  readonly totals = zeroFigures();
+  itemsComplete = true;
+  add(plans: Plan[]): void {
+    for (const p of plans) {
+      let a = this.byAccount.get(p.accountId);
+      if (!a) this.byAccount.set(p.accountId, (a = { accountId: p.accountId, ...zeroFigures(), items: [] }));
+      addTo(a, p.item);
+      addTo(this.totals, p.item);
+      if (this.itemsComplete) a.items.push(p.item);
+    }
+    if (this.itemsComplete && this.totals.charges > REPORT_ITEMS_MAX) {
+      this.itemsComplete = false;
+      for (const a of this.byAccount.values()) a.items = [];
+    }
+  }
+  accounts(): AccountReconciliation[] {
+    return [...this.byAccount.values()].sort((x, y) => (x.accountId < y.accountId ? -1 : x.accountId > y.accountId ? 1 : 0));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -351,7 +416,7 @@ function withCorrection(model: ModelState, command: Extract<ModelCommand, { type
   return { corrections, self: corrections.find((w) => w.correctionId === command.correctionId)! };
 }
 
-function reportOf(self: CorrectionWindow, modelId: string, r: { accounts: AccountReconciliation[]; totals: Figures }): ReconciliationReport {
+function reportOf(self: CorrectionWindow, modelId: string, r: ReportBuilder): ReconciliationReport {
   return {
     correctionId: self.correctionId,
     modelId,
@@ -362,8 +427,9 @@ function reportOf(self: CorrectionWindow, modelId: string, r: { accounts: Accoun
     multiplierMilli: self.component === 'multiplier' ? self.value : null,
     alsoFromNow: self.alsoFromNow,
     revision: self.revision,
-    accounts: r.accounts,
+    accounts: r.accounts(),
     totals: r.totals,
+    itemsComplete: r.itemsComplete,
   };
 }
 
@@ -373,19 +439,66 @@ async function modelOrNotFound(ledger: Ledger, modelId: string): Promise<ModelSt
   return model;
 }
 
-/** The reconciliation report: every charge the correction covers, as billed originally, billed now and corrected. Writes nothing. */
-export async function dryRunCorrection(ledger: Ledger, c: CorrectionInput): Promise<ReconciliationReport> {
-  const now = new Date();
-  const command = correctCommand(c, c.correctionId ?? correctionIdOf(c), now);
+/** The correction's window as it would be applied now (refusing bad terms, an unknown model, a reused id). */
+async function windowOf(ledger: Ledger, c: CorrectionInput): Promise<Window> {
+  const command = correctCommand(c, c.correctionId ?? correctionIdOf(c), new Date());
   const model = await modelOrNotFound(ledger, c.modelId);
   const { corrections, self } = withCorrection(model, command);
-  return reportOf(self, c.modelId, await reconcile(ledger, c.modelId, self, corrections));
+  await ledger.caughtUp();
+  return { modelId: c.modelId, self, corrections };
+}
+
+/** A charge of the detail: which account it is on, and its figures. */
+export type ChargeDetail = AffectedCharge & { accountId: string };
+
+/**
+ * The reconciliation report: every charge the correction covers, as billed originally, billed now
+ * and corrected, per account and in total. Writes nothing. It reads the window a page at a time:
+ * `items` lists the charges only while the window holds at most REPORT_ITEMS_MAX of them
+ * (`itemsComplete`); `onCharge` hears of every one, in order, for a streamed detail.
+ */
+export async function dryRunCorrection(
+  ledger: Ledger,
+  c: CorrectionInput,
+  opts: { onCharge?: (charge: ChargeDetail) => void | Promise<void> } = {},
+): Promise<ReconciliationReport> {
+  const w = await windowOf(ledger, c);
+  const report = new ReportBuilder();
+  for await (const plans of pagesOfPlans(ledger, w)) {
+    report.add(plans);
+    if (opts.onCharge) for (const p of plans) await opts.onCharge({ accountId: p.accountId, ...p.item });
+  }
+  return reportOf(w.self, c.modelId, report);
+}
+
+export interface ChargesPage {
+  correctionId: string;
+  items: ChargeDetail[];
+  /** Where the next page starts (`after`), or null at the end of the window. */
+  next: string | null;
+}
+
+/** Most charges in one page of the dry run's detail. */
+export const DETAIL_PAGE_MAX = 10_000;
+
+/** One page of the dry run's detail: up to `limit` charges after the cursor `after`. Writes nothing. */
+export async function dryRunPage(ledger: Ledger, c: CorrectionInput, after: string | null, limit: number): Promise<ChargesPage> {
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > DETAIL_PAGE_MAX) throw invalid(`'limit' must be a whole number from 1 to ${DETAIL_PAGE_MAX}`, { param: 'limit' });
+  const cursor = after === null ? null : decodeCursor(after);
+  const w = await windowOf(ledger, c);
+  const rows = await pageOfCharges(ledger, w, cursor, limit);
+  const plans = await plansFor(ledger, w, rows);
+  return {
+    correctionId: w.self.correctionId,
+    items: plans.map((p) => ({ accountId: p.accountId, ...p.item })),
+    next: rows.length === limit ? encodeCursor(cursorOf(rows[rows.length - 1])) : null,
+  };
 }
 
 /** Passes over the window at most this often (a pass runs again only when newer overlapping corrections appeared during it). */
 const MAX_PASSES = 8;
-/** Adjustments of one account decided side by side (appended together by the command handler). */
-const ACCOUNT_BATCH = 256;
+/** Times one account's adjustments of a page are decided again after another writer adjusted the account meanwhile. */
+const MAX_RESYNCS = 20;
 
 export interface AppliedCorrection {
   report: ReconciliationReport;
@@ -394,12 +507,28 @@ export interface AppliedCorrection {
   passes: number;
 }
 
+export interface CorrectionProgress {
+  phase: 'adjust';
+  /** Charges of the window gone through in this pass, of `total`. */
+  done: number;
+  total: number;
+  appended: number;
+  pass: number;
+}
+
 /**
  * Appends the correction (and the price from now on, with alsoFromNow) and brings every charge in
- * its window to its corrected figure. Safe to run again, and side by side with other corrections.
- * The report is the one before this call's adjustments (billed now, corrected, difference).
+ * its window to its corrected figure, a page at a time. Safe to run again, and side by side with
+ * other corrections; an interrupted one is finished by running it again (every adjustment has a
+ * deterministic id and is decided against what is billed now). The report is the one before this
+ * call's adjustments (billed now, corrected, difference).
  */
-export async function applyCorrection(ledger: Ledger, c: CorrectionInput, actor: string): Promise<AppliedCorrection> {
+export async function applyCorrection(
+  ledger: Ledger,
+  c: CorrectionInput,
+  actor: string,
+  opts: { onProgress?: (p: CorrectionProgress) => void } = {},
+): Promise<AppliedCorrection> {
   const now = new Date();
   const correctionId = c.correctionId ?? correctionIdOf(c);
   const command = correctCommand(c, correctionId, now);
@@ -417,36 +546,28 @@ export async function applyCorrection(ledger: Ledger, c: CorrectionInput, actor:
     const model = await readModel(ledger, c.modelId);
     const self = model.corrections.find((w) => w.correctionId === correctionId);
     if (!self) throw new Error(`correction ${correctionId} is not in the stream of model ${c.modelId}`);
-    const r = await reconcile(ledger, c.modelId, self, model.corrections);
-    if (!report) {
-      report = reportOf(self, c.modelId, r);
-      alreadyApplied = r.plans.filter((p) => p.item.difference === 0 && p.item.adjustments.length > 0).length;
-    }
-    // Every charge goes to its account, not only those the report shows a difference for: the
-    // report reads the read models, the account decides on its own stream (and appends nothing
-    // when the charge is already billed at its corrected figure).
-    const byAccount = new Map<string, Plan[]>();
-    for (const p of r.plans) {
-      const list = byAccount.get(p.accountId);
-      if (list) list.push(p);
-      else byAccount.set(p.accountId, [p]);
-    }
-    for (const [accountId, plans] of byAccount) {
-      // Decide on the account's stream as it is now, not as this process last saw it.
-      ledger.forgetAccount(accountId);
-      for (let i = 0; i < plans.length; i += ACCOUNT_BATCH) {
-        const results = await Promise.all(plans.slice(i, i + ACCOUNT_BATCH).map((p) => adjust(ledger, p, md)));
-        for (const n of results) {
-          if (n > 0) appended += n;
-          else if (n < 0 && passes === 1) alreadyApplied++;
-        }
+    const w: Window = { modelId: c.modelId, self, corrections: model.corrections };
+    await ledger.caughtUp();
+    const total = await chargesInWindowCount(ledger.readModels.db, ledger.rmSchema, c.modelId, KINDS[self.component], self.from, self.to);
+    const first = passes === 1 ? new ReportBuilder() : null;
+    const adjuster = new PageAdjuster(ledger, w, md);
+    let done = 0;
+    opts.onProgress?.({ phase: 'adjust', done, total, appended, pass: passes });
+    for await (const plans of pagesOfPlans(ledger, w)) {
+      if (first) {
+        first.add(plans);
+        alreadyApplied += plans.filter((p) => p.item.difference === 0 && p.item.adjustments.length > 0).length;
       }
+      appended += await adjuster.apply(plans);
+      done += plans.length;
+      opts.onProgress?.({ phase: 'adjust', done: Math.min(done, total), total: Math.max(done, total), appended, pass: passes });
     }
+    if (first) report = reportOf(self, c.modelId, first);
     // A correction appended after this pass read the model, overlapping this window, may have
     // been applied before this pass's adjustments: run again with it, so the newest wins.
     const after = await readModel(ledger, c.modelId);
     const newer = after.corrections.some(
-      (w) => w.revision > model.revision && Date.parse(w.from) < Date.parse(self.to) && Date.parse(self.from) < Date.parse(w.to),
+      (o) => o.revision > model.revision && Date.parse(o.from) < Date.parse(self.to) && Date.parse(self.from) < Date.parse(o.to),
     );
     if (!newer || passes >= MAX_PASSES) break;
   }
@@ -454,11 +575,78 @@ export async function applyCorrection(ledger: Ledger, c: CorrectionInput, actor:
   return { report: report!, appended, alreadyApplied, passes };
 }
 
-/** Appends one adjustment; the number of events appended, or -1 when the same one was already there. */
-async function adjust(ledger: Ledger, p: Plan, md: ReturnType<typeof metadataFor>): Promise<number> {
-  const changed = (k: keyof PriceInputs) => (p.inputs[k] !== p.original[k] ? p.inputs[k] : undefined);
-  try {
-    const r = await ledger.account(
+/** Whether an adjustment would change the charge: its figure differs and no newer correction decided it. */
+const needsAdjusting = (p: Plan) => p.item.difference !== 0 && !(p.current && p.owner.revision <= p.current.rank);
+
+/**
+ * Brings a pass's pages of charges to their corrected figures. Each account's adjustments are
+ * decided on its stream against the figures the charge log has for the charges, at the account's
+ * count of adjustments when they were read (see AdjustCommand): this pass keeps that count per
+ * account, adding what it appends, so the log is read once per page. When another writer adjusted
+ * the account meanwhile, the account refuses, and its charges of the page are read again.
+ */
+class PageAdjuster {
+  /** Adjustments each account has, as this pass knows it (the charge log includes all of them). */
+  private readonly seen = new Map<string, number>();
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly w: Window,
+    private readonly md: ReturnType<typeof metadataFor>,
+  ) {}
+
+  /** Appends the page's adjustments; the number appended. */
+  async apply(page: Plan[]): Promise<number> {
+    let plans = page;
+    let appended = 0;
+    for (let attempt = 0; ; attempt++) {
+      const fresh = [...new Set(plans.filter((p) => needsAdjusting(p) && !this.seen.has(p.accountId)).map((p) => p.accountId))];
+      if (fresh.length > 0) {
+        // The count first, then the charge log caught up to it: the figures then include every
+        // adjustment counted (and one more means a writer got in between: refused, read again).
+        for (const accountId of fresh) {
+          this.ledger.forgetAccount(accountId);
+          this.seen.set(accountId, (await this.ledger.accountState(accountId)).adjustments);
+        }
+        await this.ledger.caughtUp();
+        plans = await plansFor(
+          this.ledger,
+          this.w,
+          plans.map((p) => p.row),
+        );
+      }
+      const byAccount = new Map<string, Plan[]>();
+      for (const p of plans) {
+        if (!needsAdjusting(p)) continue;
+        const list = byAccount.get(p.accountId);
+        if (list) list.push(p);
+        else byAccount.set(p.accountId, [p]);
+      }
+      const stale: Plan[] = [];
+      await Promise.all(
+        [...byAccount].map(async ([accountId, list]) => {
+          const base = this.seen.get(accountId)!;
+          const results = await Promise.allSettled(list.map((p, i) => this.adjust(p, base + i)));
+          const done = results.filter((r) => r.status === 'fulfilled' && r.value).length;
+          appended += done;
+          const failed = results.find((r) => r.status === 'rejected' && !isStale(r.reason));
+          if (failed) throw (failed as PromiseRejectedResult).reason;
+          if (done === list.length) this.seen.set(accountId, base + done);
+          else {
+            this.seen.delete(accountId);
+            stale.push(...list);
+          }
+        }),
+      );
+      if (stale.length === 0) return appended;
+      if (attempt >= MAX_RESYNCS) throw new DomainError('conflict', 'the accounts kept being adjusted by another writer; apply the correction again');
+      plans = stale;
+    }
+  }
+
+  /** Appends one adjustment; whether it appended one (false: the account decided nothing needs changing). */
+  private async adjust(p: Plan, adjustmentsSeen: number): Promise<boolean> {
+    const changed = (k: keyof PriceInputs) => (p.inputs[k] !== p.original[k] ? p.inputs[k] : undefined);
+    const r = await this.ledger.account(
       p.accountId,
       {
         type: 'Adjust',
@@ -473,19 +661,21 @@ async function adjust(ledger: Ledger, p: Plan, md: ReturnType<typeof metadataFor
         multiplierMilliBefore: p.original.multiplierMilli,
         multiplierMilliCorrected: p.inputs.multiplierMilli,
         fromQuotaBefore: p.item.fromQuota,
+        adjustmentsSeen,
         ...definedOnly({
           keyId: p.row.key_id ?? undefined,
+          current: p.current,
           cacheReadMilliCorrected: changed('cacheReadMilli'),
           cacheWriteMilliCorrected: changed('cacheWriteMilli'),
           tokensPerImageCorrected: changed('tokensPerImage'),
         }),
       },
-      md,
+      this.md,
       () => adjustmentEventId(p.owner.correctionId, p.item.eventId),
     );
-    return r.events.length;
-  } catch (err) {
-    if (err instanceof DuplicateEventError) return -1;
-    throw err;
+    return r.events.length > 0;
   }
 }
+
+/** The account moved since its figures were read (another writer's adjustment), or the same adjustment is already there. */
+const isStale = (err: unknown) => (err instanceof DomainError && err.code === 'conflict') || err instanceof DuplicateEventError;

@@ -43,10 +43,11 @@ export interface AccountState {
   /** The call rate's theoretical arrival time (ms since the epoch) after the holds so far. */
   rateTat?: number;
   /**
-   * What is billed now for each charge a correction has adjusted (the charge plus every
-   * adjustment of it), by the charge's event id; a charge not here is billed as it was charged.
+   * How many ChargeAdjusted events the stream holds. What each charge is billed now lives in the
+   * charge log (read per charge), not here, so the state stays small however many are corrected;
+   * an adjustment names the count its figures were read at, and is refused if it moved.
    */
-  adjusted: ImmutableMap<string, AdjustedCharge>;
+  adjustments: number;
   /** Keys with controls set (KeyControlsSet), by key id. */
   keys: ImmutableMap<string, AccountKey>;
   /**
@@ -57,7 +58,7 @@ export interface AccountState {
   keySpend: ImmutableMap<string, KeySpend>;
 }
 
-/** A charge's figure after its adjustments so far. */
+/** A charge's figure after its adjustments so far (as the charge log has it). */
 export interface AdjustedCharge {
   /** Billed now: the charge plus every adjustment of it. */
   billed: number;
@@ -79,7 +80,7 @@ export const initialAccountState = (): AccountState => ({
   extraUsed: 0,
   holds: ImmutableMap(),
   reserved: 0,
-  adjusted: ImmutableMap(),
+  adjustments: 0,
   keys: ImmutableMap(),
   keySpend: ImmutableMap(),
 });
@@ -88,16 +89,14 @@ export const reservedTokens = (s: AccountState): number => s.reserved;
 
 /** The state from its JSON form (a snapshot): holds come back as the persistent map. */
 export function reviveAccountState(json: unknown): AccountState {
-  const j = json as Omit<AccountState, 'holds' | 'adjusted' | 'keys' | 'keySpend'> & {
+  const j = json as Omit<AccountState, 'holds' | 'keys' | 'keySpend'> & {
     holds: Record<string, Hold>;
-    adjusted?: Record<string, AdjustedCharge>;
     keys?: Record<string, AccountKey>;
     keySpend?: Record<string, KeySpend>;
   };
   return {
     ...j,
     holds: ImmutableMap(Object.entries(j.holds)),
-    adjusted: ImmutableMap(Object.entries(j.adjusted ?? {})),
     keys: ImmutableMap(Object.entries(j.keys ?? {})),
     keySpend: ImmutableMap(Object.entries(j.keySpend ?? {})),
   };
