@@ -127,15 +127,33 @@ export const charges = defineProjection<ChargeRow>({
   },
 });
 
-/** For a statement: an account's charges and adjustments in [from, to), in log order. */
-export async function ofAccountBetween(db: Queryable, schema: string, accountId: string, from: string, to: string): Promise<ChargeRow[]> {
-  return db.query<ChargeRow>(`SELECT * FROM "${schema}".charges WHERE account_id = $1 AND at >= $2 AND at < $3 ORDER BY position`, [accountId, from, to]);
+/**
+ * For a statement: a page of an account's charges and adjustments in [from, to), by time then log
+ * position, after `after` (one index range of (account_id, at) per page).
+ */
+export async function ofAccountPage(
+  db: Queryable,
+  schema: string,
+  accountId: string,
+  from: string,
+  to: string,
+  after: ChargeCursor | null,
+  limit: number,
+): Promise<ChargeRow[]> {
+  return pageAfter(db, `SELECT * FROM "${schema}".charges WHERE account_id = $1 AND at >= $2 AND at < $3`, [accountId, from, to], after, limit);
 }
 
 /** Where a page of charges ends: the next page starts after it (charge time, then log position). */
 export interface ChargeCursor {
   at: string;
   position: number;
+}
+
+/** The rows of `select` (three parameters) by time then log position, after `after`: keyset paging. */
+function pageAfter(db: Queryable, select: string, params: unknown[], after: ChargeCursor | null, limit: number): Promise<ChargeRow[]> {
+  return after
+    ? db.query<ChargeRow>(`${select} AND (at, position) > ($4::timestamptz, $5::bigint) ORDER BY at, position LIMIT ${limit}`, [...params, after.at, after.position])
+    : db.query<ChargeRow>(`${select} ORDER BY at, position LIMIT ${limit}`, params);
 }
 
 const windowSql = (schema: string, kinds: ReadonlyArray<'chat' | 'image'>) =>
@@ -156,15 +174,7 @@ export async function chargesPage(
   after: ChargeCursor | null,
   limit: number,
 ): Promise<ChargeRow[]> {
-  return after
-    ? db.query<ChargeRow>(`SELECT * ${windowSql(schema, kinds)} AND (at, position) > ($4::timestamptz, $5::bigint) ORDER BY at, position LIMIT ${limit}`, [
-        model,
-        from,
-        to,
-        after.at,
-        after.position,
-      ])
-    : db.query<ChargeRow>(`SELECT * ${windowSql(schema, kinds)} ORDER BY at, position LIMIT ${limit}`, [model, from, to]);
+  return pageAfter(db, `SELECT * ${windowSql(schema, kinds)}`, [model, from, to], after, limit);
 }
 
 /** For a correction's progress: how many charges its window holds. */

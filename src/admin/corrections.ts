@@ -22,6 +22,7 @@ import { CORRECTION_COMPONENTS, definedOnly, streams, type CorrectionComponent, 
 import { chatCharge, imageCharge } from '../ledger/pricing.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';
+import { csvCell } from './statements.ts';
 import { adjustmentsOfCharges, chargesInWindowCount, chargesPage, type ChargeCursor, type ChargeRow } from '../../projections/read-models.ts';
 import type { AdjustedCharge } from '../ledger/account-state.ts';
 
@@ -349,12 +350,12 @@ async function plansFor(ledger: Ledger, w: Window, rows: ChargeRow[]): Promise<P
 const yieldToTraffic = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Every page of the window's charges, as plans, in order (reading the next page while the caller works on this one). */
-async function* pagesOfPlans(ledger: Ledger, w: Window, start: ChargeCursor | null = null): AsyncGenerator<Plan[]> {
-  let next = pageOfCharges(ledger, w, start);
+async function* pagesOfPlans(ledger: Ledger, w: Window, pageSize = CHARGES_PAGE): AsyncGenerator<Plan[]> {
+  let next = pageOfCharges(ledger, w, null, pageSize);
   for (;;) {
     const rows = await next;
     if (rows.length === 0) return;
-    next = rows.length < CHARGES_PAGE ? Promise.resolve([]) : pageOfCharges(ledger, w, cursorOf(rows[rows.length - 1]));
+    next = rows.length < pageSize ? Promise.resolve([]) : pageOfCharges(ledger, w, cursorOf(rows[rows.length - 1]), pageSize);
     next.catch(() => undefined); // awaited on the next turn; a failure then is the caller's
     yield await plansFor(ledger, w, rows);
     await yieldToTraffic();
@@ -451,24 +452,81 @@ async function windowOf(ledger: Ledger, c: CorrectionInput): Promise<Window> {
 /** A charge of the detail: which account it is on, and its figures. */
 export type ChargeDetail = AffectedCharge & { accountId: string };
 
+export interface DryRunOptions {
+  /** Hears of every charge, in order (a streamed detail); the next page waits for its promise. */
+  onCharge?: (charge: ChargeDetail) => void | Promise<void>;
+}
+
 /**
- * The reconciliation report: every charge the correction covers, as billed originally, billed now
- * and corrected, per account and in total. Writes nothing. It reads the window a page at a time:
- * `items` lists the charges only while the window holds at most REPORT_ITEMS_MAX of them
- * (`itemsComplete`); `onCharge` hears of every one, in order, for a streamed detail.
+ * Checks the terms (bad ones, an unknown model, a reused id are refused here), then answers the
+ * function that runs the dry run: the reconciliation report, every charge the correction covers,
+ * as billed originally, billed now and corrected, per account and in total. Writes nothing. It
+ * reads the window a page at a time: `items` lists the charges only while the window holds at
+ * most REPORT_ITEMS_MAX of them (`itemsComplete`); `onCharge` hears of every one.
  */
-export async function dryRunCorrection(
-  ledger: Ledger,
-  c: CorrectionInput,
-  opts: { onCharge?: (charge: ChargeDetail) => void | Promise<void> } = {},
-): Promise<ReconciliationReport> {
+export async function prepareDryRun(ledger: Ledger, c: CorrectionInput): Promise<(opts?: DryRunOptions) => Promise<ReconciliationReport>> {
   const w = await windowOf(ledger, c);
-  const report = new ReportBuilder();
-  for await (const plans of pagesOfPlans(ledger, w)) {
-    report.add(plans);
-    if (opts.onCharge) for (const p of plans) await opts.onCharge({ accountId: p.accountId, ...p.item });
-  }
-  return reportOf(w.self, c.modelId, report);
+  return async (opts = {}) => {
+    const report = new ReportBuilder();
+    for await (const plans of pagesOfPlans(ledger, w)) {
+      report.add(plans);
+      if (opts.onCharge) for (const p of plans) await opts.onCharge({ accountId: p.accountId, ...p.item });
+    }
+    return reportOf(w.self, c.modelId, report);
+  };
+}
+
+/** The reconciliation report (see prepareDryRun). Writes nothing. */
+export async function dryRunCorrection(ledger: Ledger, c: CorrectionInput, opts: DryRunOptions = {}): Promise<ReconciliationReport> {
+  return (await prepareDryRun(ledger, c))(opts);
+}
+
+const DETAIL_COLUMNS = [
+  'account_id',
+  'event_id',
+  'request_id',
+  'at',
+  'kind',
+  'billed_originally',
+  'billed_now',
+  'corrected',
+  'difference',
+  'multiplier',
+  'corrected_multiplier',
+  'corrected_by',
+  'from_quota',
+  'adjusted_by',
+] as const;
+const FIGURE_COLUMNS = ['charges', 'billed_originally', 'billed_now', 'corrected', 'difference'] as const;
+
+/** The dry run's detail as CSV: its header line, then one line per charge. */
+export const detailCsvHeader = (): string => DETAIL_COLUMNS.join(',') + '\n';
+export function detailCsvLine(c: ChargeDetail): string {
+  return (
+    [
+      c.accountId,
+      c.eventId,
+      c.requestId,
+      c.at,
+      c.kind,
+      c.billedOriginally,
+      c.billedNow,
+      c.corrected,
+      c.difference,
+      c.multiplierMilli / 1000,
+      c.correctedMultiplierMilli / 1000,
+      c.correctedBy,
+      c.fromQuota,
+      c.adjustments.map((a) => `${a.correctionId}:${a.delta}`).join(' '),
+    ]
+      .map(csvCell)
+      .join(',') + '\n'
+  );
+}
+/** The CSV's end: after a blank line, one line per account and the total. */
+export function detailCsvFooter(r: ReconciliationReport): string {
+  const figures = (f: Figures) => [f.charges, f.billedOriginally, f.billedNow, f.corrected, f.difference].join(',');
+  return ['', ['account_id', ...FIGURE_COLUMNS].join(','), ...r.accounts.map((a) => `${csvCell(a.accountId)},${figures(a)}`), `total,${figures(r.totals)}`, ''].join('\n');
 }
 
 export interface ChargesPage {
@@ -523,18 +581,33 @@ export interface CorrectionProgress {
  * deterministic id and is decided against what is billed now). The report is the one before this
  * call's adjustments (billed now, corrected, difference).
  */
-export async function applyCorrection(
-  ledger: Ledger,
-  c: CorrectionInput,
-  actor: string,
-  opts: { onProgress?: (p: CorrectionProgress) => void } = {},
-): Promise<AppliedCorrection> {
+export async function applyCorrection(ledger: Ledger, c: CorrectionInput, actor: string, opts: ApplyOptions = {}): Promise<AppliedCorrection> {
+  return (await prepareCorrection(ledger, c, actor))(opts);
+}
+
+export interface ApplyOptions {
+  onProgress?: (p: CorrectionProgress) => void;
+  /** Charges read and adjusted together (default CHARGES_PAGE); progress is told after each page. */
+  pageSize?: number;
+}
+
+/** Checks the terms (bad ones, an unknown model, a reused id are refused here, before anything is written), then answers the function that applies it (applyCorrection). */
+export async function prepareCorrection(ledger: Ledger, c: CorrectionInput, actor: string): Promise<(opts?: ApplyOptions) => Promise<AppliedCorrection>> {
   const now = new Date();
   const correctionId = c.correctionId ?? correctionIdOf(c);
   const command = correctCommand(c, correctionId, now);
-  // Bad terms, an unknown model or a reused id are refused here, before anything is written.
   withCorrection(await modelOrNotFound(ledger, c.modelId), command);
-  const md = metadataFor(actor, correctionId);
+  return (opts = {}) => applyChecked(ledger, c, correctionId, command, metadataFor(actor, correctionId), opts);
+}
+
+async function applyChecked(
+  ledger: Ledger,
+  c: CorrectionInput,
+  correctionId: string,
+  command: Extract<ModelCommand, { type: 'Correct' }>,
+  md: ReturnType<typeof metadataFor>,
+  opts: ApplyOptions,
+): Promise<AppliedCorrection> {
   await ledger.model(c.modelId, command, md);
 
   let report: ReconciliationReport | null = null;
@@ -553,7 +626,7 @@ export async function applyCorrection(
     const adjuster = new PageAdjuster(ledger, w, md);
     let done = 0;
     opts.onProgress?.({ phase: 'adjust', done, total, appended, pass: passes });
-    for await (const plans of pagesOfPlans(ledger, w)) {
+    for await (const plans of pagesOfPlans(ledger, w, opts.pageSize)) {
       if (first) {
         first.add(plans);
         alreadyApplied += plans.filter((p) => p.item.difference === 0 && p.item.adjustments.length > 0).length;
