@@ -152,7 +152,12 @@ export interface ChargeCursor {
 /** The rows of `select` (three parameters) by time then log position, after `after`: keyset paging. */
 function pageAfter(db: Queryable, select: string, params: unknown[], after: ChargeCursor | null, limit: number): Promise<ChargeRow[]> {
   return after
-    ? db.query<ChargeRow>(`${select} AND (at, position) > ($4::timestamptz, $5::bigint) ORDER BY at, position LIMIT ${limit}`, [...params, after.at, after.position])
+    ? // at >= $4 as well: the bound the (…, at) index starts its range at (the row comparison alone would scan from the window's start).
+      db.query<ChargeRow>(`${select} AND at >= $4::timestamptz AND (at, position) > ($4::timestamptz, $5::bigint) ORDER BY at, position LIMIT ${limit}`, [
+        ...params,
+        after.at,
+        after.position,
+      ])
     : db.query<ChargeRow>(`${select} ORDER BY at, position LIMIT ${limit}`, params);
 }
 
