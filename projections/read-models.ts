@@ -161,30 +161,28 @@ function pageAfter(db: Queryable, select: string, params: unknown[], after: Char
     : db.query<ChargeRow>(`${select} ORDER BY at, position LIMIT ${limit}`, params);
 }
 
-const windowSql = (schema: string, kinds: ReadonlyArray<'chat' | 'image'>) =>
-  `FROM "${schema}".charges WHERE model = $1 AND kind IN (${kindList(kinds)}) AND at >= $2 AND at < $3`;
+/** A correction's window: the charges of `model` of these kinds charged in [from, to). */
+export interface ChargeWindow {
+  model: string;
+  kinds: ReadonlyArray<'chat' | 'image'>;
+  from: string;
+  to: string;
+}
+
+const windowSql = (schema: string, w: ChargeWindow) => `FROM "${schema}".charges WHERE model = $1 AND kind IN (${kindList(w.kinds)}) AND at >= $2 AND at < $3`;
 
 /**
  * For a correction: a page of the charges of `model` of these kinds charged in [from, to), by
  * charge time then log position, after `after`. Each page is one index range (model, at), so a
  * page costs the same at the end of a window of a million charges as at its start.
  */
-export async function chargesPage(
-  db: Queryable,
-  schema: string,
-  model: string,
-  kinds: ReadonlyArray<'chat' | 'image'>,
-  from: string,
-  to: string,
-  after: ChargeCursor | null,
-  limit: number,
-): Promise<ChargeRow[]> {
-  return pageAfter(db, `SELECT * ${windowSql(schema, kinds)}`, [model, from, to], after, limit);
+export async function chargesPage(db: Queryable, schema: string, w: ChargeWindow, after: ChargeCursor | null, limit: number): Promise<ChargeRow[]> {
+  return pageAfter(db, `SELECT * ${windowSql(schema, w)}`, [w.model, w.from, w.to], after, limit);
 }
 
 /** For a correction's progress: how many charges its window holds. */
-export async function chargesInWindowCount(db: Queryable, schema: string, model: string, kinds: ReadonlyArray<'chat' | 'image'>, from: string, to: string): Promise<number> {
-  const [r] = await db.query<{ n: string | number }>(`SELECT count(*) AS n ${windowSql(schema, kinds)}`, [model, from, to]);
+export async function chargesInWindowCount(db: Queryable, schema: string, w: ChargeWindow): Promise<number> {
+  const [r] = await db.query<{ n: string | number }>(`SELECT count(*) AS n ${windowSql(schema, w)}`, [w.model, w.from, w.to]);
   return Number(r.n);
 }
 

@@ -187,6 +187,32 @@ export async function rebuildReadModels(
   }
 }
 
+export interface RowDifference {
+  table: string;
+  key: string;
+  live: unknown;
+  rebuilt: unknown;
+}
+
+/**
+ * The rows that differ between two read-model schemas (a row missing on one side is null there),
+ * at most `limit` per table. The database compares them (a full join on the key, each row as
+ * jsonb), so the check holds two pages in memory, not two copies of every table.
+ */
+export async function differingRows(db: Database, live: string, rebuilt: string, limit: number): Promise<RowDifference[]> {
+  const out: RowDifference[] = [];
+  for (const p of ALL_PROJECTIONS) {
+    const rows = await db.query<{ key: string; live: Record<string, unknown> | null; rebuilt: Record<string, unknown> | null }>(
+      `SELECT coalesce(a.key, b.key) AS key, CASE WHEN a.key IS NULL THEN NULL ELSE to_jsonb(a) END AS live,
+        CASE WHEN b.key IS NULL THEN NULL ELSE to_jsonb(b) END AS rebuilt
+      FROM ${q(live, p.table)} a FULL JOIN ${q(rebuilt, p.table)} b ON a.key = b.key
+      WHERE a.key IS NULL OR b.key IS NULL OR to_jsonb(a) <> to_jsonb(b) ORDER BY 1 LIMIT ${limit}`,
+    );
+    for (const r of rows) out.push({ table: p.table, key: r.key, live: r.live, rebuilt: r.rebuilt });
+  }
+  return out;
+}
+
 /** Every read-model row, sorted by key, timestamps as ISO strings: for equality checks. */
 export async function dumpReadModels(db: Database, schema: string): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};

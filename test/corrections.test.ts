@@ -497,7 +497,12 @@ test('the account decides each adjustment against what is billed now (read at it
   const record = (events: DomainEvent[], revision: number) => {
     for (const e of events) {
       const d = e.data as Json;
-      current = { billed: d.billedCorrected, quotaDelta: (current?.quotaDelta ?? 0) + d.quotaDelta, multiplierMilli: d.multiplierMilliCorrected, rank: revision };
+      current = {
+        billed: d.billedCorrected,
+        quotaDelta: (current?.quotaDelta ?? 0) + d.quotaDelta,
+        multiplierMilli: d.multiplierMilliCorrected,
+        rank: revision,
+      };
     }
     return events;
   };
@@ -505,7 +510,11 @@ test('the account decides each adjustment against what is billed now (read at it
     record(step(adjust('c1', 3, 1500)), 3).map((e) => [(e.data as Json).billedBefore, (e.data as Json).delta]),
     [[800, -200]],
   );
-  assert.throws(() => accountDecider.decide(adjust('c2', 5, 1250, 'e', 0), s), (e: Error) => (e as DomainError).code === 'conflict', 'figures read before the last adjustment are refused');
+  assert.throws(
+    () => accountDecider.decide(adjust('c2', 5, 1250, 'e', 0), s),
+    (e: Error) => (e as DomainError).code === 'conflict',
+    'figures read before the last adjustment are refused',
+  );
   assert.equal(
     record(step(adjust('c2', 5, 1250)), 5).map((e) => [(e.data as Json).billedBefore, (e.data as Json).delta, (e.data as Json).multiplierMilliBefore]),
     [[600, -100, 1500]],
@@ -610,7 +619,13 @@ async function manyCharges(accounts: string[], model: string, n: number): Promis
   for (let i = 0; i < n; i += 20) {
     const chunk = Array.from({ length: Math.min(20, n - i) }, (_, j) => i + j);
     out.push(
-      ...(await Promise.all(chunk.map(async (k) => ({ ...(await charge(accounts[k % accounts.length], model, 2000, 80 + k, 20)), tokens: 100 + k, account: accounts[k % accounts.length] })))),
+      ...(await Promise.all(
+        chunk.map(async (k) => ({
+          ...(await charge(accounts[k % accounts.length], model, 2000, 80 + k, 20)),
+          tokens: 100 + k,
+          account: accounts[k % accounts.length],
+        })),
+      )),
     );
   }
   return out;
@@ -640,7 +655,7 @@ test('the dry run pages through the charges on request and streams the full deta
   } while (after);
   assert.is(pages.length, 25);
   assert.equal(new Set(pages.map((p) => p.eventId)).size, 25, 'no charge twice across pages');
-  assert.equal(byId(pages), byId(all), 'the pages hold the report\'s items');
+  assert.equal(byId(pages), byId(all), "the pages hold the report's items");
   assert.equal(new Set(pages.map((p) => p.eventId)), new Set(made.map((m) => m.id)));
   for (const p of pages) assert.is(p.corrected, Math.ceil((made.find((m) => m.id === p.eventId)!.tokens * 1500) / 1000));
   const bad = await admin('POST', '/corrections', { ...terms, limit: 10, after: 'not-a-cursor' });
@@ -652,7 +667,10 @@ test('the dry run pages through the charges on request and streams the full deta
     body: JSON.stringify(terms),
   });
   assert.match(ndjson.headers.get('content-type') ?? '', /application\/x-ndjson/);
-  const lines = (await ndjson.text()).trim().split('\n').map((l) => JSON.parse(l));
+  const lines = (await ndjson.text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.is(lines.length, 26);
   assert.equal(byId(lines.slice(0, 25).map(({ object: _o, ...c }) => c)), byId(all));
   assert.is(lines[25].object, 'reconciliation');
@@ -662,7 +680,10 @@ test('the dry run pages through the charges on request and streams the full deta
   const rows = csv.text.split('\n');
   assert.is(rows[0].split(',')[0], 'account_id');
   assert.is(rows.slice(1, 26).filter((r) => r.includes(',chat,')).length, 25);
-  assert.ok(rows.includes(`total,25,${report.totals.billedOriginally},${report.totals.billedNow},${report.totals.corrected},${report.totals.difference}`), csv.text.slice(-300));
+  assert.ok(
+    rows.includes(`total,25,${report.totals.billedOriginally},${report.totals.billedNow},${report.totals.corrected},${report.totals.difference}`),
+    csv.text.slice(-300),
+  );
 });
 
 test('correcting many charges leaves the account snapshot small; the apply reports progress as NDJSON and an interrupted apply resumes, appending nothing twice', async () => {
@@ -697,7 +718,10 @@ test('correcting many charges leaves the account snapshot small; the apply repor
     headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', accept: 'application/x-ndjson', 'x-tollgate-actor': 'ops' },
     body: JSON.stringify(terms),
   });
-  const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l));
+  const lines = (await res.text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const progress = lines.filter((l) => l.object === 'correction.progress');
   assert.ok(progress.length >= 2, JSON.stringify(lines.slice(0, 3)));
   assert.equal(progress[0], { object: 'correction.progress', phase: 'adjust', done: 0, total: 300, appended: 0, pass: 1 });

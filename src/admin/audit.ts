@@ -1,7 +1,10 @@
 // Audit: every stream's hash chain, and every read model against a fresh rebuild.
 import type { Ledger } from '../ledger/ledger.ts';
 import { chainHash, eventBody, GENESIS_HASH } from '../eventstore/canonical.ts';
-import { dropReadModels, dumpReadModels, replayInto } from '../../projections/rebuild.ts';
+import { differingRows, dropReadModels, replayInto, type RowDifference } from '../../projections/rebuild.ts';
+
+/** Read-model rows listed per table when they differ from the rebuild (the count beyond is not needed to fail). */
+const MAX_DIFFERENCES = 1_000;
 
 export interface ChainProblem {
   stream: string;
@@ -9,12 +12,8 @@ export interface ChainProblem {
   position: number;
   problem: string;
 }
-export interface ModelDifference {
-  table: string;
-  key: string;
-  live: unknown;
-  rebuilt: unknown;
-}
+/** A read-model row that differs from its rebuild (null: missing on that side). */
+export type ModelDifference = RowDifference;
 
 /**
  * Walks all events in global order, recomputing each stream's chain. `onProgress` hears after
@@ -56,28 +55,14 @@ export async function verifyHashChains(
 export async function compareWithRebuild(ledger: Ledger, onReplayed?: (events: number) => void): Promise<ModelDifference[]> {
   await ledger.caughtUp();
   const scratch = `${ledger.rmSchema}_verify`;
-  let live: Record<string, unknown[]>;
-  let rebuilt: Record<string, unknown[]>;
   try {
     const position = await replayInto(ledger.readModels.db, ledger.events, scratch, { onProgress: onReplayed && ((p) => onReplayed(p.events)) });
     await ledger.waitForPosition(position, 10_000);
-    live = await dumpReadModels(ledger.readModels.db, ledger.rmSchema);
-    rebuilt = await dumpReadModels(ledger.readModels.db, scratch);
+    return await differingRows(ledger.readModels.db, ledger.rmSchema, scratch, MAX_DIFFERENCES);
   } finally {
     // Also after a failure: no half-built scratch schema is left behind (the next verify would drop it anyway).
     await dropReadModels(ledger.readModels.db, scratch).catch(() => undefined);
   }
-  const diffs: ModelDifference[] = [];
-  for (const table of Object.keys(rebuilt)) {
-    if (table === 'checkpoint') continue;
-    const index = (rows: unknown[]) => new Map(rows.map((r) => [String((r as { key: string }).key), r]));
-    const a = index(live[table] ?? []);
-    const b = index(rebuilt[table]);
-    for (const key of new Set([...a.keys(), ...b.keys()])) {
-      if (JSON.stringify(a.get(key)) !== JSON.stringify(b.get(key))) diffs.push({ table, key, live: a.get(key) ?? null, rebuilt: b.get(key) ?? null });
-    }
-  }
-  return diffs;
 }
 
 /** The two phases of a verification: the hash chains, then the read models against a replay. */

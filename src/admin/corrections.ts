@@ -23,7 +23,14 @@ import { chatCharge, imageCharge } from '../ledger/pricing.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';
 import { csvCell } from './statements.ts';
-import { adjustmentsOfCharges, chargesInWindowCount, chargesPage, type ChargeCursor, type ChargeRow } from '../../projections/read-models.ts';
+import {
+  adjustmentsOfCharges,
+  chargesInWindowCount,
+  chargesPage,
+  type ChargeCursor,
+  type ChargeRow,
+  type ChargeWindow,
+} from '../../projections/read-models.ts';
 import type { AdjustedCharge } from '../ledger/account-state.ts';
 
 export interface CorrectionInput {
@@ -295,9 +302,11 @@ interface Window {
   corrections: CorrectionWindow[];
 }
 
+const chargeWindowOf = (w: Window): ChargeWindow => ({ model: w.modelId, kinds: KINDS[w.self.component], from: w.self.from, to: w.self.to });
+
 /** The next page of the window's charges after `after` (empty at its end). */
 async function pageOfCharges(ledger: Ledger, w: Window, after: ChargeCursor | null, limit = CHARGES_PAGE): Promise<ChargeRow[]> {
-  return chargesPage(ledger.readModels.db, ledger.rmSchema, w.modelId, KINDS[w.self.component], w.self.from, w.self.to, after, limit);
+  return chargesPage(ledger.readModels.db, ledger.rmSchema, chargeWindowOf(w), after, limit);
 }
 
 /** These charges as billed, as billed now (the charge log's adjustments of them) and as corrected. */
@@ -526,7 +535,13 @@ export function detailCsvLine(c: ChargeDetail): string {
 /** The CSV's end: after a blank line, one line per account and the total. */
 export function detailCsvFooter(r: ReconciliationReport): string {
   const figures = (f: Figures) => [f.charges, f.billedOriginally, f.billedNow, f.corrected, f.difference].join(',');
-  return ['', ['account_id', ...FIGURE_COLUMNS].join(','), ...r.accounts.map((a) => `${csvCell(a.accountId)},${figures(a)}`), `total,${figures(r.totals)}`, ''].join('\n');
+  return [
+    '',
+    ['account_id', ...FIGURE_COLUMNS].join(','),
+    ...r.accounts.map((a) => `${csvCell(a.accountId)},${figures(a)}`),
+    `total,${figures(r.totals)}`,
+    '',
+  ].join('\n');
 }
 
 export interface ChargesPage {
@@ -541,7 +556,8 @@ export const DETAIL_PAGE_MAX = 10_000;
 
 /** One page of the dry run's detail: up to `limit` charges after the cursor `after`. Writes nothing. */
 export async function dryRunPage(ledger: Ledger, c: CorrectionInput, after: string | null, limit: number): Promise<ChargesPage> {
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > DETAIL_PAGE_MAX) throw invalid(`'limit' must be a whole number from 1 to ${DETAIL_PAGE_MAX}`, { param: 'limit' });
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > DETAIL_PAGE_MAX)
+    throw invalid(`'limit' must be a whole number from 1 to ${DETAIL_PAGE_MAX}`, { param: 'limit' });
   const cursor = after === null ? null : decodeCursor(after);
   const w = await windowOf(ledger, c);
   const rows = await pageOfCharges(ledger, w, cursor, limit);
@@ -621,7 +637,7 @@ async function applyChecked(
     if (!self) throw new Error(`correction ${correctionId} is not in the stream of model ${c.modelId}`);
     const w: Window = { modelId: c.modelId, self, corrections: model.corrections };
     await ledger.caughtUp();
-    const total = await chargesInWindowCount(ledger.readModels.db, ledger.rmSchema, c.modelId, KINDS[self.component], self.from, self.to);
+    const total = await chargesInWindowCount(ledger.readModels.db, ledger.rmSchema, chargeWindowOf(w));
     const first = passes === 1 ? new ReportBuilder() : null;
     const adjuster = new PageAdjuster(ledger, w, md);
     let done = 0;

@@ -195,7 +195,14 @@ const CSV_COLUMNS: (keyof StatementLine)[] = [
 ];
 const csvLine = (l: StatementLine) => CSV_COLUMNS.map((c) => csvCell(l[c])).join(',') + '\n';
 const csvFooter = (daily: Statement['daily'], totals: Statement['totals']) =>
-  ['', 'day,charges,adjustments,billed', ...daily.map((d) => [d.day, d.charges, d.adjustments, d.billed].join(',')), '', `total,${totals.charges},${totals.adjustments},${totals.net}`, ''].join('\n');
+  [
+    '',
+    'day,charges,adjustments,billed',
+    ...daily.map((d) => [d.day, d.charges, d.adjustments, d.billed].join(',')),
+    '',
+    `total,${totals.charges},${totals.adjustments},${totals.net}`,
+    '',
+  ].join('\n');
 
 export function statementCsv(s: Statement): string {
   return CSV_COLUMNS.join(',') + '\n' + s.lines.map(csvLine).join('') + csvFooter(s.daily, s.totals);

@@ -21,7 +21,7 @@ import {
   type CorrectionInput,
   type CorrectionProgress,
 } from '../admin/corrections.ts';
-import { streamAnswer } from '../http/line-stream.ts';
+import { streamAnswer, type LineSink } from '../http/line-stream.ts';
 import { writeStatementCsv, writeStatementJson } from '../admin/statements.ts';
 import { buildUpstreamReport, upstreamReportCsv, upstreamReportQuery } from '../admin/upstream-report.ts';
 import { verifyLedger, type VerifyProgress } from '../admin/audit.ts';
@@ -43,18 +43,22 @@ const VERIFY_PROGRESS_MS = 200;
 const line = (value: unknown) => JSON.stringify(value) + '\n';
 
 /**
- * A progress listener that passes on at most one report per VERIFY_PROGRESS_MS, except a phase's
- * first and last ones.
+ * A progress listener that writes `object` lines to `out`: at most one per VERIFY_PROGRESS_MS,
+ * except a phase's first and last ones.
  */
-function throttled<P>(phaseOf: (p: P) => string, isLast: (p: P) => boolean, tell: (p: P) => void): (p: P) => void {
+function progressLines<P extends { phase: string; done: number; total: number }>(
+  out: LineSink,
+  object: string,
+  fields: (p: P) => object = (p) => p,
+): (p: P) => void {
   let lastPhase = '';
   let lastWrite = 0;
   return (p) => {
     const now = Date.now();
-    if (phaseOf(p) === lastPhase && !isLast(p) && now - lastWrite < VERIFY_PROGRESS_MS) return;
-    lastPhase = phaseOf(p);
+    if (p.phase === lastPhase && p.done < p.total && now - lastWrite < VERIFY_PROGRESS_MS) return;
+    lastPhase = p.phase;
     lastWrite = now;
-    tell(p);
+    void out.write(line({ object, ...fields(p) }));
   };
 }
 
@@ -65,7 +69,12 @@ function failureLine(log: GatewayDeps['log'], ctx: Context, what: string, advice
     const known = toApiError(err);
     const api =
       known.code === 'server_error'
-        ? new ApiError(500, `The ${what} stopped before it finished (the gateway log has the cause).${advice ? ' ' + advice : ''}`, 'server_error', 'server_error')
+        ? new ApiError(
+            500,
+            `The ${what} stopped before it finished (the gateway log has the cause).${advice ? ' ' + advice : ''}`,
+            'server_error',
+            'server_error',
+          )
         : known;
     log.error({ err: (err as Error)?.message, requestId: ctx.state.requestId }, `${what} failed after its answer began`);
     return line({ object: 'error', status: api.status, ...errorBody(api) });
@@ -310,15 +319,25 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
       const run = await prepareDryRun(ledger, c);
       if (format === 'json') ctx.body = { object: 'reconciliation', dry_run: true, ...(await run()) };
       else if (format === 'csv')
-        streamAnswer(ctx, 'text/csv; charset=utf-8', async (out) => {
-          await out.write(detailCsvHeader());
-          return detailCsvFooter(await run({ onCharge: (charge) => out.write(detailCsvLine(charge)) }));
-        }, failureLine(deps.log, ctx, 'dry run'));
+        streamAnswer(
+          ctx,
+          'text/csv; charset=utf-8',
+          async (out) => {
+            await out.write(detailCsvHeader());
+            return detailCsvFooter(await run({ onCharge: (charge) => out.write(detailCsvLine(charge)) }));
+          },
+          failureLine(deps.log, ctx, 'dry run'),
+        );
       else
-        streamAnswer(ctx, 'application/x-ndjson', async (out) => {
-          const report = await run({ onCharge: (charge) => out.write(line({ object: 'reconciliation.charge', ...charge })) });
-          return line({ object: 'reconciliation', dry_run: true, ...report });
-        }, failureLine(deps.log, ctx, 'dry run'));
+        streamAnswer(
+          ctx,
+          'application/x-ndjson',
+          async (out) => {
+            const report = await run({ onCharge: (charge) => out.write(line({ object: 'reconciliation.charge', ...charge })) });
+            return line({ object: 'reconciliation', dry_run: true, ...report });
+          },
+          failureLine(deps.log, ctx, 'dry run'),
+        );
       return;
     }
     const apply = await prepareCorrection(ledger, c, ctx.state.actor);
@@ -335,10 +354,14 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
       return;
     }
     // Progress lines as verify's, then the report; an interrupted apply is finished by asking again.
-    streamAnswer(ctx, 'application/x-ndjson', async (out) => {
-      const progress = throttled<CorrectionProgress>((p) => p.phase, (p) => p.done >= p.total, (p) => void out.write(line({ object: 'correction.progress', ...p })));
-      return line(answer(await apply({ onProgress: progress })));
-    }, failureLine(deps.log, ctx, 'correction', 'Run the same correction again to finish it: what was appended stays, and nothing is appended twice.'));
+    streamAnswer(
+      ctx,
+      'application/x-ndjson',
+      async (out) => {
+        return line(answer(await apply({ onProgress: progressLines<CorrectionProgress>(out, 'correction.progress') })));
+      },
+      failureLine(deps.log, ctx, 'correction', 'Run the same correction again to finish it: what was appended stays, and nothing is appended twice.'),
+    );
   });
 
   r.get('/accounts/:id/statement', async (ctx) => {
@@ -349,8 +372,19 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
     await ledger.caughtUp();
     // Streamed a page of lines at a time: the same document, in bounded memory.
     if (ctx.query.format === 'csv')
-      streamAnswer(ctx, 'text/csv; charset=utf-8', (out) => writeStatementCsv(ledger, accountId, from, to, (t) => out.write(t)), failureLine(deps.log, ctx, 'statement'));
-    else streamAnswer(ctx, 'application/json; charset=utf-8', (out) => writeStatementJson(ledger, accountId, from, to, (t) => out.write(t)), failureLine(deps.log, ctx, 'statement'));
+      streamAnswer(
+        ctx,
+        'text/csv; charset=utf-8',
+        (out) => writeStatementCsv(ledger, accountId, from, to, (t) => out.write(t)),
+        failureLine(deps.log, ctx, 'statement'),
+      );
+    else
+      streamAnswer(
+        ctx,
+        'application/json; charset=utf-8',
+        (out) => writeStatementJson(ledger, accountId, from, to, (t) => out.write(t)),
+        failureLine(deps.log, ctx, 'statement'),
+      );
   });
   r.get('/upstream-report', async (ctx) => {
     const query = upstreamReportQuery(ctx.query);
@@ -370,12 +404,15 @@ export function adminRouter(deps: GatewayDeps, adminToken: string): Router {
       ctx.body = { object: 'verification', ...(await verifyLedger(ledger)) };
       return;
     }
-    streamAnswer(ctx, 'application/x-ndjson', async (out) => {
-      const onProgress = throttled<VerifyProgress>((p) => p.phase, (p) => p.done >= p.total, (p) =>
-        void out.write(line({ object: 'verification.progress', phase: p.phase, done: p.done, total: p.total })),
-      );
-      return line({ object: 'verification', ...(await verifyLedger(ledger, { onProgress })) });
-    }, failureLine(deps.log, ctx, 'verification', 'It only reads: nothing was changed; run it again.'));
+    streamAnswer(
+      ctx,
+      'application/x-ndjson',
+      async (out) => {
+        const onProgress = progressLines<VerifyProgress>(out, 'verification.progress', (p) => ({ phase: p.phase, done: p.done, total: p.total }));
+        return line({ object: 'verification', ...(await verifyLedger(ledger, { onProgress })) });
+      },
+      failureLine(deps.log, ctx, 'verification', 'It only reads: nothing was changed; run it again.'),
+    );
   });
   r.post('/sweep', async (ctx) => {
     const orphaned = await sweepOrphanedHolds(ledger, { db: ledger.readModels.db, schema: ledger.schema });
