@@ -1,6 +1,7 @@
 // Audit: every stream's hash chain, and every read model against a fresh rebuild.
 import type { Ledger } from '../ledger/ledger.ts';
 import { chainHash, eventBody, GENESIS_HASH } from '../eventstore/canonical.ts';
+import { LogNotReadableYet } from '../eventstore/errors.ts';
 import { differingRows, dropReadModels, replayInto, type RowDifference } from '../../projections/rebuild.ts';
 
 /** Read-model rows listed per table when they differ from the rebuild (the count beyond is not needed to fail). */
@@ -15,6 +16,20 @@ export interface ChainProblem {
 /** A read-model row that differs from its rebuild (null: missing on that side). */
 export type ModelDifference = RowDifference;
 
+/** Times a page the log cannot answer yet (older commits still running) is asked for again before verify gives up. */
+const PAGE_RETRIES = 5;
+
+/** A page of the log; a long verification waits out a busy moment rather than fail after minutes of work. */
+async function readPage(ledger: Ledger, position: number) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await ledger.events.readAll(position, 10_000);
+    } catch (err) {
+      if (!(err instanceof LogNotReadableYet) || attempt >= PAGE_RETRIES) throw err;
+    }
+  }
+}
+
 /**
  * Walks all events in global order, recomputing each stream's chain. `onProgress` hears after
  * each page the events checked so far and the position reached (awaited, so it may read the head).
@@ -28,7 +43,7 @@ export async function verifyHashChains(
   let position = 0;
   let events = 0;
   for (;;) {
-    const page = await ledger.events.readAll(position, 10_000);
+    const page = await readPage(ledger, position);
     if (page.length === 0) break;
     for (const e of page) {
       const prev = last.get(e.stream) ?? { revision: -1, hash: GENESIS_HASH };
