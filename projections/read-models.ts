@@ -63,7 +63,9 @@ export const charges = defineProjection<ChargeRow>({
     'cache_write_milli integer NOT NULL DEFAULT 1000',
   ],
   // charge_event_id: a charge's adjustments, for what is billed for it now (corrections).
-  indexes: ['account_id, at', 'model, at', 'charge_event_id'],
+  // (…, at, position): the order statements and corrections page in, so a page is an index range
+  // that stops at its LIMIT instead of sorting the rest of the period.
+  indexes: ['account_id, at, position', 'model, at, position', 'charge_event_id'],
   handles: new Set(['ChatCharged', 'ImageCharged', 'ChargeAdjusted']),
   keysOf: (e) => [e.id],
   keyedByEvent: true,
