@@ -492,6 +492,7 @@ test('the account decides each adjustment against what is billed now (read at it
     multiplierMilliCorrected: milli,
     fromQuotaBefore: 800,
     adjustmentsSeen: seen,
+    lastAdjustment: s.lastAdjustment,
     ...(chargeEventId === 'e' && current ? { current } : {}),
   });
   const record = (events: DomainEvent[], revision: number) => {

@@ -313,11 +313,16 @@ async function pageOfCharges(ledger: Ledger, w: Window, after: ChargeCursor | nu
 async function plansFor(ledger: Ledger, w: Window, rows: ChargeRow[]): Promise<Plan[]> {
   const revisionOf = new Map(w.corrections.map((c) => [c.correctionId, c.revision]));
   const prior = new Map<string, { list: PriorAdjustment[]; now: AdjustedCharge }>();
-  for (const a of await adjustmentsOfCharges(
+  const adjustments = await adjustmentsOfCharges(
     ledger.readModels.db,
     ledger.rmSchema,
     rows.map((r) => r.event_id),
-  )) {
+  );
+  // An adjustment by a correction appended after this pass read the model (another gateway's):
+  // its revision from the model's stream now, so an older correction never overrides it.
+  if (adjustments.some((a) => !revisionOf.has(a.correction_id)))
+    for (const c of (await readModel(ledger, w.modelId)).corrections) revisionOf.set(c.correctionId, c.revision);
+  for (const a of adjustments) {
     const p = prior.get(a.charge_event_id) ?? { list: [], now: { billed: 0, quotaDelta: 0, multiplierMilli: 0, rank: -1 } };
     prior.set(a.charge_event_id, p);
     p.list.push({ correctionId: a.correction_id, delta: Number(a.billed) });
@@ -676,7 +681,7 @@ const needsAdjusting = (p: Plan) => p.item.difference !== 0 && !(p.current && p.
  */
 class PageAdjuster {
   /** Adjustments each account has, as this pass knows it (the charge log includes all of them). */
-  private readonly seen = new Map<string, number>();
+  private readonly seen = new Map<string, { count: number; last: string }>();
   constructor(
     private readonly ledger: Ledger,
     private readonly w: Window,
@@ -694,7 +699,8 @@ class PageAdjuster {
         // adjustment counted (and one more means a writer got in between: refused, read again).
         for (const accountId of fresh) {
           this.ledger.forgetAccount(accountId);
-          this.seen.set(accountId, (await this.ledger.accountState(accountId)).adjustments);
+          const state = await this.ledger.accountState(accountId);
+          this.seen.set(accountId, { count: state.adjustments, last: state.lastAdjustment });
         }
         await this.ledger.caughtUp();
         plans = await plansFor(
@@ -714,12 +720,16 @@ class PageAdjuster {
       await Promise.all(
         [...byAccount].map(async ([accountId, list]) => {
           const base = this.seen.get(accountId)!;
-          const results = await Promise.allSettled(list.map((p, i) => this.adjust(p, base + i)));
+          // Each command names the one before it: if another writer gets in anywhere, the rest are refused.
+          const results = await Promise.allSettled(
+            list.map((p, i) => this.adjust(p, base.count + i, i === 0 ? base.last : `${list[i - 1].owner.correctionId}|${list[i - 1].item.eventId}`)),
+          );
           const done = results.filter((r) => r.status === 'fulfilled' && r.value).length;
           appended += done;
           const failed = results.find((r) => r.status === 'rejected' && !isStale(r.reason));
           if (failed) throw (failed as PromiseRejectedResult).reason;
-          if (done === list.length) this.seen.set(accountId, base + done);
+          const last = list[list.length - 1];
+          if (done === list.length) this.seen.set(accountId, { count: base.count + done, last: `${last.owner.correctionId}|${last.item.eventId}` });
           else {
             this.seen.delete(accountId);
             stale.push(...list);
@@ -733,7 +743,7 @@ class PageAdjuster {
   }
 
   /** Appends one adjustment; whether it appended one (false: the account decided nothing needs changing). */
-  private async adjust(p: Plan, adjustmentsSeen: number): Promise<boolean> {
+  private async adjust(p: Plan, adjustmentsSeen: number, lastAdjustment: string): Promise<boolean> {
     const changed = (k: keyof PriceInputs) => (p.inputs[k] !== p.original[k] ? p.inputs[k] : undefined);
     const r = await this.ledger.account(
       p.accountId,
@@ -751,6 +761,7 @@ class PageAdjuster {
         multiplierMilliCorrected: p.inputs.multiplierMilli,
         fromQuotaBefore: p.item.fromQuota,
         adjustmentsSeen,
+        lastAdjustment,
         ...definedOnly({
           keyId: p.row.key_id ?? undefined,
           current: p.current,

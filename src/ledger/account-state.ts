@@ -48,6 +48,8 @@ export interface AccountState {
    * an adjustment names the count its figures were read at, and is refused if it moved.
    */
   adjustments: number;
+  /** The last adjustment (`correctionId|chargeEventId`; '' before any): a writer's figures are current only if it knows which one it is. */
+  lastAdjustment: string;
   /** Keys with controls set (KeyControlsSet), by key id. */
   keys: ImmutableMap<string, AccountKey>;
   /**
@@ -81,6 +83,7 @@ export const initialAccountState = (): AccountState => ({
   holds: ImmutableMap(),
   reserved: 0,
   adjustments: 0,
+  lastAdjustment: '',
   keys: ImmutableMap(),
   keySpend: ImmutableMap(),
 });
@@ -96,6 +99,7 @@ export function reviveAccountState(json: unknown): AccountState {
   };
   return {
     ...j,
+    lastAdjustment: j.lastAdjustment ?? '',
     holds: ImmutableMap(Object.entries(j.holds)),
     keys: ImmutableMap(Object.entries(j.keys ?? {})),
     keySpend: ImmutableMap(Object.entries(j.keySpend ?? {})),

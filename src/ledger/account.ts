@@ -114,6 +114,8 @@ export interface AdjustCommand {
   current?: AdjustedCharge;
   /** The account's count of adjustments when `current` was read. */
   adjustmentsSeen: number;
+  /** The account's last adjustment then (`correctionId|chargeEventId`; '' or absent: none): with the count, two writers interleaving cannot both match. */
+  lastAdjustment?: string;
 }
 
 /** The most a charge of this hold may bill by its key's limit (see balance.keyChargeCap). */
@@ -304,7 +306,7 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
     case 'Adjust': {
       requireOpen(s);
       requireTokenAmount(c.billedCorrected, 'billed_corrected', { allowZero: true });
-      if (c.adjustmentsSeen !== s.adjustments)
+      if (c.adjustmentsSeen !== s.adjustments || (c.lastAdjustment ?? '') !== s.lastAdjustment)
         throw new DomainError('conflict', `the account has ${s.adjustments} adjustments, not ${c.adjustmentsSeen}: read the charge's figure again`);
       const now = c.current;
       // A newer correction (or this one) already decided this charge.
@@ -414,6 +416,7 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
         extraUsed: s.extraUsed + d.extraDelta,
         extraGranted: s.extraGranted + (d.extraCredited ?? 0),
         adjustments: s.adjustments + 1,
+        lastAdjustment: `${d.correctionId}|${d.chargeEventId}`,
       };
     }
     case 'KeyControlsSet': {
