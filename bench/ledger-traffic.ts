@@ -32,6 +32,8 @@ export class SimAccount {
   constructor(
     readonly tag: string,
     readonly index: number,
+    /** Every call on this model (default: the seed models in turn). */
+    readonly model?: string,
   ) {
     this.accountId = `acct_${tag}_${index}`;
     this.keyId = `key_${tag}_${index}`;
@@ -93,7 +95,7 @@ export class SimAccount {
     if (this.openHold === null) {
       const holdId = randomUUID();
       this.openHold = holdId;
-      const model = SEED_MODELS[(this.index + this.n) % SEED_MODELS.length].id;
+      const model = this.model ?? SEED_MODELS[(this.index + this.n) % SEED_MODELS.length].id;
       return this.decide({ type: 'Reserve', holdId, requestId: `req_${holdId}`, keyId: this.keyId, model, kind: 'chat', amount: 4096, now, ttlMs: 600_000 });
     }
     const holdId = this.openHold;
@@ -130,11 +132,18 @@ export class SimAccount {
     return request;
   }
 
+  /** With a spacing, the calls of nextBulk are that many ms apart (within the plan's call rate however many are seeded at once). */
+  spacingMs = 0;
+  private clock = 0;
+
   /** `pairs` reserve/charge pairs in one append (the bulk seeding path). */
   nextBulk(pairs: number, now = new Date()): AppendRequest {
     const expected = this.revision;
     const events: DomainEvent[] = [];
-    for (let i = 0; i < pairs * 2; i++) events.push(...this.nextEvents(now));
+    for (let i = 0; i < pairs * 2; i++) {
+      if (this.spacingMs && i % 2 === 0) this.clock = Math.max(this.clock + this.spacingMs, now.getTime());
+      events.push(...this.nextEvents(this.spacingMs ? new Date(this.clock) : now));
+    }
     const snapshot = this.snapshotFor(events.length);
     this.revision += events.length;
     return { stream: this.stream, expectedRevision: expected, events: toNew(events, this.metadata()), snapshot };

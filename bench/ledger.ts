@@ -253,7 +253,7 @@ async function appendScenario(
   return { scenario: name, mode, appenders, events, seconds: elapsed, eventsPerSecond: events / elapsed, meanLatencyMs: latency / calls, cpu: used };
 }
 
-async function mustAppendMany(store: EventStore, requests: AppendRequest[]): Promise<void> {
+export async function mustAppendMany(store: EventStore, requests: AppendRequest[]): Promise<void> {
   const results = await store.appendMany(requests);
   const failed = results.find((r) => r instanceof Error);
   if (failed) throw failed;

@@ -3,6 +3,8 @@
 //   1. gateway: the mock upstream called directly, Tollgate and Portkey (bench/gateway.ts)
 //   2. growth: latency on an empty ledger vs one of 1M events (bench/growth.ts)
 //   3. ledger: appends and rebuilds of 100k, 1M and 5M events on PostgreSQL (bench/ledger.ts)
+//   4. corrections: dry run, apply, re-apply, statement and verify over windows of 10k, 100k and
+//      1M charges beside a light chat load (bench/corrections.ts; its own block in BENCHMARKS.md)
 //
 // npm run bench -- [--quick] [--only gateway,growth,ledger] [--no-peer] [--pglite]
 //                  [--cpu-profile DIR] [--no-write] [--json] [--projector]
@@ -20,6 +22,7 @@ import { runGrowthBench } from './growth.ts';
 import { runLedgerBench, type Engine } from './ledger.ts';
 import { ledgerCheckLines, mainTable, writeBenchmarksFile, describeRun, type BenchRun } from './report.ts';
 import { formatTable as formatLedgerTable } from './ledger.ts';
+import { correctionsTable, runCorrectionsBench, writeCorrectionsBlock, type CorrectionSizeResult } from './corrections.ts';
 
 const { values } = parseArgs({
   options: {
@@ -34,7 +37,7 @@ const { values } = parseArgs({
   },
 });
 const quick = !!values.quick;
-const sections = new Set((values.only ?? 'gateway,growth,ledger').split(','));
+const sections = new Set((values.only ?? 'gateway,growth,ledger,corrections').split(','));
 const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const started = Date.now();
 const log = (line: string) => console.log(line);
@@ -72,6 +75,11 @@ if (sections.has('ledger')) {
     rebuildSizes: { postgres: quick ? [20_000, 100_000] : [100_000, 1_000_000, 5_000_000] },
   });
 }
+let corrections: CorrectionSizeResult[] | null = null;
+if (sections.has('corrections')) {
+  log('\n== corrections: dry run, apply, statement and verify beside live traffic ==');
+  corrections = await runCorrectionsBench({ databaseUrl: url, sizes: quick ? [10_000] : [10_000, 100_000, 1_000_000], log });
+}
 run.seconds = (Date.now() - started) / 1000;
 
 log(`\n${describeRun(run)}\n`);
@@ -79,11 +87,13 @@ log(mainTable(run));
 const checks = ledgerCheckLines(run);
 if (checks.length) log(`\nLedger checks:\n${checks.join('\n')}`);
 if (run.ledger) log(`\nEvent store appends and rebuilds:\n${formatLedgerTable(run.ledger)}`);
-const errors = [...(run.gateway?.errors ?? []), ...(run.growth?.errors ?? [])];
+if (corrections) log(`\nCorrections:\n${correctionsTable(corrections)}`);
+const errors = [...(run.gateway?.errors ?? []), ...(run.growth?.errors ?? []), ...(corrections?.flatMap((c) => c.errors) ?? [])];
 if (errors.length) log(`\nERRORS:\n${errors.map((e) => `- ${e}`).join('\n')}`);
 if (!values['no-write']) {
   const path = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
-  writeBenchmarksFile(path, run);
+  if (run.gateway || run.growth || run.ledger) writeBenchmarksFile(path, run);
+  if (corrections) writeCorrectionsBlock(path, corrections, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
   log(`\nwritten to ${path}`);
 }
 if (values.json) log(JSON.stringify(run, null, 2));

@@ -63,7 +63,9 @@ export const charges = defineProjection<ChargeRow>({
     'cache_write_milli integer NOT NULL DEFAULT 1000',
   ],
   // charge_event_id: a charge's adjustments, for what is billed for it now (corrections).
-  indexes: ['account_id, at', 'model, at', 'charge_event_id'],
+  // (…, at, position): the order statements and corrections page in, so a page is an index range
+  // that stops at its LIMIT instead of sorting the rest of the period.
+  indexes: ['account_id, at, position', 'model, at, position', 'charge_event_id'],
   handles: new Set(['ChatCharged', 'ImageCharged', 'ChargeAdjusted']),
   keysOf: (e) => [e.id],
   keyedByEvent: true,
@@ -127,40 +129,82 @@ export const charges = defineProjection<ChargeRow>({
   },
 });
 
-/** For a statement: an account's charges and adjustments in [from, to), in log order. */
-export async function ofAccountBetween(db: Queryable, schema: string, accountId: string, from: string, to: string): Promise<ChargeRow[]> {
-  return db.query<ChargeRow>(`SELECT * FROM "${schema}".charges WHERE account_id = $1 AND at >= $2 AND at < $3 ORDER BY position`, [accountId, from, to]);
-}
-
-/** For a correction: the charges of `model` of these kinds charged in [from, to), by account, then in log order. */
-export async function chargesInWindow(
+/**
+ * For a statement: a page of an account's charges and adjustments in [from, to), by time then log
+ * position, after `after` (one index range of (account_id, at) per page).
+ */
+export async function ofAccountPage(
   db: Queryable,
   schema: string,
-  model: string,
-  kinds: ReadonlyArray<'chat' | 'image'>,
+  accountId: string,
   from: string,
   to: string,
+  after: ChargeCursor | null,
+  limit: number,
 ): Promise<ChargeRow[]> {
-  return db.query<ChargeRow>(
-    `SELECT * FROM "${schema}".charges WHERE model = $1 AND kind IN (${kindList(kinds)}) AND at >= $2 AND at < $3 ORDER BY account_id, position`,
-    [model, from, to],
-  );
+  return pageAfter(db, `SELECT * FROM "${schema}".charges WHERE account_id = $1 AND at >= $2 AND at < $3`, [accountId, from, to], after, limit);
 }
 
-/** For a correction: the adjustments already applied to those same charges, in log order. */
-export async function adjustmentsInWindow(
-  db: Queryable,
-  schema: string,
-  model: string,
-  kinds: ReadonlyArray<'chat' | 'image'>,
-  from: string,
-  to: string,
-): Promise<Array<{ charge_event_id: string; correction_id: string; billed: number }>> {
-  return db.query(
-    `SELECT a.charge_event_id, a.correction_id, a.billed FROM "${schema}".charges c
-    JOIN "${schema}".charges a ON a.charge_event_id = c.event_id AND a.kind = 'adjustment'
-    WHERE c.model = $1 AND c.kind IN (${kindList(kinds)}) AND c.at >= $2 AND c.at < $3 ORDER BY a.position`,
-    [model, from, to],
+/** Where a page of charges ends: the next page starts after it (charge time, then log position). */
+export interface ChargeCursor {
+  at: string;
+  position: number;
+}
+
+/** The rows of `select` (three parameters) by time then log position, after `after`: keyset paging. */
+function pageAfter(db: Queryable, select: string, params: unknown[], after: ChargeCursor | null, limit: number): Promise<ChargeRow[]> {
+  return after
+    ? // at >= $4 as well: the bound the (…, at) index starts its range at (the row comparison alone would scan from the window's start).
+      db.query<ChargeRow>(`${select} AND at >= $4::timestamptz AND (at, position) > ($4::timestamptz, $5::bigint) ORDER BY at, position LIMIT ${limit}`, [
+        ...params,
+        after.at,
+        after.position,
+      ])
+    : db.query<ChargeRow>(`${select} ORDER BY at, position LIMIT ${limit}`, params);
+}
+
+/** A correction's window: the charges of `model` of these kinds charged in [from, to). */
+export interface ChargeWindow {
+  model: string;
+  kinds: ReadonlyArray<'chat' | 'image'>;
+  from: string;
+  to: string;
+}
+
+const windowSql = (schema: string, w: ChargeWindow) => `FROM "${schema}".charges WHERE model = $1 AND kind IN (${kindList(w.kinds)}) AND at >= $2 AND at < $3`;
+
+/**
+ * For a correction: a page of the charges of `model` of these kinds charged in [from, to), by
+ * charge time then log position, after `after`. Each page is one index range (model, at), so a
+ * page costs the same at the end of a window of a million charges as at its start.
+ */
+export async function chargesPage(db: Queryable, schema: string, w: ChargeWindow, after: ChargeCursor | null, limit: number): Promise<ChargeRow[]> {
+  return pageAfter(db, `SELECT * ${windowSql(schema, w)}`, [w.model, w.from, w.to], after, limit);
+}
+
+/** For a correction's progress: how many charges its window holds. */
+export async function chargesInWindowCount(db: Queryable, schema: string, w: ChargeWindow): Promise<number> {
+  const [r] = await db.query<{ n: string | number }>(`SELECT count(*) AS n ${windowSql(schema, w)}`, [w.model, w.from, w.to]);
+  return Number(r.n);
+}
+
+export interface AdjustmentOfCharge {
+  charge_event_id: string;
+  correction_id: string;
+  /** The adjustment's delta. */
+  billed: number;
+  /** Its quotaDelta. */
+  from_quota: number;
+  multiplier_milli: number;
+}
+
+/** For a correction: the adjustments already applied to these charges, in log order. */
+export async function adjustmentsOfCharges(db: Queryable, schema: string, chargeEventIds: string[]): Promise<AdjustmentOfCharge[]> {
+  if (chargeEventIds.length === 0) return [];
+  return db.query<AdjustmentOfCharge>(
+    `SELECT charge_event_id, correction_id, billed, from_quota, multiplier_milli FROM "${schema}".charges
+    WHERE charge_event_id = ANY($1::text[]) AND kind = 'adjustment' ORDER BY position`,
+    [chargeEventIds],
   );
 }
 

@@ -3,7 +3,7 @@
 // and drops a scratch schema.
 import os from 'node:os';
 import type { Database } from '../src/eventstore/db.ts';
-import type { EventReader } from '../src/eventstore/port.ts';
+import type { EventReader, ProjectedEvent } from '../src/eventstore/port.ts';
 import * as checkpoint from './checkpoint.ts';
 import { finishDdl } from './ddl.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
@@ -185,6 +185,55 @@ export async function rebuildReadModels(
     if (swapped) return { events, position };
     ({ position, count: events } = await catchUp(db, store, next, position, events));
   }
+}
+
+export interface RowDifference {
+  table: string;
+  key: string;
+  live: unknown;
+  rebuilt: unknown;
+}
+
+/**
+ * The rows that differ between two read-model schemas (a row missing on one side is null there),
+ * at most `limit` per table. The database compares them (a full join on the key, each row as
+ * jsonb), so the check holds two pages in memory, not two copies of every table.
+ */
+export async function differingRows(db: Database, live: string, rebuilt: string, limit: number): Promise<RowDifference[]> {
+  const out: RowDifference[] = [];
+  for (const p of ALL_PROJECTIONS) {
+    const rows = await db.query<{ key: string; live: Record<string, unknown> | null; rebuilt: Record<string, unknown> | null }>(
+      `SELECT coalesce(a.key, b.key) AS key, CASE WHEN a.key IS NULL THEN NULL ELSE to_jsonb(a) END AS live,
+        CASE WHEN b.key IS NULL THEN NULL ELSE to_jsonb(b) END AS rebuilt
+      FROM ${q(live, p.table)} a FULL JOIN ${q(rebuilt, p.table)} b ON a.key = b.key
+      WHERE a.key IS NULL OR b.key IS NULL OR to_jsonb(a) <> to_jsonb(b) ORDER BY 1 LIMIT ${limit}`,
+    );
+    for (const r of rows) out.push({ table: p.table, key: r.key, live: r.live, rebuilt: r.rebuilt });
+  }
+  return out;
+}
+
+/**
+ * The row keys, by table, that the events after `from` up to `to` change: the rows a live read
+ * model at `to` may hold differently from a rebuild that stopped at `from`.
+ */
+export async function rowsChangedBetween(store: EventReader, from: number, to: number): Promise<Map<string, Set<string>>> {
+  const out = new Map<string, Set<string>>();
+  for (let position = from; position < to;) {
+    const page: ProjectedEvent[] = store.readAllProjected ? await store.readAllProjected(position, 5_000) : await store.readAll(position, 5_000);
+    if (page.length === 0) break;
+    for (const e of page) {
+      if (e.position > to) return out;
+      for (const p of ALL_PROJECTIONS) {
+        if (!p.handles.has(e.type)) continue;
+        const keys = out.get(p.table) ?? new Set<string>();
+        out.set(p.table, keys);
+        for (const k of p.keysOf(e)) keys.add(k);
+      }
+    }
+    position = page[page.length - 1].position;
+  }
+  return out;
 }
 
 /** Every read-model row, sorted by key, timestamps as ISO strings: for equality checks. */

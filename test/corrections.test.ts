@@ -14,6 +14,8 @@ import type { StoredEvent } from '../src/eventstore/port.ts';
 import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
 import { reviveAccountState } from '../src/ledger/account-state.ts';
 import { fold } from '../src/ledger/decider.ts';
+import type { DomainEvent } from '../src/ledger/events.ts';
+import type { DomainError } from '../src/ledger/errors.ts';
 
 const run = promisify(execFile);
 const ADMIN = 'tg_admin_corrections_test_0123456789';
@@ -451,8 +453,8 @@ test('bad input is a clear 400, 404 or 409 and writes nothing', async () => {
   assert.is(await gw.ledger.events.headPosition(), head, 'nothing written');
 });
 
-test('the account decides each adjustment against what is billed now; an older correction never overrides a newer one', () => {
-  const plan = { planId: 'p', name: 'P', quota: 10_000, validityDays: 30, requestsPerMinute: 0, models: ['*'] };
+test('the account decides each adjustment against what is billed now (read at its count of adjustments); an older correction never overrides a newer one; its state stays small', () => {
+  const plan = { planId: 'p', name: 'P', quota: 10_000_000, validityDays: 30, requestsPerMinute: 0, models: ['*'] };
   const at = new Date();
   let s = accountDecider.initialState();
   const step = (c: AccountCommand) => {
@@ -474,11 +476,13 @@ test('the account decides each adjustment against what is billed now; an older c
     streamed: false,
     aborted: false,
   });
-  const adjust = (correctionId: string, revision: number, milli: number): AccountCommand => ({
+  // What the charge log says the charge is billed now, after each adjustment step.
+  let current: { billed: number; quotaDelta: number; multiplierMilli: number; rank: number } | undefined;
+  const adjust = (correctionId: string, revision: number, milli: number, chargeEventId = 'e', seen = s.adjustments): AccountCommand => ({
     type: 'Adjust',
     correctionId,
     correctionRevision: revision,
-    chargeEventId: 'e',
+    chargeEventId,
     requestId: 'r',
     model: 'm',
     chargedAt: at.toISOString(),
@@ -487,13 +491,33 @@ test('the account decides each adjustment against what is billed now; an older c
     multiplierMilliBefore: 2000,
     multiplierMilliCorrected: milli,
     fromQuotaBefore: 800,
+    adjustmentsSeen: seen,
+    lastAdjustment: s.lastAdjustment,
+    ...(chargeEventId === 'e' && current ? { current } : {}),
   });
+  const record = (events: DomainEvent[], revision: number) => {
+    for (const e of events) {
+      const d = e.data as Json;
+      current = {
+        billed: d.billedCorrected,
+        quotaDelta: (current?.quotaDelta ?? 0) + d.quotaDelta,
+        multiplierMilli: d.multiplierMilliCorrected,
+        rank: revision,
+      };
+    }
+    return events;
+  };
   assert.equal(
-    step(adjust('c1', 3, 1500)).map((e) => [(e.data as Json).billedBefore, (e.data as Json).delta]),
+    record(step(adjust('c1', 3, 1500)), 3).map((e) => [(e.data as Json).billedBefore, (e.data as Json).delta]),
     [[800, -200]],
   );
+  assert.throws(
+    () => accountDecider.decide(adjust('c2', 5, 1250, 'e', 0), s),
+    (e: Error) => (e as DomainError).code === 'conflict',
+    'figures read before the last adjustment are refused',
+  );
   assert.equal(
-    step(adjust('c2', 5, 1250)).map((e) => [(e.data as Json).billedBefore, (e.data as Json).delta, (e.data as Json).multiplierMilliBefore]),
+    record(step(adjust('c2', 5, 1250)), 5).map((e) => [(e.data as Json).billedBefore, (e.data as Json).delta, (e.data as Json).multiplierMilliBefore]),
     [[600, -100, 1500]],
     'from what is billed now, not the original',
   );
@@ -501,12 +525,18 @@ test('the account decides each adjustment against what is billed now; an older c
   assert.equal(step(adjust('c2', 5, 1250)), [], 'the same one again changes nothing');
   assert.is(s.quotaUsed, 500);
   assert.equal(
-    step(adjust('undo', 7, 2000)).map((e) => (e.data as Json).delta),
+    record(step(adjust('undo', 7, 2000)), 7).map((e) => (e.data as Json).delta),
     [300],
   );
   assert.is(s.quotaUsed, 800, 'back to the original balance');
-  // Snapshots keep what is billed now for every adjusted charge.
-  assert.equal(reviveAccountState(JSON.parse(JSON.stringify(s))).adjusted.get('e'), { billed: 800, quotaDelta: 0, multiplierMilli: 2000, rank: 7 });
+  assert.is(s.adjustments, 3);
+  // Correcting many charges leaves the state (and so every snapshot) the same size.
+  const size = () => JSON.stringify(s).length;
+  const before = size();
+  for (let i = 0; i < 5_000; i++) step(adjust('c9', 9, 1000, `charge-${i}`));
+  assert.is(s.adjustments, 5_003);
+  assert.ok(size() <= before + 32, `state of ${size()} bytes after 5,000 more adjustments (was ${before})`);
+  assert.is(reviveAccountState(JSON.parse(JSON.stringify(s))).adjustments, 5_003);
 });
 
 /**
@@ -583,5 +613,137 @@ if (process.env.DATABASE_URL) {
 } else {
   console.log('corrections from two gateways: SKIPPED (needs DATABASE_URL: two gateways cannot share embedded PGlite)');
 }
+
+/** `n` chat charges on `accounts` in turn, a few at a time (each holds 20,000 tokens until settled); tokens of charge i: 100 + i. */
+async function manyCharges(accounts: string[], model: string, n: number): Promise<Array<{ id: string; billed: number; tokens: number; account: string }>> {
+  const out: Array<{ id: string; billed: number; tokens: number; account: string }> = [];
+  for (let i = 0; i < n; i += 20) {
+    const chunk = Array.from({ length: Math.min(20, n - i) }, (_, j) => i + j);
+    out.push(
+      ...(await Promise.all(
+        chunk.map(async (k) => ({
+          ...(await charge(accounts[k % accounts.length], model, 2000, 80 + k, 20)),
+          tokens: 100 + k,
+          account: accounts[k % accounts.length],
+        })),
+      )),
+    );
+  }
+  return out;
+}
+
+test('the dry run pages through the charges on request and streams the full detail as NDJSON or CSV, with the same figures as its report', async () => {
+  const M = 'alpha-haiku-4.5';
+  await ok('PATCH', `/models/${M}`, { multiplier: 2 });
+  const t0 = await tick();
+  const made = await manyCharges(['north', 'south'], M, 25);
+  const t1 = await tick();
+  const terms = { model: M, from: t0.toISOString(), to: t1.toISOString(), multiplier: 1.5, dry_run: true };
+  const report = await ok('POST', '/corrections', terms);
+  assert.is(report.itemsComplete, true);
+  assert.is(report.totals.charges, 25);
+  const all = report.accounts.flatMap((a: Json) => a.items.map((i: Json) => ({ accountId: a.accountId, ...i })));
+  const byId = (xs: Json[]) => [...xs].sort((x, y) => (x.eventId < y.eventId ? -1 : 1));
+
+  const pages: Json[] = [];
+  let after: string | undefined;
+  do {
+    const page = await ok('POST', '/corrections', { ...terms, limit: 10, ...(after ? { after } : {}) });
+    assert.is(page.object, 'reconciliation.page');
+    assert.ok(page.items.length <= 10);
+    pages.push(...page.items);
+    after = page.next ?? undefined;
+  } while (after);
+  assert.is(pages.length, 25);
+  assert.equal(new Set(pages.map((p) => p.eventId)).size, 25, 'no charge twice across pages');
+  assert.equal(byId(pages), byId(all), "the pages hold the report's items");
+  assert.equal(new Set(pages.map((p) => p.eventId)), new Set(made.map((m) => m.id)));
+  for (const p of pages) assert.is(p.corrected, Math.ceil((made.find((m) => m.id === p.eventId)!.tokens * 1500) / 1000));
+  const bad = await admin('POST', '/corrections', { ...terms, limit: 10, after: 'not-a-cursor' });
+  assert.is(bad.status, 400, bad.text);
+
+  const ndjson = await fetch(`${gw.url}/admin/v1/corrections`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', accept: 'application/x-ndjson' },
+    body: JSON.stringify(terms),
+  });
+  assert.match(ndjson.headers.get('content-type') ?? '', /application\/x-ndjson/);
+  const lines = (await ndjson.text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.is(lines.length, 26);
+  assert.equal(byId(lines.slice(0, 25).map(({ object: _o, ...c }) => c)), byId(all));
+  assert.is(lines[25].object, 'reconciliation');
+  assert.equal(lines[25].totals, report.totals);
+
+  const csv = await admin('POST', '/corrections', { ...terms, format: 'csv' });
+  const rows = csv.text.split('\n');
+  assert.is(rows[0].split(',')[0], 'account_id');
+  assert.is(rows.slice(1, 26).filter((r) => r.includes(',chat,')).length, 25);
+  assert.ok(
+    rows.includes(`total,25,${report.totals.billedOriginally},${report.totals.billedNow},${report.totals.corrected},${report.totals.difference}`),
+    csv.text.slice(-300),
+  );
+});
+
+test('correcting many charges leaves the account snapshot small; the apply reports progress as NDJSON and an interrupted apply resumes, appending nothing twice', async () => {
+  const M = 'cx/gen-6-terra';
+  await ok('PATCH', `/models/${M}`, { multiplier: 2 });
+  const t0 = await tick();
+  const made = await manyCharges(['north'], M, 300);
+  const t1 = await tick();
+  const snapshotSize = async () => JSON.stringify((await gw.ledger.events.readSnapshot('account-north'))?.state ?? null).length;
+  const before = await snapshotSize();
+
+  // Interrupted: the correction and the first 100 adjustments were appended, then the process died.
+  const terms = { model: M, from: t0.toISOString(), to: t1.toISOString(), multiplier: 1.5, reason: 'interrupted' };
+  const cid = (await ok('POST', '/corrections', { ...terms, dry_run: true })).correctionId as string;
+  const { prepareCorrection } = await import('../src/admin/corrections.ts');
+  const { correctionInput } = await import('../src/admin/corrections.ts');
+  const input = correctionInput(terms, { modelId: M, from: t0, to: t1 });
+  let stopAt = 0;
+  const interrupted = await prepareCorrection(gw.ledger, input, 'admin:ops');
+  await interrupted({
+    pageSize: 50,
+    onProgress: (p) => {
+      stopAt = p.appended;
+      if (p.appended >= 100) throw new Error('killed');
+    },
+  }).catch((e: Error) => assert.is(e.message, 'killed'));
+  assert.ok(stopAt >= 100 && stopAt < 300, `stopped after ${stopAt}`);
+  assert.is((await adjustmentsOf(cid)).length, stopAt);
+
+  const res = await fetch(`${gw.url}/admin/v1/corrections`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', accept: 'application/x-ndjson', 'x-tollgate-actor': 'ops' },
+    body: JSON.stringify(terms),
+  });
+  const lines = (await res.text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  const progress = lines.filter((l) => l.object === 'correction.progress');
+  assert.ok(progress.length >= 2, JSON.stringify(lines.slice(0, 3)));
+  assert.equal(progress[0], { object: 'correction.progress', phase: 'adjust', done: 0, total: 300, appended: 0, pass: 1 });
+  assert.is(progress[progress.length - 1].done, 300);
+  const last = lines[lines.length - 1];
+  assert.is(last.object, 'reconciliation');
+  assert.is(last.appended, 300 - stopAt, 'the rest, and only the rest');
+  assert.is(last.already_applied, stopAt);
+  const adjustments = await adjustmentsOf(cid);
+  assert.is(adjustments.length, 300);
+  assert.is(new Set(adjustments.map((e) => e.data.chargeEventId)).size, 300, 'one adjustment per charge');
+  const now = await nets();
+  assert.equal(
+    made.map((m) => now.get(m.id)),
+    made.map((m) => Math.ceil((m.tokens * 1500) / 1000)),
+  );
+  // The account's state no longer grows with the charges corrected.
+  const after = await snapshotSize();
+  assert.ok(after < before + 200, `snapshot of ${after} bytes after 300 adjustments (was ${before})`);
+  assert.is((await ok('POST', '/corrections', terms)).appended, 0, 'applied again: nothing');
+  await verify();
+});
 
 test.run();

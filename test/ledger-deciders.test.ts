@@ -201,6 +201,7 @@ test('adjustments: refund returns to the main plan, surcharge spends it first', 
     billedBefore: 400,
     multiplierMilliBefore: 2000,
     fromQuotaBefore: 400,
+    adjustmentsSeen: 0,
   } as const;
   const refund = run(s, { ...base, billedCorrected: 250, multiplierMilliCorrected: 1250 });
   assert.is((refund.events[0].data as { delta: number }).delta, -150);
@@ -331,6 +332,7 @@ test('a refund of a charge made before the plan was renewed is credited as extra
     multiplierMilliBefore: 2000,
     multiplierMilliCorrected: 1250,
     fromQuotaBefore: 400,
+    adjustmentsSeen: 0,
   });
   const d = (refund.events[0] as Extract<DomainEvent, { type: 'ChargeAdjusted' }>).data;
   assert.equal([d.delta, d.quotaDelta, d.extraDelta, d.extraCredited], [-150, 0, 0, 150]);

@@ -1,7 +1,12 @@
 // Audit: every stream's hash chain, and every read model against a fresh rebuild.
 import type { Ledger } from '../ledger/ledger.ts';
 import { chainHash, eventBody, GENESIS_HASH } from '../eventstore/canonical.ts';
-import { dropReadModels, dumpReadModels, replayInto } from '../../projections/rebuild.ts';
+import { LogNotReadableYet } from '../eventstore/errors.ts';
+import { differingRows, dropReadModels, replayInto, rowsChangedBetween, type RowDifference } from '../../projections/rebuild.ts';
+import * as checkpoint from '../../projections/checkpoint.ts';
+
+/** Read-model rows listed per table when they differ from the rebuild (the count beyond is not needed to fail). */
+const MAX_DIFFERENCES = 1_000;
 
 export interface ChainProblem {
   stream: string;
@@ -9,11 +14,21 @@ export interface ChainProblem {
   position: number;
   problem: string;
 }
-export interface ModelDifference {
-  table: string;
-  key: string;
-  live: unknown;
-  rebuilt: unknown;
+/** A read-model row that differs from its rebuild (null: missing on that side). */
+export type ModelDifference = RowDifference;
+
+/** Times a page the log cannot answer yet (older commits still running) is asked for again before verify gives up. */
+const PAGE_RETRIES = 5;
+
+/** A page of the log; a long verification waits out a busy moment rather than fail after minutes of work. */
+async function readPage(ledger: Ledger, position: number) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await ledger.events.readAll(position, 10_000);
+    } catch (err) {
+      if (!(err instanceof LogNotReadableYet) || attempt >= PAGE_RETRIES) throw err;
+    }
+  }
 }
 
 /**
@@ -29,7 +44,7 @@ export async function verifyHashChains(
   let position = 0;
   let events = 0;
   for (;;) {
-    const page = await ledger.events.readAll(position, 10_000);
+    const page = await readPage(ledger, position);
     if (page.length === 0) break;
     for (const e of page) {
       const prev = last.get(e.stream) ?? { revision: -1, hash: GENESIS_HASH };
@@ -56,28 +71,20 @@ export async function verifyHashChains(
 export async function compareWithRebuild(ledger: Ledger, onReplayed?: (events: number) => void): Promise<ModelDifference[]> {
   await ledger.caughtUp();
   const scratch = `${ledger.rmSchema}_verify`;
-  let live: Record<string, unknown[]>;
-  let rebuilt: Record<string, unknown[]>;
   try {
     const position = await replayInto(ledger.readModels.db, ledger.events, scratch, { onProgress: onReplayed && ((p) => onReplayed(p.events)) });
     await ledger.waitForPosition(position, 10_000);
-    live = await dumpReadModels(ledger.readModels.db, ledger.rmSchema);
-    rebuilt = await dumpReadModels(ledger.readModels.db, scratch);
+    const differences = await differingRows(ledger.readModels.db, ledger.rmSchema, scratch, MAX_DIFFERENCES);
+    if (differences.length === 0) return differences;
+    // Live traffic moved the live read models past the rebuild meanwhile: the rows its events
+    // changed may rightly differ (they are checked by the next verify); every other row must not.
+    const live = await checkpoint.read(ledger.readModels.db, ledger.rmSchema);
+    const changed = live > position ? await rowsChangedBetween(ledger.events, position, live) : new Map<string, Set<string>>();
+    return differences.filter((d) => !changed.get(d.table)?.has(d.key));
   } finally {
     // Also after a failure: no half-built scratch schema is left behind (the next verify would drop it anyway).
     await dropReadModels(ledger.readModels.db, scratch).catch(() => undefined);
   }
-  const diffs: ModelDifference[] = [];
-  for (const table of Object.keys(rebuilt)) {
-    if (table === 'checkpoint') continue;
-    const index = (rows: unknown[]) => new Map(rows.map((r) => [String((r as { key: string }).key), r]));
-    const a = index(live[table] ?? []);
-    const b = index(rebuilt[table]);
-    for (const key of new Set([...a.keys(), ...b.keys()])) {
-      if (JSON.stringify(a.get(key)) !== JSON.stringify(b.get(key))) diffs.push({ table, key, live: a.get(key) ?? null, rebuilt: b.get(key) ?? null });
-    }
-  }
-  return diffs;
 }
 
 /** The two phases of a verification: the hash chains, then the read models against a replay. */

@@ -22,7 +22,16 @@ import { CORRECTION_COMPONENTS, definedOnly, streams, type CorrectionComponent, 
 import { chatCharge, imageCharge } from '../ledger/pricing.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';
-import { adjustmentsInWindow, chargesInWindow, type ChargeRow } from '../../projections/read-models.ts';
+import { csvCell } from './statements.ts';
+import {
+  adjustmentsOfCharges,
+  chargesInWindowCount,
+  chargesPage,
+  type ChargeCursor,
+  type ChargeRow,
+  type ChargeWindow,
+} from '../../projections/read-models.ts';
+import type { AdjustedCharge } from '../ledger/account-state.ts';
 
 export interface CorrectionInput {
   modelId: string;
@@ -101,6 +110,8 @@ export interface ReconciliationReport {
   revision: number;
   accounts: AccountReconciliation[];
   totals: Figures;
+  /** Whether `items` list every charge (false: more than REPORT_ITEMS_MAX; page or stream the detail). */
+  itemsComplete: boolean;
 }
 
 const componentOf = (c: CorrectionInput): CorrectionComponent => c.component ?? 'multiplier';
@@ -234,7 +245,7 @@ function correctedFigure(
 }
 
 // ---------------------------------------------------------------------------------------------
-// The report
+// The report, a page of charges at a time
 
 /** One charge to bring to its corrected figure (what the report does not show). */
 interface Plan {
@@ -244,6 +255,8 @@ interface Plan {
   original: PriceInputs;
   inputs: PriceInputs;
   owner: CorrectionWindow;
+  /** The charge's figure now, from the charge log (absent: never adjusted). */
+  current?: AdjustedCharge;
 }
 
 const zeroFigures = (): Figures => ({ charges: 0, billedOriginally: 0, billedNow: 0, billed: 0, corrected: 0, difference: 0 });
@@ -265,32 +278,61 @@ async function readModel(ledger: Ledger, modelId: string): Promise<ModelState> {
   );
 }
 
-/** Every charge in the window of `self`, as billed, as billed now and as corrected by `corrections`. */
-async function reconcile(
-  ledger: Ledger,
-  modelId: string,
-  self: CorrectionWindow,
-  corrections: CorrectionWindow[],
-): Promise<{ accounts: AccountReconciliation[]; totals: Figures; plans: Plan[] }> {
-  await ledger.caughtUp();
-  const kinds = KINDS[self.component];
-  const rows = await chargesInWindow(ledger.readModels.db, ledger.rmSchema, modelId, kinds, self.from, self.to);
-  const adjustments = await adjustmentsInWindow(ledger.readModels.db, ledger.rmSchema, modelId, kinds, self.from, self.to);
-  const prior = new Map<string, PriorAdjustment[]>();
+/** Charges read from the charge log at a time: one page is one index range and one batch of adjustments. */
+export const CHARGES_PAGE = 2_000;
+
+/** A place in the window's charges: after this charge (opaque to clients). */
+export const encodeCursor = (c: ChargeCursor): string => Buffer.from(`${c.at}|${c.position}`).toString('base64url');
+export function decodeCursor(text: string): ChargeCursor {
+  const [at, position] = Buffer.from(text, 'base64url').toString().split('|');
+  if (!at || Number.isNaN(Date.parse(at)) || !/^\d+$/.test(position ?? '')) throw invalid("'after' is not a cursor this report gave", { param: 'after' });
+  return { at, position: Number(position) };
+}
+const cursorOf = (r: ChargeRow): ChargeCursor => ({ at: new Date(r.at).toISOString(), position: Number(r.position) });
+
+/** A window's charges and the corrections that price them, read a page at a time. */
+interface Window {
+  modelId: string;
+  self: CorrectionWindow;
+  corrections: CorrectionWindow[];
+}
+
+const chargeWindowOf = (w: Window): ChargeWindow => ({ model: w.modelId, kinds: KINDS[w.self.component], from: w.self.from, to: w.self.to });
+
+/** The next page of the window's charges after `after` (empty at its end). */
+async function pageOfCharges(ledger: Ledger, w: Window, after: ChargeCursor | null, limit = CHARGES_PAGE): Promise<ChargeRow[]> {
+  return chargesPage(ledger.readModels.db, ledger.rmSchema, chargeWindowOf(w), after, limit);
+}
+
+/** These charges as billed, as billed now (the charge log's adjustments of them) and as corrected. */
+async function plansFor(ledger: Ledger, w: Window, rows: ChargeRow[]): Promise<Plan[]> {
+  const revisionOf = new Map(w.corrections.map((c) => [c.correctionId, c.revision]));
+  const prior = new Map<string, { list: PriorAdjustment[]; now: AdjustedCharge }>();
+  const adjustments = await adjustmentsOfCharges(
+    ledger.readModels.db,
+    ledger.rmSchema,
+    rows.map((r) => r.event_id),
+  );
+  // An adjustment by a correction appended after this pass read the model (another gateway's):
+  // its revision from the model's stream now, so an older correction never overrides it.
+  if (adjustments.some((a) => !revisionOf.has(a.correction_id)))
+    for (const c of (await readModel(ledger, w.modelId)).corrections) revisionOf.set(c.correctionId, c.revision);
   for (const a of adjustments) {
-    const list = prior.get(a.charge_event_id) ?? [];
-    list.push({ correctionId: a.correction_id, delta: Number(a.billed) });
-    prior.set(a.charge_event_id, list);
+    const p = prior.get(a.charge_event_id) ?? { list: [], now: { billed: 0, quotaDelta: 0, multiplierMilli: 0, rank: -1 } };
+    prior.set(a.charge_event_id, p);
+    p.list.push({ correctionId: a.correction_id, delta: Number(a.billed) });
+    p.now.billed += Number(a.billed);
+    p.now.quotaDelta += Number(a.from_quota);
+    p.now.multiplierMilli = Number(a.multiplier_milli);
+    p.now.rank = Math.max(p.now.rank, revisionOf.get(a.correction_id) ?? -1);
   }
-  const byAccount = new Map<string, AccountReconciliation>();
   const plans: Plan[] = [];
-  const totals = zeroFigures();
   for (const r of rows) {
-    const fig = correctedFigure(r, corrections);
+    const fig = correctedFigure(r, w.corrections);
     if (!fig.owner) continue; // not in `corrections` (cannot happen for the window of one of them)
-    const applied = prior.get(r.event_id) ?? [];
+    const applied = prior.get(r.event_id);
     const billedOriginally = Number(r.billed);
-    const billedNow = billedOriginally + applied.reduce((n, a) => n + a.delta, 0);
+    const billedNow = billedOriginally + (applied?.now.billed ?? 0);
     const item: AffectedCharge = {
       eventId: r.event_id,
       requestId: r.request_id,
@@ -304,17 +346,55 @@ async function reconcile(
       multiplierMilli: fig.original.multiplierMilli,
       correctedMultiplierMilli: fig.inputs.multiplierMilli,
       correctedBy: fig.owner.correctionId,
-      adjustments: applied,
+      adjustments: applied?.list ?? [],
       fromQuota: Number(r.from_quota),
     };
-    let a = byAccount.get(r.account_id);
-    if (!a) byAccount.set(r.account_id, (a = { accountId: r.account_id, ...zeroFigures(), items: [] }));
-    addTo(a, item);
-    addTo(totals, item);
-    a.items.push(item);
-    plans.push({ accountId: r.account_id, row: r, item, original: fig.original, inputs: fig.inputs, owner: fig.owner });
+    const current = applied ? { ...applied.now, billed: billedNow } : undefined;
+    plans.push({ accountId: r.account_id, row: r, item, original: fig.original, inputs: fig.inputs, owner: fig.owner, ...definedOnly({ current }) });
   }
-  return { accounts: [...byAccount.values()], totals, plans };
+  return plans;
+}
+
+/** Gives the event loop to live traffic between two pages of operator work. */
+const yieldToTraffic = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Every page of the window's charges, as plans, in order (reading the next page while the caller works on this one). */
+async function* pagesOfPlans(ledger: Ledger, w: Window, pageSize = CHARGES_PAGE): AsyncGenerator<Plan[]> {
+  let next = pageOfCharges(ledger, w, null, pageSize);
+  for (;;) {
+    const rows = await next;
+    if (rows.length === 0) return;
+    next = rows.length < pageSize ? Promise.resolve([]) : pageOfCharges(ledger, w, cursorOf(rows[rows.length - 1]), pageSize);
+    next.catch(() => undefined); // awaited on the next turn; a failure then is the caller's
+    yield await plansFor(ledger, w, rows);
+    await yieldToTraffic();
+  }
+}
+
+/** Most charges listed in a report's `items` (beyond them the report has the figures, and the detail is paged or streamed). */
+export const REPORT_ITEMS_MAX = 1_000;
+
+/** Per-account and total figures over a whole window, with the items while there are few enough. */
+class ReportBuilder {
+  private readonly byAccount = new Map<string, AccountReconciliation>();
+  readonly totals = zeroFigures();
+  itemsComplete = true;
+  add(plans: Plan[]): void {
+    for (const p of plans) {
+      let a = this.byAccount.get(p.accountId);
+      if (!a) this.byAccount.set(p.accountId, (a = { accountId: p.accountId, ...zeroFigures(), items: [] }));
+      addTo(a, p.item);
+      addTo(this.totals, p.item);
+      if (this.itemsComplete) a.items.push(p.item);
+    }
+    if (this.itemsComplete && this.totals.charges > REPORT_ITEMS_MAX) {
+      this.itemsComplete = false;
+      for (const a of this.byAccount.values()) a.items = [];
+    }
+  }
+  accounts(): AccountReconciliation[] {
+    return [...this.byAccount.values()].sort((x, y) => (x.accountId < y.accountId ? -1 : x.accountId > y.accountId ? 1 : 0));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -346,7 +426,7 @@ function withCorrection(model: ModelState, command: Extract<ModelCommand, { type
   return { corrections, self: corrections.find((w) => w.correctionId === command.correctionId)! };
 }
 
-function reportOf(self: CorrectionWindow, modelId: string, r: { accounts: AccountReconciliation[]; totals: Figures }): ReconciliationReport {
+function reportOf(self: CorrectionWindow, modelId: string, r: ReportBuilder): ReconciliationReport {
   return {
     correctionId: self.correctionId,
     modelId,
@@ -357,8 +437,9 @@ function reportOf(self: CorrectionWindow, modelId: string, r: { accounts: Accoun
     multiplierMilli: self.component === 'multiplier' ? self.value : null,
     alsoFromNow: self.alsoFromNow,
     revision: self.revision,
-    accounts: r.accounts,
+    accounts: r.accounts(),
     totals: r.totals,
+    itemsComplete: r.itemsComplete,
   };
 }
 
@@ -368,19 +449,130 @@ async function modelOrNotFound(ledger: Ledger, modelId: string): Promise<ModelSt
   return model;
 }
 
-/** The reconciliation report: every charge the correction covers, as billed originally, billed now and corrected. Writes nothing. */
-export async function dryRunCorrection(ledger: Ledger, c: CorrectionInput): Promise<ReconciliationReport> {
-  const now = new Date();
-  const command = correctCommand(c, c.correctionId ?? correctionIdOf(c), now);
+/** The correction's window as it would be applied now (refusing bad terms, an unknown model, a reused id). */
+async function windowOf(ledger: Ledger, c: CorrectionInput): Promise<Window> {
+  const command = correctCommand(c, c.correctionId ?? correctionIdOf(c), new Date());
   const model = await modelOrNotFound(ledger, c.modelId);
   const { corrections, self } = withCorrection(model, command);
-  return reportOf(self, c.modelId, await reconcile(ledger, c.modelId, self, corrections));
+  await ledger.caughtUp();
+  return { modelId: c.modelId, self, corrections };
+}
+
+/** A charge of the detail: which account it is on, and its figures. */
+export type ChargeDetail = AffectedCharge & { accountId: string };
+
+export interface DryRunOptions {
+  /** Hears of every charge, in order (a streamed detail); the next page waits for its promise. */
+  onCharge?: (charge: ChargeDetail) => void | Promise<void>;
+}
+
+/**
+ * Checks the terms (bad ones, an unknown model, a reused id are refused here), then answers the
+ * function that runs the dry run: the reconciliation report, every charge the correction covers,
+ * as billed originally, billed now and corrected, per account and in total. Writes nothing. It
+ * reads the window a page at a time: `items` lists the charges only while the window holds at
+ * most REPORT_ITEMS_MAX of them (`itemsComplete`); `onCharge` hears of every one.
+ */
+export async function prepareDryRun(ledger: Ledger, c: CorrectionInput): Promise<(opts?: DryRunOptions) => Promise<ReconciliationReport>> {
+  const w = await windowOf(ledger, c);
+  return async (opts = {}) => {
+    const report = new ReportBuilder();
+    for await (const plans of pagesOfPlans(ledger, w)) {
+      report.add(plans);
+      if (opts.onCharge) for (const p of plans) await opts.onCharge({ accountId: p.accountId, ...p.item });
+    }
+    return reportOf(w.self, c.modelId, report);
+  };
+}
+
+/** The reconciliation report (see prepareDryRun). Writes nothing. */
+export async function dryRunCorrection(ledger: Ledger, c: CorrectionInput, opts: DryRunOptions = {}): Promise<ReconciliationReport> {
+  return (await prepareDryRun(ledger, c))(opts);
+}
+
+const DETAIL_COLUMNS = [
+  'account_id',
+  'event_id',
+  'request_id',
+  'at',
+  'kind',
+  'billed_originally',
+  'billed_now',
+  'corrected',
+  'difference',
+  'multiplier',
+  'corrected_multiplier',
+  'corrected_by',
+  'from_quota',
+  'adjusted_by',
+] as const;
+const FIGURE_COLUMNS = ['charges', 'billed_originally', 'billed_now', 'corrected', 'difference'] as const;
+
+/** The dry run's detail as CSV: its header line, then one line per charge. */
+export const detailCsvHeader = (): string => DETAIL_COLUMNS.join(',') + '\n';
+export function detailCsvLine(c: ChargeDetail): string {
+  return (
+    [
+      c.accountId,
+      c.eventId,
+      c.requestId,
+      c.at,
+      c.kind,
+      c.billedOriginally,
+      c.billedNow,
+      c.corrected,
+      c.difference,
+      c.multiplierMilli / 1000,
+      c.correctedMultiplierMilli / 1000,
+      c.correctedBy,
+      c.fromQuota,
+      c.adjustments.map((a) => `${a.correctionId}:${a.delta}`).join(' '),
+    ]
+      .map(csvCell)
+      .join(',') + '\n'
+  );
+}
+/** The CSV's end: after a blank line, one line per account and the total. */
+export function detailCsvFooter(r: ReconciliationReport): string {
+  const figures = (f: Figures) => [f.charges, f.billedOriginally, f.billedNow, f.corrected, f.difference].join(',');
+  return [
+    '',
+    ['account_id', ...FIGURE_COLUMNS].join(','),
+    ...r.accounts.map((a) => `${csvCell(a.accountId)},${figures(a)}`),
+    `total,${figures(r.totals)}`,
+    '',
+  ].join('\n');
+}
+
+export interface ChargesPage {
+  correctionId: string;
+  items: ChargeDetail[];
+  /** Where the next page starts (`after`), or null at the end of the window. */
+  next: string | null;
+}
+
+/** Most charges in one page of the dry run's detail. */
+export const DETAIL_PAGE_MAX = 10_000;
+
+/** One page of the dry run's detail: up to `limit` charges after the cursor `after`. Writes nothing. */
+export async function dryRunPage(ledger: Ledger, c: CorrectionInput, after: string | null, limit: number): Promise<ChargesPage> {
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > DETAIL_PAGE_MAX)
+    throw invalid(`'limit' must be a whole number from 1 to ${DETAIL_PAGE_MAX}`, { param: 'limit' });
+  const cursor = after === null ? null : decodeCursor(after);
+  const w = await windowOf(ledger, c);
+  const rows = await pageOfCharges(ledger, w, cursor, limit);
+  const plans = await plansFor(ledger, w, rows);
+  return {
+    correctionId: w.self.correctionId,
+    items: plans.map((p) => ({ accountId: p.accountId, ...p.item })),
+    next: rows.length === limit ? encodeCursor(cursorOf(rows[rows.length - 1])) : null,
+  };
 }
 
 /** Passes over the window at most this often (a pass runs again only when newer overlapping corrections appeared during it). */
 const MAX_PASSES = 8;
-/** Adjustments of one account decided side by side (appended together by the command handler). */
-const ACCOUNT_BATCH = 256;
+/** Times one account's adjustments of a page are decided again after another writer adjusted the account meanwhile. */
+const MAX_RESYNCS = 20;
 
 export interface AppliedCorrection {
   report: ReconciliationReport;
@@ -389,18 +581,49 @@ export interface AppliedCorrection {
   passes: number;
 }
 
+export interface CorrectionProgress {
+  phase: 'adjust';
+  /** Charges of the window gone through in this pass, of `total`. */
+  done: number;
+  total: number;
+  appended: number;
+  pass: number;
+}
+
 /**
  * Appends the correction (and the price from now on, with alsoFromNow) and brings every charge in
- * its window to its corrected figure. Safe to run again, and side by side with other corrections.
- * The report is the one before this call's adjustments (billed now, corrected, difference).
+ * its window to its corrected figure, a page at a time. Safe to run again, and side by side with
+ * other corrections; an interrupted one is finished by running it again (every adjustment has a
+ * deterministic id and is decided against what is billed now). The report is the one before this
+ * call's adjustments (billed now, corrected, difference).
  */
-export async function applyCorrection(ledger: Ledger, c: CorrectionInput, actor: string): Promise<AppliedCorrection> {
+export async function applyCorrection(ledger: Ledger, c: CorrectionInput, actor: string, opts: ApplyOptions = {}): Promise<AppliedCorrection> {
+  return (await prepareCorrection(ledger, c, actor))(opts);
+}
+
+export interface ApplyOptions {
+  onProgress?: (p: CorrectionProgress) => void;
+  /** Charges read and adjusted together (default CHARGES_PAGE); progress is told after each page. */
+  pageSize?: number;
+}
+
+/** Checks the terms (bad ones, an unknown model, a reused id are refused here, before anything is written), then answers the function that applies it (applyCorrection). */
+export async function prepareCorrection(ledger: Ledger, c: CorrectionInput, actor: string): Promise<(opts?: ApplyOptions) => Promise<AppliedCorrection>> {
   const now = new Date();
   const correctionId = c.correctionId ?? correctionIdOf(c);
   const command = correctCommand(c, correctionId, now);
-  // Bad terms, an unknown model or a reused id are refused here, before anything is written.
   withCorrection(await modelOrNotFound(ledger, c.modelId), command);
-  const md = metadataFor(actor, correctionId);
+  return (opts = {}) => applyChecked(ledger, c, correctionId, command, metadataFor(actor, correctionId), opts);
+}
+
+async function applyChecked(
+  ledger: Ledger,
+  c: CorrectionInput,
+  correctionId: string,
+  command: Extract<ModelCommand, { type: 'Correct' }>,
+  md: ReturnType<typeof metadataFor>,
+  opts: ApplyOptions,
+): Promise<AppliedCorrection> {
   await ledger.model(c.modelId, command, md);
 
   let report: ReconciliationReport | null = null;
@@ -412,36 +635,28 @@ export async function applyCorrection(ledger: Ledger, c: CorrectionInput, actor:
     const model = await readModel(ledger, c.modelId);
     const self = model.corrections.find((w) => w.correctionId === correctionId);
     if (!self) throw new Error(`correction ${correctionId} is not in the stream of model ${c.modelId}`);
-    const r = await reconcile(ledger, c.modelId, self, model.corrections);
-    if (!report) {
-      report = reportOf(self, c.modelId, r);
-      alreadyApplied = r.plans.filter((p) => p.item.difference === 0 && p.item.adjustments.length > 0).length;
-    }
-    // Every charge goes to its account, not only those the report shows a difference for: the
-    // report reads the read models, the account decides on its own stream (and appends nothing
-    // when the charge is already billed at its corrected figure).
-    const byAccount = new Map<string, Plan[]>();
-    for (const p of r.plans) {
-      const list = byAccount.get(p.accountId);
-      if (list) list.push(p);
-      else byAccount.set(p.accountId, [p]);
-    }
-    for (const [accountId, plans] of byAccount) {
-      // Decide on the account's stream as it is now, not as this process last saw it.
-      ledger.forgetAccount(accountId);
-      for (let i = 0; i < plans.length; i += ACCOUNT_BATCH) {
-        const results = await Promise.all(plans.slice(i, i + ACCOUNT_BATCH).map((p) => adjust(ledger, p, md)));
-        for (const n of results) {
-          if (n > 0) appended += n;
-          else if (n < 0 && passes === 1) alreadyApplied++;
-        }
+    const w: Window = { modelId: c.modelId, self, corrections: model.corrections };
+    await ledger.caughtUp();
+    const total = await chargesInWindowCount(ledger.readModels.db, ledger.rmSchema, chargeWindowOf(w));
+    const first = passes === 1 ? new ReportBuilder() : null;
+    const adjuster = new PageAdjuster(ledger, w, md);
+    let done = 0;
+    opts.onProgress?.({ phase: 'adjust', done, total, appended, pass: passes });
+    for await (const plans of pagesOfPlans(ledger, w, opts.pageSize)) {
+      if (first) {
+        first.add(plans);
+        alreadyApplied += plans.filter((p) => p.item.difference === 0 && p.item.adjustments.length > 0).length;
       }
+      appended += await adjuster.apply(plans);
+      done += plans.length;
+      opts.onProgress?.({ phase: 'adjust', done: Math.min(done, total), total: Math.max(done, total), appended, pass: passes });
     }
+    if (first) report = reportOf(self, c.modelId, first);
     // A correction appended after this pass read the model, overlapping this window, may have
     // been applied before this pass's adjustments: run again with it, so the newest wins.
     const after = await readModel(ledger, c.modelId);
     const newer = after.corrections.some(
-      (w) => w.revision > model.revision && Date.parse(w.from) < Date.parse(self.to) && Date.parse(self.from) < Date.parse(w.to),
+      (o) => o.revision > model.revision && Date.parse(o.from) < Date.parse(self.to) && Date.parse(self.from) < Date.parse(o.to),
     );
     if (!newer || passes >= MAX_PASSES) break;
   }
@@ -449,11 +664,83 @@ export async function applyCorrection(ledger: Ledger, c: CorrectionInput, actor:
   return { report: report!, appended, alreadyApplied, passes };
 }
 
-/** Appends one adjustment; the number of events appended, or -1 when the same one was already there. */
-async function adjust(ledger: Ledger, p: Plan, md: ReturnType<typeof metadataFor>): Promise<number> {
-  const changed = (k: keyof PriceInputs) => (p.inputs[k] !== p.original[k] ? p.inputs[k] : undefined);
-  try {
-    const r = await ledger.account(
+/** Whether an adjustment would change the charge: its figure differs and no newer correction decided it. */
+const needsAdjusting = (p: Plan) => p.item.difference !== 0 && !(p.current && p.owner.revision <= p.current.rank);
+
+/**
+ * Brings a pass's pages of charges to their corrected figures. Each account's adjustments are
+ * decided on its stream against the figures the charge log has for the charges, at the account's
+ * count of adjustments when they were read (see AdjustCommand): this pass keeps that count per
+ * account, adding what it appends, so the log is read once per page. When another writer adjusted
+ * the account meanwhile, the account refuses, and its charges of the page are read again.
+ */
+class PageAdjuster {
+  /** Adjustments each account has, as this pass knows it (the charge log includes all of them). */
+  private readonly seen = new Map<string, { count: number; last: string }>();
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly w: Window,
+    private readonly md: ReturnType<typeof metadataFor>,
+  ) {}
+
+  /** Appends the page's adjustments; the number appended. */
+  async apply(page: Plan[]): Promise<number> {
+    let plans = page;
+    let appended = 0;
+    for (let attempt = 0; ; attempt++) {
+      const fresh = [...new Set(plans.filter((p) => needsAdjusting(p) && !this.seen.has(p.accountId)).map((p) => p.accountId))];
+      if (fresh.length > 0) {
+        // The count first, then the charge log caught up to it: the figures then include every
+        // adjustment counted (and one more means a writer got in between: refused, read again).
+        for (const accountId of fresh) {
+          this.ledger.forgetAccount(accountId);
+          const state = await this.ledger.accountState(accountId);
+          this.seen.set(accountId, { count: state.adjustments, last: state.lastAdjustment });
+        }
+        await this.ledger.caughtUp();
+        plans = await plansFor(
+          this.ledger,
+          this.w,
+          plans.map((p) => p.row),
+        );
+      }
+      const byAccount = new Map<string, Plan[]>();
+      for (const p of plans) {
+        if (!needsAdjusting(p)) continue;
+        const list = byAccount.get(p.accountId);
+        if (list) list.push(p);
+        else byAccount.set(p.accountId, [p]);
+      }
+      const stale: Plan[] = [];
+      await Promise.all(
+        [...byAccount].map(async ([accountId, list]) => {
+          const base = this.seen.get(accountId)!;
+          // Each command names the one before it: if another writer gets in anywhere, the rest are refused.
+          const results = await Promise.allSettled(
+            list.map((p, i) => this.adjust(p, base.count + i, i === 0 ? base.last : `${list[i - 1].owner.correctionId}|${list[i - 1].item.eventId}`)),
+          );
+          const done = results.filter((r) => r.status === 'fulfilled' && r.value).length;
+          appended += done;
+          const failed = results.find((r) => r.status === 'rejected' && !isStale(r.reason));
+          if (failed) throw (failed as PromiseRejectedResult).reason;
+          const last = list[list.length - 1];
+          if (done === list.length) this.seen.set(accountId, { count: base.count + done, last: `${last.owner.correctionId}|${last.item.eventId}` });
+          else {
+            this.seen.delete(accountId);
+            stale.push(...list);
+          }
+        }),
+      );
+      if (stale.length === 0) return appended;
+      if (attempt >= MAX_RESYNCS) throw new DomainError('conflict', 'the accounts kept being adjusted by another writer; apply the correction again');
+      plans = stale;
+    }
+  }
+
+  /** Appends one adjustment; whether it appended one (false: the account decided nothing needs changing). */
+  private async adjust(p: Plan, adjustmentsSeen: number, lastAdjustment: string): Promise<boolean> {
+    const changed = (k: keyof PriceInputs) => (p.inputs[k] !== p.original[k] ? p.inputs[k] : undefined);
+    const r = await this.ledger.account(
       p.accountId,
       {
         type: 'Adjust',
@@ -468,19 +755,22 @@ async function adjust(ledger: Ledger, p: Plan, md: ReturnType<typeof metadataFor
         multiplierMilliBefore: p.original.multiplierMilli,
         multiplierMilliCorrected: p.inputs.multiplierMilli,
         fromQuotaBefore: p.item.fromQuota,
+        adjustmentsSeen,
+        lastAdjustment,
         ...definedOnly({
           keyId: p.row.key_id ?? undefined,
+          current: p.current,
           cacheReadMilliCorrected: changed('cacheReadMilli'),
           cacheWriteMilliCorrected: changed('cacheWriteMilli'),
           tokensPerImageCorrected: changed('tokensPerImage'),
         }),
       },
-      md,
+      this.md,
       () => adjustmentEventId(p.owner.correctionId, p.item.eventId),
     );
-    return r.events.length;
-  } catch (err) {
-    if (err instanceof DuplicateEventError) return -1;
-    throw err;
+    return r.events.length > 0;
   }
 }
+
+/** The account moved since its figures were read (another writer's adjustment), or the same adjustment is already there. */
+const isStale = (err: unknown) => (err instanceof DomainError && err.code === 'conflict') || err instanceof DuplicateEventError;

@@ -44,10 +44,13 @@ export interface AccountState {
   /** The call rate's theoretical arrival time (ms since the epoch) after the holds so far. */
   rateTat?: number;
   /**
-   * What is billed now for each charge a correction has adjusted (the charge plus every
-   * adjustment of it), by the charge's event id; a charge not here is billed as it was charged.
+   * How many ChargeAdjusted events the stream holds. What each charge is billed now lives in the
+   * charge log (read per charge), not here, so the state stays small however many are corrected;
+   * an adjustment names the count its figures were read at, and is refused if it moved.
    */
-  adjusted: ImmutableMap<string, AdjustedCharge>;
+  adjustments: number;
+  /** The last adjustment (`correctionId|chargeEventId`; '' before any): a writer's figures are current only if it knows which one it is. */
+  lastAdjustment: string;
   /** Keys with controls set (KeyControlsSet), by key id. */
   keys: ImmutableMap<string, AccountKey>;
   /**
@@ -61,7 +64,7 @@ export interface AccountState {
   disputes: ImmutableMap<string, DisputeRecord>;
 }
 
-/** A charge's figure after its adjustments so far. */
+/** A charge's figure after its adjustments so far (as the charge log has it). */
 export interface AdjustedCharge {
   /** Billed now: the charge plus every adjustment of it. */
   billed: number;
@@ -83,7 +86,8 @@ export const initialAccountState = (): AccountState => ({
   extraUsed: 0,
   holds: ImmutableMap(),
   reserved: 0,
-  adjusted: ImmutableMap(),
+  adjustments: 0,
+  lastAdjustment: '',
   keys: ImmutableMap(),
   keySpend: ImmutableMap(),
   payments: ImmutableMap(),
@@ -94,9 +98,8 @@ export const reservedTokens = (s: AccountState): number => s.reserved;
 
 /** The state from its JSON form (a snapshot): holds come back as the persistent map. */
 export function reviveAccountState(json: unknown): AccountState {
-  const j = json as Omit<AccountState, 'holds' | 'adjusted' | 'keys' | 'keySpend' | 'payments' | 'disputes'> & {
+  const j = json as Omit<AccountState, 'holds' | 'keys' | 'keySpend' | 'payments' | 'disputes'> & {
     holds: Record<string, Hold>;
-    adjusted?: Record<string, AdjustedCharge>;
     keys?: Record<string, AccountKey>;
     keySpend?: Record<string, KeySpend>;
     payments?: Record<string, PaidLot>;
@@ -104,8 +107,8 @@ export function reviveAccountState(json: unknown): AccountState {
   };
   return {
     ...j,
+    lastAdjustment: j.lastAdjustment ?? '',
     holds: ImmutableMap(Object.entries(j.holds)),
-    adjusted: ImmutableMap(Object.entries(j.adjusted ?? {})),
     keys: ImmutableMap(Object.entries(j.keys ?? {})),
     keySpend: ImmutableMap(Object.entries(j.keySpend ?? {})),
     payments: ImmutableMap(Object.entries(j.payments ?? {})),

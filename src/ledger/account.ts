@@ -24,6 +24,7 @@ import {
   requireOpen,
   reviveAccountState,
   type AccountState,
+  type AdjustedCharge,
   type Hold,
 } from './account-state.ts';
 import {
@@ -86,8 +87,10 @@ export type AccountCommand =
 
 /**
  * Re-price one charge to `billedCorrected`. billedBefore, multiplierMilliBefore and fromQuotaBefore
- * are the charge as it was charged (its event); what is billed now is the account's own state
- * (the charge plus earlier adjustments), so the adjustment is always the difference from it.
+ * are the charge as it was charged (its event); `current` is what is billed for it now (the charge
+ * plus earlier adjustments) as the charge log read it, at the account's `adjustmentsSeen`-th
+ * adjustment: if the account has had another adjustment since, the figure may be stale and the
+ * command is refused (a conflict: read again). The adjustment is the difference from it.
  * With `correctionRevision`, a correction older than the one that last decided the charge is
  * refused (nothing appended): a later-applied older correction never overrides a newer one.
  */
@@ -109,6 +112,12 @@ export interface AdjustCommand {
   tokensPerImageCorrected?: number;
   /** The key of the charge (kept on the adjustment, for usage per key). */
   keyId?: string;
+  /** The charge's figure now; absent: never adjusted. */
+  current?: AdjustedCharge;
+  /** The account's count of adjustments when `current` was read. */
+  adjustmentsSeen: number;
+  /** The account's last adjustment then (`correctionId|chargeEventId`; '' or absent: none): with the count, two writers interleaving cannot both match. */
+  lastAdjustment?: string;
 }
 
 /** The most a charge of this hold may bill by its key's limit (see balance.keyChargeCap). */
@@ -305,7 +314,9 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
     case 'Adjust': {
       requireOpen(s);
       requireTokenAmount(c.billedCorrected, 'billed_corrected', { allowZero: true });
-      const now = s.adjusted.get(c.chargeEventId);
+      if (c.adjustmentsSeen !== s.adjustments || (c.lastAdjustment ?? '') !== s.lastAdjustment)
+        throw new DomainError('conflict', `the account has ${s.adjustments} adjustments, not ${c.adjustmentsSeen}: read the charge's figure again`);
+      const now = c.current;
       // A newer correction (or this one) already decided this charge.
       if (now && c.correctionRevision !== undefined && c.correctionRevision <= now.rank) return [];
       const billedNow = now?.billed ?? c.billedBefore;
@@ -407,19 +418,13 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
       return { ...s, ...withoutHold(s, e.data.holdId) };
     case 'ChargeAdjusted': {
       const d = e.data;
-      const before = s.adjusted.get(d.chargeEventId);
-      const adjusted = s.adjusted.set(d.chargeEventId, {
-        billed: d.billedCorrected,
-        quotaDelta: (before?.quotaDelta ?? 0) + d.quotaDelta,
-        multiplierMilli: d.multiplierMilliCorrected,
-        rank: Math.max(before?.rank ?? -1, d.correctionRevision ?? -1),
-      });
       return {
         ...s,
         quotaUsed: s.quotaUsed + d.quotaDelta,
         extraUsed: s.extraUsed + d.extraDelta,
         extraGranted: s.extraGranted + (d.extraCredited ?? 0),
-        adjusted,
+        adjustments: s.adjustments + 1,
+        lastAdjustment: `${d.correctionId}|${d.chargeEventId}`,
       };
     }
     case 'KeyControlsSet': {

@@ -19,7 +19,7 @@ import { WrongExpectedRevisionError } from '../eventstore/errors.ts';
 import { isDatabaseUnavailable } from '../eventstore/db.ts';
 
 /** Bump when a decider's state shape changes: older snapshots are then ignored and refolded. */
-export const SNAPSHOT_VERSION = 4; // 3: per-charge nets of adjusted charges (account), stream revision and correction components (model); 4: key controls and key spend (account), rotation (key)
+export const SNAPSHOT_VERSION = 6; // 3: per-charge nets of adjusted charges (account), stream revision and correction components (model); 4: key controls and key spend (account), rotation (key); 5: the account counts its adjustments instead of keeping every adjusted charge; 6: and names its last one
 /**
  * A snapshot is stored when a stream's revision crosses a multiple of this, so loading a stream
  * reads at most this many events after its snapshot while a busy stream does not write its whole

@@ -11,8 +11,20 @@ import { toMilli } from '../ledger/pricing.ts';
 import { requireId } from '../ledger/ledger.ts';
 import { requireTokenAmount } from '../ledger/errors.ts';
 import { maskKey } from '../ledger/keys.ts';
-import { applyCorrection, correctionInput, dryRunCorrection, type CorrectionInput } from '../admin/corrections.ts';
-import { buildStatement, statementCsv } from '../admin/statements.ts';
+import {
+  correctionInput,
+  detailCsvFooter,
+  detailCsvHeader,
+  detailCsvLine,
+  dryRunPage,
+  prepareCorrection,
+  prepareDryRun,
+  type AppliedCorrection,
+  type CorrectionInput,
+  type CorrectionProgress,
+} from '../admin/corrections.ts';
+import { streamAnswer, type LineSink } from '../http/line-stream.ts';
+import { writeStatementCsv, writeStatementJson } from '../admin/statements.ts';
 import { buildUpstreamReport, upstreamReportCsv, upstreamReportQuery } from '../admin/upstream-report.ts';
 import { verifyLedger, type VerifyProgress } from '../admin/audit.ts';
 import { rebuildReadModels } from '../../projections/rebuild.ts';
@@ -30,6 +42,58 @@ type Body = Record<string, unknown>;
 
 /** The least time between two progress lines of POST /admin/v1/verify's NDJSON answer. */
 const VERIFY_PROGRESS_MS = 200;
+
+const line = (value: unknown) => JSON.stringify(value) + '\n';
+
+/**
+ * A progress listener that writes `object` lines to `out`: at most one per VERIFY_PROGRESS_MS,
+ * except a phase's first and last ones.
+ */
+function progressLines<P extends { phase: string; done: number; total: number }>(
+  out: LineSink,
+  object: string,
+  fields: (p: P) => object = (p) => p,
+): (p: P) => void {
+  let lastPhase = '';
+  let lastWrite = 0;
+  return (p) => {
+    const now = Date.now();
+    if (p.phase === lastPhase && p.done < p.total && now - lastWrite < VERIFY_PROGRESS_MS) return;
+    lastPhase = p.phase;
+    lastWrite = now;
+    void out.write(line({ object, ...fields(p) }));
+  };
+}
+
+/** The last line of a streamed answer that failed after its status was sent. */
+function failureLine(log: GatewayDeps['log'], ctx: Context, what: string, advice = ''): (err: unknown) => string {
+  return (err) => {
+    // An unexpected failure keeps its cause in the log; the line says what it means here.
+    const known = toApiError(err);
+    const api =
+      known.code === 'server_error'
+        ? new ApiError(
+            500,
+            `The ${what} stopped before it finished (the gateway log has the cause).${advice ? ' ' + advice : ''}`,
+            'server_error',
+            'server_error',
+          )
+        : known;
+    log.error({ err: (err as Error)?.message, requestId: ctx.state.requestId }, `${what} failed after its answer began`);
+    return line({ object: 'error', status: api.status, ...errorBody(api) });
+  };
+}
+
+/** How an operator's long answer is wanted: one JSON body (the default), NDJSON or CSV (`format`, or the Accept header). */
+function streamFormat(ctx: Context, b: Body): 'json' | 'ndjson' | 'csv' {
+  if (b.format !== undefined) {
+    if (b.format !== 'json' && b.format !== 'ndjson' && b.format !== 'csv') throw badRequest("'format' must be json, ndjson or csv.", 'format');
+    return b.format;
+  }
+  ctx.vary('Accept');
+  const wanted = ctx.accepts('application/json', 'application/x-ndjson', 'text/csv');
+  return wanted === 'application/x-ndjson' ? 'ndjson' : wanted === 'text/csv' ? 'csv' : 'json';
+}
 
 function adminAuth(token: string, failuresPerMinute: number) {
   // Wrong tokens are counted per source address: past the limit it is refused (429) without the token being compared.
@@ -264,30 +328,84 @@ export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failu
   r.post('/corrections', async (ctx) => {
     const b = body(ctx);
     const c = correction(b);
+    const format = streamFormat(ctx, b);
     if (b.dry_run === true) {
-      ctx.body = { object: 'reconciliation', dry_run: true, ...(await dryRunCorrection(ledger, c)) };
+      // A page of the detail on request: `limit` charges after the cursor `after`.
+      if (b.limit !== undefined || b.after !== undefined) {
+        if (b.after !== undefined && typeof b.after !== 'string') throw badRequest("'after' must be the 'next' cursor of the previous page.", 'after');
+        const page = await dryRunPage(ledger, c, (b.after as string | undefined) ?? null, b.limit === undefined ? 1000 : (b.limit as number));
+        ctx.body = { object: 'reconciliation.page', dry_run: true, ...page };
+        return;
+      }
+      const run = await prepareDryRun(ledger, c);
+      if (format === 'json') ctx.body = { object: 'reconciliation', dry_run: true, ...(await run()) };
+      else if (format === 'csv')
+        streamAnswer(
+          ctx,
+          'text/csv; charset=utf-8',
+          async (out) => {
+            await out.write(detailCsvHeader());
+            return detailCsvFooter(await run({ onCharge: (charge) => out.write(detailCsvLine(charge)) }));
+          },
+          failureLine(deps.log, ctx, 'dry run'),
+        );
+      else
+        streamAnswer(
+          ctx,
+          'application/x-ndjson',
+          async (out) => {
+            const report = await run({ onCharge: (charge) => out.write(line({ object: 'reconciliation.charge', ...charge })) });
+            return line({ object: 'reconciliation', dry_run: true, ...report });
+          },
+          failureLine(deps.log, ctx, 'dry run'),
+        );
       return;
     }
-    const result = await applyCorrection(ledger, c, ctx.state.actor);
-    ctx.body = {
+    const apply = await prepareCorrection(ledger, c, ctx.state.actor);
+    const answer = (result: AppliedCorrection) => ({
       object: 'reconciliation',
       dry_run: false,
       appended: result.appended,
       already_applied: result.alreadyApplied,
       passes: result.passes,
       ...result.report,
-    };
+    });
+    if (format !== 'ndjson') {
+      ctx.body = answer(await apply());
+      return;
+    }
+    // Progress lines as verify's, then the report; an interrupted apply is finished by asking again.
+    streamAnswer(
+      ctx,
+      'application/x-ndjson',
+      async (out) => {
+        return line(answer(await apply({ onProgress: progressLines<CorrectionProgress>(out, 'correction.progress') })));
+      },
+      failureLine(deps.log, ctx, 'correction', 'Run the same correction again to finish it: what was appended stays, and nothing is appended twice.'),
+    );
   });
 
   r.get('/accounts/:id/statement', async (ctx) => {
     const from = parseTime(ctx.query.from, 'from');
     const to = parseTime(ctx.query.to, 'to');
     if (from >= to) throw badRequest("'from' must be before 'to'.", 'from');
-    const s = await buildStatement(ledger, requireId(ctx.params.id, 'account_id'), from, to);
-    if (ctx.query.format === 'csv') {
-      ctx.type = 'text/csv; charset=utf-8';
-      ctx.body = statementCsv(s);
-    } else ctx.body = { object: 'statement', ...s };
+    const accountId = requireId(ctx.params.id, 'account_id');
+    await ledger.caughtUp();
+    // Streamed a page of lines at a time: the same document, in bounded memory.
+    if (ctx.query.format === 'csv')
+      streamAnswer(
+        ctx,
+        'text/csv; charset=utf-8',
+        (out) => writeStatementCsv(ledger, accountId, from, to, (t) => out.write(t)),
+        failureLine(deps.log, ctx, 'statement'),
+      );
+    else
+      streamAnswer(
+        ctx,
+        'application/json; charset=utf-8',
+        (out) => writeStatementJson(ledger, accountId, from, to, (t) => out.write(t)),
+        failureLine(deps.log, ctx, 'statement'),
+      );
   });
   r.get('/upstream-report', async (ctx) => {
     const query = upstreamReportQuery(ctx.query);
@@ -307,42 +425,15 @@ export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failu
       ctx.body = { object: 'verification', ...(await verifyLedger(ledger)) };
       return;
     }
-    const { PassThrough } = await import('node:stream');
-    const out = new PassThrough();
-    ctx.type = 'application/x-ndjson';
-    ctx.set('Cache-Control', 'no-store');
-    ctx.body = out;
-    const line = (value: unknown) => JSON.stringify(value) + '\n';
-    // At most one progress line per VERIFY_PROGRESS_MS, except a phase's first and last ones.
-    let lastPhase = '';
-    let lastWrite = 0;
-    const onProgress = (p: VerifyProgress) => {
-      const now = Date.now();
-      if (p.phase === lastPhase && p.done < p.total && now - lastWrite < VERIFY_PROGRESS_MS) return;
-      lastPhase = p.phase;
-      lastWrite = now;
-      out.write(line({ object: 'verification.progress', phase: p.phase, done: p.done, total: p.total }));
-    };
-    // The status (200) is sent with the first line: a failure from here on is the last line.
-    void verifyLedger(ledger, { onProgress })
-      .then((result) => {
-        out.end(line({ object: 'verification', ...result }));
-      })
-      .catch((err: unknown) => {
-        // An unexpected failure keeps its cause in the log; the line says what it means here.
-        const known = toApiError(err);
-        const api =
-          known.code === 'server_error'
-            ? new ApiError(
-                500,
-                'The verification stopped before it finished (the gateway log has the cause). It only reads: nothing was changed; run it again.',
-                'server_error',
-                'server_error',
-              )
-            : known;
-        deps.log.error({ err: (err as Error)?.message, requestId: ctx.state.requestId }, 'verify failed after its progress began');
-        out.end(line({ object: 'error', status: api.status, ...errorBody(api) }));
-      });
+    streamAnswer(
+      ctx,
+      'application/x-ndjson',
+      async (out) => {
+        const onProgress = progressLines<VerifyProgress>(out, 'verification.progress', (p) => ({ phase: p.phase, done: p.done, total: p.total }));
+        return line({ object: 'verification', ...(await verifyLedger(ledger, { onProgress })) });
+      },
+      failureLine(deps.log, ctx, 'verification', 'It only reads: nothing was changed; run it again.'),
+    );
   });
   r.post('/sweep', async (ctx) => {
     const orphaned = await sweepOrphanedHolds(ledger, { db: ledger.readModels.db, schema: ledger.schema });

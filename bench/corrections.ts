@@ -1,0 +1,319 @@
+// Corrections at the scale of a month: a window of N charges of one model on 50 accounts, one of
+// them holding 40 % of the charges, seeded straight into PostgreSQL (events from the real account
+// decider) and read models built by a replay; then the compiled gateway on that schema, with a
+// light chat load on another account running beside the operator's work. For each size: the dry
+// run (totals, then the streamed NDJSON detail), the apply (progress lines: the rate at the start,
+// middle and end), applying it again, the big account's statement (JSON, streamed), and verify;
+// the gateway's peak resident memory in each phase, and the live calls' p99 and longest call.
+//
+// node --import tsx bench/corrections.ts [--sizes 10000,100000,1000000]   (or npm run bench -- --only corrections)
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { openPostgres } from '../src/eventstore/db.ts';
+import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
+import { validateEvent } from '../src/ledger/catalogue.ts';
+import type { AppendRequest } from '../src/eventstore/port.ts';
+import { replayInto } from '../projections/rebuild.ts';
+import { catalogueSetup, SimAccount } from './ledger-traffic.ts';
+import { mustAppendMany } from './ledger.ts';
+import { openBenchAccount, startMock, startTollgate, tollgateRequest, type Mock, type Tollgate } from './targets.ts';
+
+const CORRECTED_MODEL = 'cx/gen-6-astra'; // priced ×2; corrected to ×1.5
+const ACCOUNTS = 50;
+const BIG_SHARE = 0.4;
+
+export interface PhaseFigure {
+  seconds: number;
+  peakRssMiB: number;
+  /** Live chat calls on another account while the phase ran. */
+  live: { calls: number; p99: number; max: number };
+}
+
+export interface CorrectionSizeResult {
+  charges: number;
+  events: number;
+  seedSeconds: number;
+  replaySeconds: number;
+  idle: { rssMiB: number; live: { calls: number; p99: number; max: number } };
+  dryRun: PhaseFigure & { bodyBytes: number };
+  detail: PhaseFigure & { lines: number; bytes: number };
+  apply: PhaseFigure & { appended: number; rate: { start: number; middle: number; end: number; overall: number } };
+  reapply: PhaseFigure & { appended: number };
+  statement: PhaseFigure & { bytes: number };
+  verify: PhaseFigure & { ok: boolean; events: number };
+  exact: boolean;
+  errors: string[];
+}
+
+const mib = (kb: number) => kb / 1024;
+function rssKb(pid: number): number {
+  const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : 0;
+}
+
+/** Sequential chat calls on one account until stopped; the latencies of those made in a span. */
+function liveLoad(gw: Tollgate, account: { accountId: string; key: string }) {
+  const req = tollgateRequest(gw, account, false);
+  const samples: Array<{ at: number; ms: number }> = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const t = performance.now();
+      const res = await fetch(req.url, { method: 'POST', headers: req.headers, body: req.body }).catch(() => null);
+      await res?.text();
+      samples.push({ at: t, ms: performance.now() - t });
+      await new Promise((r) => setTimeout(r, 20)); // light: about 40 calls a second
+    }
+  })();
+  return {
+    between(from: number, to: number) {
+      const ms = samples.filter((s) => s.at >= from && s.at < to).map((s) => s.ms);
+      ms.sort((a, b) => a - b);
+      return { calls: ms.length, p99: ms.length ? ms[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))] : 0, max: ms.length ? ms[ms.length - 1] : 0 };
+    },
+    async stop() {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+export async function runCorrectionsBench(o: { databaseUrl: string; sizes: number[]; log?: (l: string) => void }): Promise<CorrectionSizeResult[]> {
+  const out: CorrectionSizeResult[] = [];
+  for (const n of o.sizes) out.push(await oneSize(o.databaseUrl, n, o.log ?? console.log));
+  return out;
+}
+
+async function oneSize(url: string, charges: number, log: (l: string) => void): Promise<CorrectionSizeResult> {
+  const db = openPostgres(url, 8);
+  const schema = `bench_corr_${randomBytes(4).toString('hex')}`;
+  const errors: string[] = [];
+  let mock: Mock | null = null;
+  let gw: Tollgate | null = null;
+  try {
+    const store = await createPostgresEventStore(db, { schema, validate: validateEvent });
+    const tag = randomBytes(3).toString('hex');
+    const accounts = Array.from({ length: ACCOUNTS }, (_, i) => new SimAccount(tag, i, CORRECTED_MODEL));
+    for (const a of accounts) a.spacingMs = 101; // the seed plan's 600 calls a minute
+    const from = new Date(Date.now() - 1000);
+    let t = performance.now();
+    const setup = [...catalogueSetup(), ...accounts.flatMap((a) => a.setup(new Date()))];
+    await mustAppendMany(store, setup);
+    // 1,000 charges per append request: 40 % on account 0, the rest spread over the others.
+    for (let done = 0; done < charges;) {
+      const k = Math.min(1000, charges - done);
+      const big = Math.round(k * BIG_SHARE);
+      const batch: AppendRequest[] = [accounts[0].nextBulk(big)];
+      const each = Math.floor((k - big) / (ACCOUNTS - 1));
+      let left = k - big;
+      for (let i = 1; i < ACCOUNTS && left > 0; i++) {
+        const m = i === ACCOUNTS - 1 ? left : Math.min(left, each);
+        if (m > 0) batch.push(accounts[i].nextBulk(m));
+        left -= m;
+      }
+      await mustAppendMany(store, batch);
+      done += k;
+    }
+    const seedSeconds = (performance.now() - t) / 1000;
+    const events = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".events`))[0].n);
+    log(`corrections ${charges}: seeded ${events} events in ${seedSeconds.toFixed(1)} s`);
+    t = performance.now();
+    await replayInto(db, store, `${schema}_rm`);
+    const replaySeconds = (performance.now() - t) / 1000;
+    await store.close();
+    const to = new Date(Date.now() + 1000);
+
+    mock = await startMock();
+    gw = await startTollgate({
+      databaseUrl: url,
+      mock,
+      schema,
+      nodeArgs: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : undefined,
+    });
+    const g = gw;
+    const liveAccount = await openBenchAccount(g, 'live');
+    const live = liveLoad(g, liveAccount);
+    const headers = { authorization: `Bearer ${g.adminToken}`, 'content-type': 'application/json', 'x-tollgate-actor': 'bench' };
+    const terms = { model: CORRECTED_MODEL, from: from.toISOString(), to: to.toISOString(), multiplier: 1.5, reason: 'bench' };
+
+    /** Runs a phase, sampling the gateway's resident memory every 50 ms. */
+    const phase = async <T>(name: string, fn: () => Promise<T>): Promise<PhaseFigure & { value: T }> => {
+      let peak = rssKb(g.proc.pid);
+      const timer = setInterval(() => (peak = Math.max(peak, rssKb(g.proc.pid))), 50);
+      const start = performance.now();
+      try {
+        const value = await fn();
+        const end = performance.now();
+        const figure = { seconds: (end - start) / 1000, peakRssMiB: mib(peak), live: live.between(start, end), value };
+        log(
+          `corrections ${charges}: ${name} ${figure.seconds.toFixed(2)} s, peak RSS ${figure.peakRssMiB.toFixed(0)} MiB, live p99 ${figure.live.p99.toFixed(1)} ms, longest ${figure.live.max.toFixed(1)} ms (${figure.live.calls} calls)`,
+        );
+        return figure;
+      } finally {
+        clearInterval(timer);
+      }
+    };
+    const post = (path: string, body: unknown, accept = 'application/json') =>
+      fetch(`${g.url}/admin/v1${path}`, { method: 'POST', headers: { ...headers, accept }, body: JSON.stringify(body) });
+
+    const idleStart = performance.now();
+    await new Promise((r) => setTimeout(r, 3000));
+    const idle = { rssMiB: mib(rssKb(g.proc.pid)), live: live.between(idleStart, performance.now()) };
+    log(`corrections ${charges}: idle RSS ${idle.rssMiB.toFixed(0)} MiB, live p99 ${idle.live.p99.toFixed(1)} ms, longest ${idle.live.max.toFixed(1)} ms`);
+
+    const dry = await phase('dry run (totals)', async () => {
+      const text = await (await post('/corrections', { ...terms, dry_run: true })).text();
+      const r = JSON.parse(text) as { totals: { charges: number } };
+      if (r.totals.charges !== charges) errors.push(`dry run: ${r.totals.charges} charges, expected ${charges}`);
+      return text.length;
+    });
+    const detail = await phase('dry run (NDJSON detail)', async () => {
+      const res = await post('/corrections', { ...terms, dry_run: true }, 'application/x-ndjson');
+      let bytes = 0;
+      let lines = 0;
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        bytes += chunk.length;
+        for (const b of chunk) if (b === 10) lines++;
+      }
+      return { bytes, lines };
+    });
+    const progress: Array<{ at: number; appended: number }> = [];
+    const apply = await phase('apply', async () => {
+      const res = await post('/corrections', terms, 'application/x-ndjson');
+      let buffer = '';
+      let last: Record<string, unknown> = {};
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += Buffer.from(chunk).toString();
+        let i;
+        while ((i = buffer.indexOf('\n')) >= 0) {
+          const l = JSON.parse(buffer.slice(0, i)) as Record<string, unknown>;
+          buffer = buffer.slice(i + 1);
+          if (l.object === 'correction.progress') progress.push({ at: performance.now(), appended: Number(l.appended) });
+          last = l;
+        }
+      }
+      if (last.object !== 'reconciliation') errors.push(`apply ended with ${JSON.stringify(last).slice(0, 300)}`);
+      return Number(last.appended);
+    });
+    const rateBetween = (a: number, b: number) => {
+      // Adjustments a second between the progress lines nearest a and b of the way through.
+      const total = apply.value || 1;
+      const x = [...progress].reverse().find((q) => q.appended <= a * total) ?? progress[0];
+      const y = progress.find((q) => q.appended >= b * total && q.at > x.at) ?? progress[progress.length - 1];
+      return y.at > x.at ? ((y.appended - x.appended) * 1000) / (y.at - x.at) : 0;
+    };
+    const rate = { start: rateBetween(0, 0.15), middle: rateBetween(0.425, 0.575), end: rateBetween(0.85, 1), overall: apply.value / apply.seconds };
+    log(
+      `corrections ${charges}: apply ${apply.value} adjustments, ${rate.overall.toFixed(0)}/s (start ${rate.start.toFixed(0)}, middle ${rate.middle.toFixed(0)}, end ${rate.end.toFixed(0)})`,
+    );
+    const reapply = await phase('apply again', async () => Number(((await (await post('/corrections', terms)).json()) as { appended: number }).appended));
+    if (reapply.value !== 0) errors.push(`apply again appended ${reapply.value}`);
+    const statement = await phase('statement of the big account (JSON)', async () => {
+      const res = await fetch(`${g.url}/admin/v1/accounts/${accounts[0].accountId}/statement?from=${terms.from}&to=${terms.to}`, { headers });
+      let bytes = 0;
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
+      return bytes;
+    });
+    const verify = await phase('verify', async () => {
+      const text = await (await post('/verify', {}, 'application/x-ndjson')).text();
+      const lastLine = JSON.parse(text.trim().split('\n').pop()!) as { ok?: boolean; events?: number };
+      if (lastLine.ok !== true) errors.push(`verify: ${JSON.stringify(lastLine).slice(0, 1500)}`);
+      return { ok: lastLine.ok === true, events: Number(lastLine.events ?? 0) };
+    });
+    // Exact to the token: every charge of the window billed now at ceil(tokens × 1.5).
+    const [bad] = await db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM (SELECT c.event_id, c.prompt_tokens + c.completion_tokens AS tokens, c.billed + coalesce(sum(a.billed), 0) AS net
+         FROM "${schema}_rm".charges c LEFT JOIN "${schema}_rm".charges a ON a.charge_event_id = c.event_id AND a.kind = 'adjustment'
+         WHERE c.model = $1 AND c.kind = 'chat' GROUP BY c.event_id, c.prompt_tokens, c.completion_tokens, c.billed) x
+       WHERE net <> ceil(tokens * 1.5)`,
+      [CORRECTED_MODEL],
+    );
+    const exact = Number(bad.n) === 0 && apply.value === charges;
+    if (!exact) errors.push(`${bad.n} charges not at their corrected figure; ${apply.value} appended for ${charges} charges`);
+    await live.stop();
+    const { value: dryBytes, ...dryFigure } = dry;
+    const { value: detailValue, ...detailFigure } = detail;
+    const { value: appended, ...applyFigure } = apply;
+    const { value: reappended, ...reapplyFigure } = reapply;
+    const { value: statementBytes, ...statementFigure } = statement;
+    const { value: verified, ...verifyFigure } = verify;
+    return {
+      charges,
+      events,
+      seedSeconds,
+      replaySeconds,
+      idle,
+      dryRun: { ...dryFigure, bodyBytes: dryBytes },
+      detail: { ...detailFigure, ...detailValue },
+      apply: { ...applyFigure, appended, rate },
+      reapply: { ...reapplyFigure, appended: reappended },
+      statement: { ...statementFigure, bytes: statementBytes },
+      verify: { ...verifyFigure, ...verified },
+      exact,
+      errors,
+    };
+  } finally {
+    await gw?.stop().catch(() => undefined);
+    await mock?.proc.stop().catch(() => undefined);
+    await db.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE`).catch(() => undefined);
+    await db.close();
+  }
+}
+
+const f0 = (x: number) => x.toFixed(0);
+const f1 = (x: number) => x.toFixed(1);
+/** The section's table, one column per size. */
+export function correctionsTable(rs: CorrectionSizeResult[]): string {
+  const row = (name: string, cell: (r: CorrectionSizeResult) => string) => `| ${name} | ${rs.map(cell).join(' | ')} |`;
+  const live = (p: PhaseFigure) => `${f1(p.live.p99)} ms, ${f0(p.live.max)} ms`;
+  return [
+    `| charges in the window | ${rs.map((r) => r.charges.toLocaleString('en-US')).join(' | ')} |`,
+    `|---|${rs.map(() => '---').join('|')}|`,
+    row('events in the log (seeded)', (r) => r.events.toLocaleString('en-US')),
+    row('idle: gateway RSS; live p99, longest', (r) => `${f0(r.idle.rssMiB)} MiB; ${f1(r.idle.live.p99)} ms, ${f0(r.idle.live.max)} ms`),
+    row('dry run (totals): time, body, peak RSS', (r) => `${f1(r.dryRun.seconds)} s, ${f0(r.dryRun.bodyBytes / 1024)} KB, ${f0(r.dryRun.peakRssMiB)} MiB`),
+    row(
+      'dry run (NDJSON detail): time, size, peak RSS',
+      (r) => `${f1(r.detail.seconds)} s, ${f0(r.detail.bytes / 2 ** 20)} MB, ${f0(r.detail.peakRssMiB)} MiB`,
+    ),
+    row('apply: time, adjustments/s overall', (r) => `${f1(r.apply.seconds)} s, ${f0(r.apply.rate.overall)}/s`),
+    row('apply rate: start / middle / end', (r) => `${f0(r.apply.rate.start)} / ${f0(r.apply.rate.middle)} / ${f0(r.apply.rate.end)}`),
+    row('apply: peak RSS', (r) => `${f0(r.apply.peakRssMiB)} MiB`),
+    row('apply again (appends nothing): time, peak RSS', (r) => `${f1(r.reapply.seconds)} s, ${f0(r.reapply.peakRssMiB)} MiB`),
+    row(
+      'statement of the big account (JSON): time, size, peak RSS',
+      (r) => `${f1(r.statement.seconds)} s, ${f0(r.statement.bytes / 2 ** 20)} MB, ${f0(r.statement.peakRssMiB)} MiB`,
+    ),
+    row(
+      'verify: time, events, peak RSS',
+      (r) => `${f1(r.verify.seconds)} s, ${r.verify.events.toLocaleString('en-US')}, ${f0(r.verify.peakRssMiB)} MiB${r.verify.ok ? '' : ' NOT OK'}`,
+    ),
+    row('live p99, longest: dry run', (r) => live(r.dryRun)),
+    row('live p99, longest: NDJSON detail', (r) => live(r.detail)),
+    row('live p99, longest: apply', (r) => live(r.apply)),
+    row('live p99, longest: statement', (r) => live(r.statement)),
+    row('live p99, longest: verify', (r) => live(r.verify)),
+    row('exact to the token', (r) => (r.exact ? 'yes' : 'NO')),
+  ].join('\n');
+}
+
+const BLOCK_BEGIN = '<!-- bench:corrections:begin (written by npm run bench: edits here are overwritten) -->';
+const BLOCK_END = '<!-- bench:corrections:end -->';
+
+/** Writes the table into its own marked block of BENCHMARKS.md (appended at the end the first time). */
+export function writeCorrectionsBlock(path: string, rs: CorrectionSizeResult[], when: string): void {
+  const block = `${BLOCK_BEGIN}\nLast run: ${when}.\n\n${correctionsTable(rs)}\n${BLOCK_END}`;
+  const text = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmarks\n';
+  const begin = text.indexOf(BLOCK_BEGIN);
+  const end = text.indexOf(BLOCK_END);
+  writeFileSync(path, begin >= 0 && end > begin ? text.slice(0, begin) + block + text.slice(end + BLOCK_END.length) : `${text.trimEnd()}\n\n${block}\n`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { parseArgs } = await import('node:util');
+  const { values } = parseArgs({ options: { sizes: { type: 'string' } } });
+  const sizes = (values.sizes ?? '10000,100000,1000000').split(',').map(Number);
+  const rs = await runCorrectionsBench({ databaseUrl: process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test', sizes });
+  console.log(`\n${correctionsTable(rs)}`);
+  for (const e of rs.flatMap((r) => r.errors)) console.log(`ERROR: ${e}`);
+}
