@@ -108,7 +108,11 @@ export function createApp(
   });
   site.get(
     '/readyz',
-    readiness(deps.ledger, opts.readyMaxLag ?? { events: 10_000, seconds: 30 }, { timeoutMs: opts.readyTimeoutMs ?? 2000, log: deps.log, viewsBehind: opts.viewsBehind }),
+    readiness(deps.ledger, opts.readyMaxLag ?? { events: 10_000, seconds: 30 }, {
+      timeoutMs: opts.readyTimeoutMs ?? 2000,
+      log: deps.log,
+      viewsBehind: opts.viewsBehind,
+    }),
   );
   if (opts.metrics && opts.metricsToken) site.get('/metrics', requireBearer(opts.metricsToken, 'metrics'), metricsEndpoint(deps.ledger, opts.metrics));
   site.head('/', (ctx) => {

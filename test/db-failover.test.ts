@@ -24,8 +24,8 @@ if (url && tools) {
   process.once('exit', dropAll);
 
   test('primary down, synchronous standby promoted, proxy moved: nothing acknowledged is lost, both processes reconnect', async () => {
-    let primary: Cluster | null = null;
-    let standby: Cluster | null = null;
+    let primary: Cluster | undefined;
+    let standby: Cluster | undefined;
     try {
       primary = createCluster(`tgfo_primary_${suffix}`, base, { synchronous_standby_names: 'tgfo_standby', synchronous_commit: 'on' });
       standby = createStandby(primary, `tgfo_standby_${suffix}`, base + 1, 'tgfo_standby');
