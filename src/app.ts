@@ -18,7 +18,7 @@ import { limitInvalidRequests } from './http/invalid-requests.ts';
 import { validateBody } from './http/validate.ts';
 import { chatCompletions } from './routes/chat.ts';
 import { anthropicErrors, countTokens, messages } from './routes/messages.ts';
-import { anthropicErrorBody } from './gateway/anthropic-messages.ts';
+import { anthropicErrorBody } from './dialects/anthropic-messages/render.ts';
 import { responses } from './routes/responses.ts';
 import { images } from './routes/images.ts';
 import { listModels, subscription, usage } from './routes/account.ts';

@@ -25,7 +25,7 @@ import { requireApiKey } from '../src/http/auth.ts';
 import type { KeyDirectory, KeyRecord } from '../src/http/key-directory.ts';
 import { ApiError } from '../src/http/errors.ts';
 import { countMessageTokens } from '../src/upstream/tokenizer.ts';
-import { revokeRotatedKeys } from '../src/admin/key-controls.ts';
+import { revokeRotatedKeys } from '../src/gateway/key-rotation.ts';
 import type { StoredEvent } from '../src/eventstore/port.ts';
 import { startTestGateway, dropSchemas, type TestGateway } from './support/gateway.ts';
 import { uniqueSchema } from './support/db.ts';

@@ -16,7 +16,7 @@ import OpenAI from 'openai';
 import { streams } from '../src/ledger/events.ts';
 import type { StoredEvent } from '../src/eventstore/port.ts';
 import { countMessageTokens, countTextTokens } from '../src/upstream/tokenizer.ts';
-import { toCanonical, type MessagesBody } from '../src/gateway/anthropic-messages.ts';
+import { toCanonical, type MessagesBody } from '../src/dialects/anthropic-messages/render.ts';
 import type { TestGateway } from './support/gateway.ts';
 import { call, eventually, openAccount, startGatewayWithRoutes, type TestAccount } from './support/http.ts';
 import { assertNeverBelowZero } from './support/ledger-checks.ts';

@@ -15,6 +15,7 @@ import { streams, type DomainEvent, type KeyControls } from '../ledger/events.ts
 import { generateKeySecret, hashKey, lastFour, maskKey } from '../ledger/keys.ts';
 import type { ModelCatalog } from '../gateway/model-catalog.ts';
 import * as keys from '../../projections/keys.ts';
+import { readKey, revokeRotatedKey } from '../gateway/key-rotation.ts';
 
 /** A request's change of a key's controls: each field left out keeps its value; null removes it. */
 export interface KeyControlsPatch {
@@ -77,17 +78,6 @@ export function parseKeyControlsPatch(body: Record<string, unknown>): KeyControl
     }
   }
   return out;
-}
-
-/** A key as its own stream says: status, account, rotation, and the name it was issued with. */
-export async function readKey(ledger: Ledger, keyId: string): Promise<KeyState & { name: string }> {
-  const events = await ledger.events.readStream(streams.key(keyId));
-  const state = fold(
-    keyDecider,
-    events.map((e) => ({ type: e.type, data: e.data }) as DomainEvent),
-  );
-  const issued = events.find((e) => e.type === 'KeyIssued');
-  return { ...state, name: issued ? String(issued.data.name) : '' };
 }
 
 /** The key, if it exists (and belongs to `accountId` when given): else a 404 that says nothing of other accounts. */
@@ -177,27 +167,6 @@ export async function rotateKey(ledger: Ledger, keyId: string, graceSeconds: num
   // No grace: the old key is revoked at once.
   if (graceSeconds === 0) await revokeRotatedKey(ledger, keyId).catch(() => undefined);
   return { accountId: old.accountId, keyId: newKeyId, secret, last4: lastFour(secret), replaces: keyId, revokeAt, controls: carried };
-}
-
-/** Revokes a rotated key whose grace period is over (the sweeper, or a process that refused it). */
-export async function revokeRotatedKey(ledger: Ledger, keyId: string, now = new Date()): Promise<boolean> {
-  const key = await readKey(ledger, keyId);
-  if (key.status !== 'active' || !key.rotation || Date.parse(key.rotation.revokeAt) > now.getTime()) return false;
-  try {
-    await ledger.revokeKey(keyId, 'rotated', 'system:rotation');
-    return true;
-  } catch (err) {
-    // Revoked meanwhile by another process: nothing left to do.
-    if (err instanceof DomainError && err.code === 'conflict') return false;
-    throw err;
-  }
-}
-
-/** Every rotated key whose deadline has passed and that is not revoked yet. */
-export async function revokeRotatedKeys(ledger: Ledger, now = new Date()): Promise<number> {
-  let revoked = 0;
-  for (const k of await keys.rotationsDue(ledger.readModels.db, ledger.rmSchema, now)) if (await revokeRotatedKey(ledger, k.key_id, now)) revoked++;
-  return revoked;
 }
 
 /** An account's keys as the admin API lists them: the key, its controls, and its period's spend. */

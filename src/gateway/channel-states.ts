@@ -3,7 +3,7 @@
 // at once, other processes' within one poll of the event feed).
 import type { EventEmitter } from 'node:events';
 import type { StoredEvent, Subscription } from '../eventstore/port.ts';
-import type { EventFeed } from './event-feed.ts';
+import type { EventFeed } from '../eventstore/event-feed.ts';
 import type { ChannelRegistry } from '../upstream/channels/registry.ts';
 import { streams } from '../ledger/events.ts';
 import type { Ledger } from '../ledger/ledger.ts';

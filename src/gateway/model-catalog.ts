@@ -3,7 +3,7 @@
 // returns, and in every other process within one poll of the event feed (event-feed.ts), or at
 // once when a call names a model this process does not know yet. It follows the log from the
 // read models' checkpoint, so it holds every price whatever the read models have applied.
-import { caughtUpWithin } from './event-feed.ts';
+import { caughtUpWithin } from '../eventstore/event-feed.ts';
 import type { Database } from '../eventstore/db.ts';
 import type { EventEmitter } from 'node:events';
 import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';

@@ -5,7 +5,7 @@
 import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor } from '../ledger/ledger.ts';
 import * as holds from '../../projections/holds.ts';
-import { revokeRotatedKeys } from '../admin/key-controls.ts';
+import { revokeRotatedKeys } from './key-rotation.ts';
 import type { Queryable } from '../eventstore/db.ts';
 import { forgetOldLeases, leaseTable } from '../eventstore/process-lease.ts';
 import { outageReporter, type OutageLog } from '../eventstore/outage.ts';

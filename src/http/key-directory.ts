@@ -1,6 +1,6 @@
 // Resolves an API key secret to its key and account. Hits are cached in memory; revocations
 // arrive as events, so every process refuses a revoked key within the event feed's poll
-// interval (src/gateway/event-feed.ts, 250 ms).
+// interval (src/eventstore/event-feed.ts, 250 ms).
 //
 // A key's expiry (KeyControlsSet) and its rotation deadline (KeyRotated) come the same way; the
 // record carries both, and authentication refuses the key from that instant on, even before any
@@ -10,7 +10,7 @@
 // request (read model, event store head and read, read model again). A negative entry is dropped
 // as soon as a KeyIssued event with its hash is heard (at once for this process's issues, within
 // one feed poll for another's), so a key issued later works at once.
-import { caughtUpWithin } from '../gateway/event-feed.ts';
+import { caughtUpWithin } from '../eventstore/event-feed.ts';
 import type { Database } from '../eventstore/db.ts';
 import type { EventEmitter } from 'node:events';
 import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';

@@ -22,7 +22,7 @@ import {
   toCanonicalMessages,
   toCanonicalTools,
   type MessagesBody,
-} from '../gateway/anthropic-messages.ts';
+} from '../dialects/anthropic-messages/render.ts';
 
 /**
  * The beta features the caller asked for (Claude Code sends several): an Anthropic channel gets

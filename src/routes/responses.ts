@@ -8,7 +8,7 @@ import { prepareChat } from '../gateway/chat-call.ts';
 import { withBilledTokens } from '../gateway/billed-usage.ts';
 import { openSse } from '../gateway/sse.ts';
 import { setRemainingHeader } from '../gateway/billing-headers.ts';
-import { completedResponse, newId, responsesStreamRenderer, toCanonical, type ResponseShell, type ResponsesBody } from '../gateway/responses-dialect.ts';
+import { completedResponse, newId, responsesStreamRenderer, toCanonical, type ResponseShell, type ResponsesBody } from '../dialects/responses/render.ts';
 
 export function responses(deps: GatewayDeps) {
   return async (ctx: Context) => {

@@ -1,6 +1,6 @@
 // npm run lint: installs the lint tools on first use (npm ci into tools/lint, from its committed
 // lockfile, again whenever that lockfile changes), then runs ESLint over the repository, the
-// formatter's check (Prettier, .prettierrc.json) and the import-cycle check over the
+// formatter's check (Prettier, .prettierrc.json), the layer check and the import-cycle check over the
 // application's sources. Exits non-zero if any finds anything. `npm run format` (this script
 // with --write) formats the sources in place.
 import { spawnSync } from 'node:child_process';
@@ -36,6 +36,8 @@ const eslint = run(bin('eslint'), ['--config', join(here, 'eslint.config.mjs'), 
 // Type-only imports count too: a cycle of types is still two modules that cannot be read apart.
 console.log('lint: import cycles');
 const cycles = run(bin('dpdm'), ['--no-warning', '--no-tree', '--exit-code', 'circular:1', 'src/**/*.ts', 'projections/**/*.ts', 'bin/*.js']);
+console.log('lint: layers (each module imports only its own layer or those below, tools/lint/layers.mjs)');
+const layers = run(process.execPath, [join(here, 'layers.mjs')]);
 console.log('lint: formatting (prettier --check; npm run format fixes it)');
 const format = run(bin('prettier'), ['--check', '--log-level', 'warn', ...SOURCES]);
-process.exit(eslint || cycles || format ? 1 : 0);
+process.exit(eslint || cycles || layers || format ? 1 : 0);

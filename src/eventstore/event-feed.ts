@@ -12,9 +12,9 @@
 // Each cache subscribes after the position its own starting state includes (the read models'
 // checkpoint, say), not after the head at its start: events appended before it started but not
 // yet in the read models (a projector not running yet) still reach it, whatever the start order.
-import type { EventHandler, EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
-import { lagAfter, type Lag } from '../eventstore/lag.ts';
-import { outageReporter, type OutageLog } from '../eventstore/outage.ts';
+import type { EventHandler, EventStore, StoredEvent, Subscription } from './port.ts';
+import { lagAfter, type Lag } from './lag.ts';
+import { outageReporter, type OutageLog } from './outage.ts';
 
 export type EventFeed = Pick<EventStore, 'subscribe' | 'headPosition' | 'readableHead'>;
 

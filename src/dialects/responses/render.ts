@@ -1,13 +1,13 @@
 // The OpenAI Responses dialect: translates a /v1/responses body into the canonical chat shape and
 // renders Response objects and the Responses event stream. Metering lives in chat-call.ts.
-import type { CanonicalRequest } from './chat-call.ts';
-import { REASONING_EFFORTS } from '../ledger/price-list.ts';
+import type { CanonicalRequest } from '../../gateway/chat-call.ts';
+import { REASONING_EFFORTS } from '../../ledger/price-list.ts';
 import { randomBytes } from 'node:crypto';
-import { badRequest } from '../http/errors.ts';
-import type { ChatMessage, ChatOutcome, ChatStreamPart, ContentPart, FinishReason, ToolCall, ToolDefinition, Usage } from '../upstream/port.ts';
-import type { SseWriter } from './sse.ts';
-import type { StreamRenderer } from './chat-call.ts';
-import { withBilledTokens } from './billed-usage.ts';
+import { badRequest } from '../../http/errors.ts';
+import type { ChatMessage, ChatOutcome, ChatStreamPart, ContentPart, FinishReason, ToolCall, ToolDefinition, Usage } from '../../upstream/port.ts';
+import type { SseWriter } from '../../gateway/sse.ts';
+import type { StreamRenderer } from '../../gateway/chat-call.ts';
+import { withBilledTokens } from '../../gateway/billed-usage.ts';
 
 type Json = Record<string, unknown>;
 
@@ -32,7 +32,7 @@ export interface ResponsesBody {
   [field: string]: unknown;
 }
 
-export type { CanonicalRequest } from './chat-call.ts';
+export type { CanonicalRequest } from '../../gateway/chat-call.ts';
 
 const EFFORTS: ReadonlySet<string> = new Set(REASONING_EFFORTS);
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);

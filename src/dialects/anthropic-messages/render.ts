@@ -1,14 +1,14 @@
 // The Anthropic Messages dialect: translates a /v1/messages body into the canonical chat shape,
 // and renders replies, streams and errors the way Anthropic's API does. Metering lives in
 // chat-call.ts; nothing here touches the ledger.
-import type { CanonicalRequest } from './chat-call.ts';
-import { REASONING_EFFORTS } from '../ledger/price-list.ts';
+import type { CanonicalRequest } from '../../gateway/chat-call.ts';
+import { REASONING_EFFORTS } from '../../ledger/price-list.ts';
 import { randomUUID } from 'node:crypto';
-import type { ApiError } from '../http/errors.ts';
-import { badRequest } from '../http/errors.ts';
-import type { ChatMessage, ChatOutcome, ChatStreamPart, ContentPart, FinishReason, ToolCall, ToolDefinition, Usage } from '../upstream/port.ts';
-import type { SseWriter } from './sse.ts';
-import type { StreamRenderer } from './chat-call.ts';
+import type { ApiError } from '../../http/errors.ts';
+import { badRequest } from '../../http/errors.ts';
+import type { ChatMessage, ChatOutcome, ChatStreamPart, ContentPart, FinishReason, ToolCall, ToolDefinition, Usage } from '../../upstream/port.ts';
+import type { SseWriter } from '../../gateway/sse.ts';
+import type { StreamRenderer } from '../../gateway/chat-call.ts';
 
 type Json = Record<string, unknown>;
 
@@ -29,7 +29,7 @@ export interface MessagesBody {
   [field: string]: unknown;
 }
 
-export type { CanonicalRequest } from './chat-call.ts';
+export type { CanonicalRequest } from '../../gateway/chat-call.ts';
 
 const EFFORTS: ReadonlySet<string> = new Set(REASONING_EFFORTS);
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
