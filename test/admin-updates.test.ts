@@ -7,7 +7,7 @@ import { settingsFromEnv } from '../src/config.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, openAccount, type TestAccount } from './support/http.ts';
 
-const ADMIN = 'tg_admin_updates_test';
+const ADMIN = 'tg_admin_updates_test_0123456789abcdef';
 let gw: TestGateway;
 let acct: TestAccount;
 

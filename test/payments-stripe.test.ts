@@ -12,7 +12,7 @@ import { call, chat, userMessage } from './support/http.ts';
 import { startStripeDouble, type StripeDouble } from './support/stripe-double.ts';
 import { streams } from '../src/ledger/events.ts';
 
-const ADMIN = 'tg_admin_stripe_test_token';
+const ADMIN = 'tg_admin_stripe_test_token_0123456789abcdef';
 let stripe: StripeDouble;
 let gw: TestGateway;
 let gw2: TestGateway | null = null;

@@ -14,7 +14,7 @@ import { fold } from '../src/ledger/decider.ts';
 import { streams, type DomainEvent } from '../src/ledger/events.ts';
 import { paymentsInOrder } from '../src/routes/payments.ts';
 
-const ADMIN = 'tg_admin_payments_test_token';
+const ADMIN = 'tg_admin_payments_test_token_0123456789abcdef';
 const admin = (gw: TestGateway, path: string, body?: unknown, method?: string) =>
   call(gw, `/admin/v1${path}`, { key: ADMIN, body, method: method ?? (body === undefined ? 'GET' : 'POST') });
 

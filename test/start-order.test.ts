@@ -8,7 +8,7 @@ import { spawnGateway, spawnProjector, dropSchemas, type GatewayProcess } from '
 import { uniqueSchema } from './support/db.ts';
 
 const url = process.env.DATABASE_URL;
-const ADMIN = 'tg_admin_start_order_test';
+const ADMIN = 'tg_admin_start_order_test_0123456789abcdef';
 const MODEL = 'alpha-haiku-4.5';
 
 const site = (g: GatewayProcess) => g.baseUrl.replace(/\/v1$/, '');
