@@ -204,15 +204,9 @@ export interface EventDataByType {
   PlanPriced: { planId: string; amount: number; currency: string; active: boolean };
   TokenPackPriced: { packId: string; name: string; tokens: number; amount: number; currency: string; active: boolean };
   /** Appended in one append with the grant it paid for (which carries the same paymentId). */
-  PaymentReceived: {
+  PaymentReceived: PaymentFacts & {
     accountId: string;
     paymentId: string;
-    processor: PaymentProcessor;
-    processorPaymentId: string;
-    amount: number;
-    currency: string;
-    /** The processor's fee, when known. */
-    fee: number | null;
     item: PaidItem;
     receivedAt: string;
     reference?: string;
@@ -247,6 +241,16 @@ export interface EventDataByType {
 }
 
 export type PaymentProcessor = 'manual' | 'stripe' | 'code';
+
+/** What the processor says of a payment: who took it, its own id, how much, and its fee. */
+export interface PaymentFacts {
+  processor: PaymentProcessor;
+  processorPaymentId: string;
+  amount: number;
+  currency: string;
+  /** The processor's fee, when known. */
+  fee: number | null;
+}
 /** What a payment bought: one period of a plan, or a pack of extra tokens. */
 export type PaidItem = { kind: 'plan'; planId: string; tokens: number } | { kind: 'pack'; packId: string; tokens: number };
 

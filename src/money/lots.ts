@@ -1,14 +1,9 @@
 // What an account remembers of each payment (a paid lot): enough to make a payment, a refund and a
 // dispute idempotent by the processor's ids, and to know what a refund may withdraw.
-import type { PaymentProcessor } from '../ledger/events.ts';
+import type { PaymentFacts } from '../ledger/events.ts';
 
-export interface PaidLot {
+export interface PaidLot extends PaymentFacts {
   paymentId: string;
-  processor: PaymentProcessor;
-  processorPaymentId: string;
-  amount: number;
-  currency: string;
-  fee: number | null;
   receivedAt: string;
   reference: string | null;
   /** What the payment bought, as the grant appended with it. */

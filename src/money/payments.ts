@@ -2,7 +2,7 @@
 // A payment is decided together with the grant it pays for, so they are appended in one append:
 // no payment without its grant, no paid grant without its payment. Every act is idempotent by the
 // processor's own id: a replayed notification finds it in the state and appends nothing.
-import type { DomainEvent, EventDataByType, PaidItem, PaymentProcessor } from '../ledger/events.ts';
+import type { DomainEvent, EventDataByType, PaidItem, PaymentFacts } from '../ledger/events.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
 import { requireOpen, type AccountState } from '../ledger/account-state.ts';
 import * as balance from '../ledger/balance.ts';
@@ -20,14 +20,9 @@ export type GrantCommand =
     }
   | { type: 'GrantExtra'; accountId: string; amount: number; reason: string };
 
-export interface RecordPaymentCommand {
+export interface RecordPaymentCommand extends PaymentFacts {
   type: 'RecordPayment';
   paymentId: string;
-  processor: PaymentProcessor;
-  processorPaymentId: string;
-  amount: number;
-  currency: string;
-  fee: number | null;
   reference?: string;
   /** What it buys: a plan period (the plan's terms) or a pack (tokens). */
   grant: { kind: 'plan'; plan: Extract<GrantCommand, { type: 'Subscribe' }>['plan'] } | { kind: 'pack'; packId: string; packName: string; tokens: number };

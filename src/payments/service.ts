@@ -3,7 +3,7 @@
 // then appends through the account decider, where payment and grant are one decision.
 import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor, requireId } from '../ledger/ledger.ts';
-import { streams, type DomainEvent, type PaidItem, type PaymentProcessor } from '../ledger/events.ts';
+import { streams, type DomainEvent, type PaidItem, type PaymentFacts, type PaymentProcessor } from '../ledger/events.ts';
 import { DomainError, invalid, requireTokenAmount } from '../ledger/errors.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';
 import { uuidFrom } from '../ledger/event-ids.ts';
@@ -77,20 +77,17 @@ export function createPayments(ledger: Ledger) {
    * Records a payment and its grant in one append. Idempotent by the processor's payment id:
    * `recorded` is false when that payment was already recorded (on this account or another).
    */
-  async function recordPayment(input: {
-    accountId: string;
-    processor: PaymentProcessor;
-    processorPaymentId: string;
-    amount: number;
-    currency: string;
-    fee: number | null;
-    reference?: string;
-    purchase: Purchase;
-    /** A pack's tokens as sold (a code minted before the pack changed), not as listed now. */
-    packTokens?: number;
-    actor: string;
-    now?: Date;
-  }): Promise<{ paymentId: string; recorded: boolean; events: DomainEvent[] }> {
+  async function recordPayment(
+    input: PaymentFacts & {
+      accountId: string;
+      reference?: string;
+      purchase: Purchase;
+      /** A pack's tokens as sold (a code minted before the pack changed), not as listed now. */
+      packTokens?: number;
+      actor: string;
+      now?: Date;
+    },
+  ): Promise<{ paymentId: string; recorded: boolean; events: DomainEvent[] }> {
     const resolved = (await resolve(input.purchase)).grant;
     const grant = resolved.kind === 'pack' && input.packTokens ? { ...resolved, tokens: input.packTokens } : resolved;
     const paymentId = paymentIdFor(input.processor, input.processorPaymentId);
