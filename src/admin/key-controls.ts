@@ -5,13 +5,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor } from '../ledger/ledger.ts';
-import { fold } from '../ledger/decider.ts';
-import { keyDecider, type KeyState } from '../ledger/key.ts';
 import { isModelEnabled } from '../ledger/account-state.ts';
 import { defaultKeyControls, keyControlsOf, keyStanding, MAX_KEY_LIMIT } from '../ledger/key-controls.ts';
 import { isLimitPeriod, LIMIT_PERIODS, type SpendLimit } from '../ledger/balance.ts';
 import { DomainError } from '../ledger/errors.ts';
-import { streams, type DomainEvent, type KeyControls } from '../ledger/events.ts';
+import type { KeyControls } from '../ledger/events.ts';
 import { generateKeySecret, hashKey, lastFour, maskKey } from '../ledger/keys.ts';
 import type { ModelCatalog } from '../gateway/model-catalog.ts';
 import * as keys from '../../projections/keys.ts';
