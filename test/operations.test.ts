@@ -180,7 +180,9 @@ shutdown('calls in flight finish and are charged exactly once; no hold stays ope
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-sigterm-'));
   const schema = uniqueSchema('sig');
   const models = slowModelsConfig();
-  const g = await spawnGateway({ TOLLGATE_DATA_DIR: dataDir, TOLLGATE_SCHEMA: schema, TOLLGATE_MODELS_CONFIG: models });
+  // /metrics on the public port behind a token, the README's other way.
+  const metricsToken = 'sigterm-test-metrics-token-0123456789abcdef';
+  const g = await spawnGateway({ TOLLGATE_DATA_DIR: dataDir, TOLLGATE_SCHEMA: schema, TOLLGATE_MODELS_CONFIG: models, TOLLGATE_METRICS_TOKEN: metricsToken });
   let db: Database | null = null;
   try {
     const models_ = (
@@ -207,7 +209,9 @@ shutdown('calls in flight finish and are charged exactly once; no hold stays ope
     // SIGTERM once every call holds quota, i.e. is past the gateway's door and being served.
     const origin = g.baseUrl.replace(/\/v1$/, '');
     const deadline = Date.now() + 120_000;
-    while (parseProm(await (await fetch(`${origin}/metrics`)).text()).get('tollgate_open_holds') !== 24) {
+    while (
+      parseProm(await (await fetch(`${origin}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).text()).get('tollgate_open_holds') !== 24
+    ) {
       assert.ok(Date.now() < deadline, 'calls never all in flight');
       await sleep(20);
     }

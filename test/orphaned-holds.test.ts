@@ -42,8 +42,11 @@ async function reservedOf(g: GatewayProcess, key: string): Promise<{ reserved: n
   return body.quota;
 }
 
+/** /metrics is on the public port only behind a token (README, "Metrics"). */
+const METRICS_TOKEN = 'orphaned-holds-test-metrics-token-0123456789';
+
 async function openHolds(g: GatewayProcess): Promise<number> {
-  const text = await (await fetch(`${g.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
+  const text = await (await fetch(`${g.baseUrl.replace(/\/v1$/, '')}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
   return Number(/^tollgate_open_holds (\d+)/m.exec(text)?.[1] ?? -1);
 }
 
@@ -51,7 +54,7 @@ test(`holds of a gateway killed mid-call are released by another process within 
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-orphans-'));
   const schema = uniqueSchema('orph');
   const models = slowModelsConfig();
-  const env = { TOLLGATE_DATA_DIR: dataDir, TOLLGATE_SCHEMA: schema, TOLLGATE_MODELS_CONFIG: models };
+  const env = { TOLLGATE_DATA_DIR: dataDir, TOLLGATE_SCHEMA: schema, TOLLGATE_MODELS_CONFIG: models, TOLLGATE_METRICS_TOKEN: METRICS_TOKEN };
   const dying = await spawnGateway(env);
   const key = dying.key;
   let survivor: GatewayProcess | null = null;
