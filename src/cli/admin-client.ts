@@ -68,3 +68,17 @@ function readTokenFile(dataDir: string): string | undefined {
 }
 
 export type AdminClient = ReturnType<typeof adminClient>;
+
+/** A subcommand's parsed arguments (node:util parseArgs' shape). */
+export interface CliArgs {
+  positionals: string[];
+  values: Record<string, string | boolean | undefined>;
+}
+/** Prints a result: a line for people, or the data as JSON under --json. */
+export type CliOut = (human: string, data: unknown) => void;
+
+/** The positional argument `i`, named `name` in the usage error when it is missing. */
+export const requiredArg = (p: string[], i: number, name: string): string => {
+  if (!p[i]) throw new CliError(`Missing <${name}>.`, 2);
+  return p[i];
+};

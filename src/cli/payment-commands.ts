@@ -1,17 +1,7 @@
 // `tollgate price|payment|codes|unmatched …`: the money admin API (src/routes/admin-payments.ts)
 // from the command line. Amounts are whole minor units of the settlement currency (cents for USD).
-import { CliError, type AdminClient } from './admin-client.ts';
+import { CliError, requiredArg as arg, type AdminClient, type CliArgs as Args, type CliOut as Out } from './admin-client.ts';
 
-interface Args {
-  positionals: string[];
-  values: Record<string, string | boolean | undefined>;
-}
-type Out = (human: string, data: unknown) => void;
-
-const arg = (p: string[], i: number, name: string): string => {
-  if (!p[i]) throw new CliError(`Missing <${name}>.`, 2);
-  return p[i];
-};
 /** A whole number (minor units, tokens, a count): never a decimal, so no float reaches money. */
 function whole(v: string | boolean | undefined, name: string): number {
   if (typeof v !== 'string' || !/^\d+$/.test(v))

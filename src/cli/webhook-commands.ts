@@ -1,16 +1,5 @@
 // `tollgate webhook …`: the webhook admin API (src/routes/admin-webhooks.ts) from the command line.
-import { CliError, type AdminClient } from './admin-client.ts';
-
-interface Args {
-  positionals: string[];
-  values: Record<string, string | boolean | undefined>;
-}
-type Out = (human: string, data: unknown) => void;
-
-const arg = (p: string[], i: number, name: string): string => {
-  if (!p[i]) throw new CliError(`Missing <${name}>.`, 2);
-  return p[i];
-};
+import { CliError, requiredArg as arg, type AdminClient, type CliArgs as Args, type CliOut as Out } from './admin-client.ts';
 
 const list = (v: string | boolean | undefined) =>
   typeof v === 'string'
