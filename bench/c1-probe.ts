@@ -5,7 +5,7 @@
 //   PROJECTOR=1   the docker-compose topology (projections in a `tollgate projector` process)
 //   PROFILE=DIR   V8 CPU profile of the gateway (summarise with bench/profile-summary.ts)
 import { Client } from 'pg';
-import { startMock, startTollgate, openBenchAccount, tollgateRequest, directRequest } from './targets.ts';
+import { startMock, startTollgate, openBenchAccount, tollgateRequest, directRequest, gatewayMetrics } from './targets.ts';
 import { runLoad } from './processes.ts';
 import type { SequentialResult } from './load.ts';
 import { ensureWrk, runWrk } from './wrk.ts';
@@ -21,7 +21,7 @@ const gw = await startTollgate({
 });
 /** The gateway's own append count and total seconds so far (its /metrics). */
 async function appendTotals(): Promise<{ count: number; sum: number }> {
-  const metrics = await fetch(`${gw.url}/metrics`).then((r) => r.text());
+  const metrics = await gatewayMetrics(gw);
   const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
   return { count: value('tollgate_eventstore_append_duration_seconds_count'), sum: value('tollgate_eventstore_append_duration_seconds_sum') };
 }
@@ -60,7 +60,7 @@ try {
       );
     }
   }
-  const metrics = await fetch(`${gw.url}/metrics`).then((r) => r.text());
+  const metrics = await gatewayMetrics(gw);
   const value = (name: string) =>
     Number(
       /^(\S+) (\S+)$/m.exec(

@@ -27,6 +27,7 @@ import {
   startMock,
   startPortkey,
   startTollgate,
+  gatewayMetrics,
   tollgateRequest,
   type BenchAccount,
   type Mock,
@@ -128,8 +129,8 @@ const expectedBilled = (model: string) =>
 export const EXPECTED_BILLED = expectedBilled(BENCH_MODEL);
 
 /** The event store append histogram of a Tollgate process (its /metrics). */
-async function appendMetrics(url: string): Promise<{ sum: number; count: number }> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+async function appendMetrics(gw: Tollgate): Promise<{ sum: number; count: number }> {
+  const text = await gatewayMetrics(gw);
   const value = (name: string) => Number(new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN);
   return { sum: value('tollgate_eventstore_append_duration_seconds_sum'), count: value('tollgate_eventstore_append_duration_seconds_count') };
 }
@@ -271,7 +272,7 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
     if (phases.has('latency')) {
       await quiesce(db);
       result.load.byPhase.latency = os.loadavg()[0];
-      const appends0 = await appendMetrics(gw.url);
+      const appends0 = await appendMetrics(gw);
       const seq = await runLoad<SequentialResult>({
         kind: 'sequential',
         targets: requests(accounts.latency, false),
@@ -280,7 +281,7 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
         block: 100,
         stream: false,
       });
-      const appends1 = await appendMetrics(gw.url);
+      const appends1 = await appendMetrics(gw);
       const commit = await commitLatency(db, 300);
       const calls = seq.perTarget.tollgate.ok;
       result.floor = {
@@ -306,9 +307,9 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
       result.wrk = {};
       for (const t of requests(accounts.wrk, false)) {
         await quiesce(db);
-        const before = await appendMetrics(gw.url);
+        const before = await appendMetrics(gw);
         const w = runWrk(t, { connections: 1, seconds: quick ? 5 : 15 });
-        const after = await appendMetrics(gw.url);
+        const after = await appendMetrics(gw);
         const appends =
           t.name === 'tollgate'
             ? {

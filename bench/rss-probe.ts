@@ -7,7 +7,7 @@ import { openPostgres } from '../src/eventstore/db.ts';
 import { parseArgs } from 'node:util';
 import type { AutocannonResult } from './load.ts';
 import { runLoad } from './processes.ts';
-import { openBenchAccount, startMock, startTollgate, tollgateRequest } from './targets.ts';
+import { gatewayMetrics, openBenchAccount, startMock, startTollgate, tollgateRequest } from './targets.ts';
 
 const { values } = parseArgs({ options: { connections: { type: 'string' }, 'node-args': { type: 'string' } } });
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -16,7 +16,7 @@ const gw = await startTollgate({ databaseUrl: url, mock, nodeArgs: values['node-
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
 async function memory(): Promise<string> {
-  const text = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${gw.adminToken}` } })).text();
+  const text = await gatewayMetrics(gw);
   const one = (name: string) => mib(Number(new RegExp(`^${name}\\s+(\\S+)`, 'm').exec(text)?.[1]));
   const spaces = [...text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\}\s+(\S+)/gm)]
     .filter((m) => Number(m[2]) > 0)

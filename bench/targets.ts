@@ -127,6 +127,8 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
     HOST: '127.0.0.1',
     TOLLGATE_MODELS_CONFIG: config,
     TOLLGATE_ADMIN_TOKEN: adminToken,
+    // /metrics on the public port answers only with this token (the bench reads the append histogram).
+    TOLLGATE_METRICS_TOKEN: adminToken,
     TOLLGATE_BOOTSTRAP: 'off',
     TOLLGATE_DATA_DIR: dir,
     LOG_LEVEL: 'info',
@@ -168,6 +170,16 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
 /** Requests per minute of the bench plan: the most a plan may have (16,667/s), far above what a run sends. */
 export const BENCH_RPM = 1_000_000;
 export const BENCH_QUOTA = 1_000_000_000_000;
+
+/** The gateway's Prometheus text (/metrics, with the token the bench started it with). */
+export async function gatewayMetrics(gw: Pick<Tollgate, 'url' | 'adminToken'>): Promise<string> {
+  const get = () => fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${gw.adminToken}` } });
+  // After a long wrk phase the client's pooled keep-alive socket may have been closed by the server's
+  // keep-alive timeout; one retry opens a new connection.
+  const res = await get().catch(get);
+  if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
+  return res.text();
+}
 
 export interface BenchAccount {
   accountId: string;
