@@ -4,6 +4,8 @@
 //   node --import tsx bench/c1-probe.ts [samples per round, default 1500]
 //   PROJECTOR=1   the docker-compose topology (projections in a `tollgate projector` process)
 //   PROFILE=DIR   V8 CPU profile of the gateway (summarise with bench/profile-summary.ts)
+//   GATEWAY_ENV='LOG_FORMAT=pretty NODE_ENV=development'   extra settings of the gateway, to measure
+//                 a setup like a user's terminal (pino-pretty formats every access-log line)
 import { Client } from 'pg';
 import { startMock, startTollgate, openBenchAccount, tollgateRequest, directRequest, gatewayMetrics } from './targets.ts';
 import { runLoad } from './processes.ts';
@@ -17,6 +19,7 @@ const gw = await startTollgate({
   databaseUrl: url,
   mock,
   projector: !!process.env.PROJECTOR,
+  env: Object.fromEntries((process.env.GATEWAY_ENV ?? '').split(/\s+/).filter(Boolean).map((kv) => kv.split('=', 2) as [string, string])),
   nodeArgs: process.env.PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE}`] : [],
 });
 /** The gateway's own append count and total seconds so far (its /metrics). */

@@ -92,7 +92,10 @@ const errors = [...(run.gateway?.errors ?? []), ...(run.growth?.errors ?? []), .
 if (errors.length) log(`\nERRORS:\n${errors.map((e) => `- ${e}`).join('\n')}`);
 if (!values['no-write']) {
   const path = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
-  if (run.gateway || run.growth || run.ledger) writeBenchmarksFile(path, run);
+  // The results block holds all three sections: a run of only some of them would erase the others'
+  // figures, so it is printed and not written.
+  if (run.gateway && run.growth && run.ledger) writeBenchmarksFile(path, run);
+  else if (run.gateway || run.growth || run.ledger) log('(a run of only some of gateway, growth and ledger does not rewrite the results block)');
   if (corrections) writeCorrectionsBlock(path, corrections, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
   log(`\nwritten to ${path}`);
 }
