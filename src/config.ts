@@ -1,6 +1,7 @@
 // Every setting is an environment variable, and this is the one module that reads them; these
 // are the defaults for the embedded setup.
 import { DEFAULT_PG_TIMEOUTS, type PgTimeouts } from './eventstore/db.ts';
+import { LEDGER_DEADLINE_MS } from './gateway/ledger-deadline.ts';
 import { ADMIN_GUESSES_PER_MINUTE } from './admin/admin-token.ts';
 import type { StripeSettings } from './payments/stripe.ts';
 export interface Settings {
@@ -46,6 +47,8 @@ export interface Settings {
   pgTimeouts: PgTimeouts;
   /** TOLLGATE_READY_TIMEOUT_MS: /readyz answers 503 when the database has not answered within this. */
   readyTimeoutMs: number;
+  /** TOLLGATE_LEDGER_DEADLINE_MS: the longest a metered call waits for the ledger, all its steps together (then 503). */
+  ledgerDeadlineMs: number;
   /** TOLLGATE_RELEASE_RETRY_MAX: holds kept in memory for release after an outage (past it, the stale-hold sweep). */
   releaseRetryMax: number;
   /** TOLLGATE_STALE_HOLD_MS: this process's open holds of calls it no longer runs are released past this age. */
@@ -157,6 +160,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
       keepAliveMs: Number(env.PG_KEEPALIVE_MS ?? DEFAULT_PG_TIMEOUTS.keepAliveMs),
     },
     readyTimeoutMs: Number(env.TOLLGATE_READY_TIMEOUT_MS ?? 2000),
+    ledgerDeadlineMs: Number(env.TOLLGATE_LEDGER_DEADLINE_MS ?? LEDGER_DEADLINE_MS),
     releaseRetryMax: Number(env.TOLLGATE_RELEASE_RETRY_MAX ?? 10_000),
     staleHoldMs: Number(env.TOLLGATE_STALE_HOLD_MS ?? 60_000),
     readyMaxLag: { events: Number(env.TOLLGATE_READY_MAX_LAG_EVENTS ?? 10_000), seconds: Number(env.TOLLGATE_READY_MAX_LAG_SECONDS ?? 30) },

@@ -158,7 +158,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     keys,
     log,
     channels: routes.registry,
-    metering: createMetering(ledger, { process: lease.processId, retry: releaseRetry }),
+    metering: createMetering(ledger, { process: lease.processId, retry: releaseRetry, ledgerDeadlineMs: settings.ledgerDeadlineMs }),
     payments,
     paymentSettings: settings.payments,
     stripe: createStripeGateway(settings.payments.stripe, payments, ledger, log, settings.payments),

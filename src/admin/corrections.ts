@@ -32,6 +32,7 @@ import {
   type ChargeWindow,
 } from '../../projections/read-models.ts';
 import type { AdjustedCharge } from '../ledger/account-state.ts';
+import { isVoidCorrection, VOID_RANK } from '../ledger/charge-void.ts';
 
 export interface CorrectionInput {
   modelId: string;
@@ -315,7 +316,7 @@ async function plansFor(ledger: Ledger, w: Window, rows: ChargeRow[]): Promise<P
   );
   // An adjustment by a correction appended after this pass read the model (another gateway's):
   // its revision from the model's stream now, so an older correction never overrides it.
-  if (adjustments.some((a) => !revisionOf.has(a.correction_id)))
+  if (adjustments.some((a) => !revisionOf.has(a.correction_id) && !isVoidCorrection(a.correction_id)))
     for (const c of (await readModel(ledger, w.modelId)).corrections) revisionOf.set(c.correctionId, c.revision);
   for (const a of adjustments) {
     const p = prior.get(a.charge_event_id) ?? { list: [], now: { billed: 0, quotaDelta: 0, multiplierMilli: 0, rank: -1 } };
@@ -324,7 +325,8 @@ async function plansFor(ledger: Ledger, w: Window, rows: ChargeRow[]): Promise<P
     p.now.billed += Number(a.billed);
     p.now.quotaDelta += Number(a.from_quota);
     p.now.multiplierMilli = Number(a.multiplier_milli);
-    p.now.rank = Math.max(p.now.rank, revisionOf.get(a.correction_id) ?? -1);
+    // A voided charge (its call failed) stays voided: no correction re-prices it.
+    p.now.rank = Math.max(p.now.rank, revisionOf.get(a.correction_id) ?? (isVoidCorrection(a.correction_id) ? VOID_RANK : -1));
   }
   const plans: Plan[] = [];
   for (const r of rows) {

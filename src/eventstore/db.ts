@@ -2,6 +2,7 @@
 // in the project runs unchanged on both.
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
+import { DatabaseDeadlinePassed } from './errors.ts';
 
 export interface Queryable {
   query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
@@ -51,6 +52,7 @@ export const DEFAULT_PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, statementMs: 5
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   if (!e || typeof e !== 'object') return false;
+  if (err instanceof DatabaseDeadlinePassed) return true;
   const code = typeof e.code === 'string' ? e.code : '';
   // Class 08: connection exception; 57P01-03: the server shut down or cannot connect now;
   // 57014: a statement cancelled by statement_timeout; 25P03: idle-in-transaction timeout;

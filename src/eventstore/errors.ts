@@ -48,3 +48,14 @@ export class LogNotReadableYet extends Error {
     this.name = 'LogNotReadableYet';
   }
 }
+
+/**
+ * A metered call's shared bound on waiting for the database passed (src/gateway/ledger-deadline.ts):
+ * like a timeout, the database is out of reach for now.
+ */
+export class DatabaseDeadlinePassed extends Error {
+  constructor(readonly boundMs: number) {
+    super(`the database did not answer within the call's bound of ${boundMs} ms`);
+    this.name = 'DatabaseDeadlinePassed';
+  }
+}

@@ -188,12 +188,15 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
             const reply: ChatReply = 'native' in answer ? { native: { ...answer.native, body: withBilledTokens(answer.native.body, billing.billed) } } : answer;
             return { reply, billing };
           } catch (err) {
+            // The ledger's bound passed: the call fails now (its hold is left to the release retry).
+            if (err instanceof LedgerUnreachable) throw err;
             // The charge fails when its hold was overturned (then it finds no hold): retried below.
             overturned = await overturnedHold();
             if (!overturned) throw err;
           }
         } else {
-          overturned = await overturnedHold();
+          // Within the ledger's bound: past it, the hold is released as the upstream failure says.
+          overturned = await hold.budget.wait(overturnedHold()).catch(() => null);
           if (!overturned) {
             await release(failure, abort.signal.aborted);
             throw failure;

@@ -16,6 +16,8 @@ import type { AccountCommand } from '../ledger/account.ts';
 import { holdEventId } from '../ledger/event-ids.ts';
 import { isDatabaseUnavailable } from '../eventstore/db.ts';
 import { findEvent, type ReleaseRetry } from './release-retry.ts';
+import { LEDGER_DEADLINE_MS, ledgerBudget, type LedgerBudget } from './ledger-deadline.ts';
+import { DatabaseDeadlinePassed } from '../eventstore/errors.ts';
 
 export interface Caller {
   keyId: string;
@@ -41,6 +43,8 @@ export interface Hold {
    * (and fails if a concurrent process took the tokens first: the decision was overturned).
    */
   committed: Promise<void>;
+  /** The call's shared bound on waiting for the ledger (every step below waits within it). */
+  budget: LedgerBudget;
 }
 
 export const DEFAULT_MAX_COMPLETION_TOKENS = 8192;
@@ -53,9 +57,6 @@ export function releaseReasonOf(err: unknown, clientLeft: boolean): 'client_abor
 
 /** A refusal for want of tokens (the account's, or the key's limit): a chat hold may be re-sized on a fresher state. */
 export const isResizable = (err: unknown): boolean => err instanceof DomainError && (err.code === 'insufficient_quota' || err.code === 'key_limit_exceeded');
-
-/** How long a charge that failed with the database's connection is retried before the call gives up (default). */
-export const SETTLE_WITHIN_MS = 3000;
 
 /** The error of a call that could not be settled in the ledger: its hold is queued for release. */
 export class LedgerUnreachable extends Error {
@@ -78,11 +79,11 @@ export function createMetering(
     process?: string;
     /** Where holds go that could not be released while the database was out of reach (none: the caller's error stands). */
     retry?: ReleaseRetry;
-    /** How long a charge whose commit failed with the database's connection is retried (its outcome read from the log first). */
-    settleWithinMs?: number;
+    /** A call's bound on waiting for the ledger, all its steps together (default LEDGER_DEADLINE_MS). */
+    ledgerDeadlineMs?: number;
   } = {},
 ) {
-  const settleWithinMs = opts.settleWithinMs ?? SETTLE_WITHIN_MS;
+  const deadlineMs = opts.ledgerDeadlineMs ?? LEDGER_DEADLINE_MS;
   /** Holds of the calls this process is running: the sweeper leaves them alone. */
   const inFlight = new Set<string>();
   const chatTtl = opts.chatHoldTtlMs ?? 15 * 60_000;
@@ -102,14 +103,14 @@ export function createMetering(
   /**
    * Commits a hold's charge, with deterministic event ids. When the commit fails with the
    * database's connection its outcome is unknown: the log is read for the charge's id (found: it
-   * committed), and only then is the charge sent again, within settleWithinMs. Past that, the
-   * call fails with LedgerUnreachable and its hold is queued for release (the log read first).
+   * committed), and only then is the charge sent again, all within the call's ledger bound. Past
+   * it, the call fails with LedgerUnreachable and its hold is queued for the release retry, which
+   * reads the log first and voids a charge that committed after all (the caller got an error).
    */
   async function charge(hold: Hold, command: Extract<AccountCommand, { type: 'SettleChat' | 'SettleImage' }>) {
     const chargeId = holdEventId(hold.holdId, 'charge');
     const billingOf = (billed: number, remaining: number, position: number) => ({ billed, remaining, position });
-    const until = Date.now() + settleWithinMs;
-    try {
+    const resolve = async () => {
       for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
         try {
           const r = await ledger.account(hold.accountId, command, hold.metadata, (_e, i) => holdEventId(hold.holdId, 'charge', i));
@@ -117,12 +118,10 @@ export function createMetering(
         } catch (err) {
           if (!isDatabaseUnavailable(err)) throw err;
           // Read the log before anything is sent again; retry the read while the database is away.
+          // Once the call gave up, nothing more is sent: the release retry owns the hold.
           for (;;) {
-            if (Date.now() + wait > until) {
-              abandon(hold, 'other', [], true);
-              throw new LedgerUnreachable(err);
-            }
             await new Promise((r) => setTimeout(r, wait));
+            if (hold.budget.expired) throw err;
             try {
               const found = await findEvent(ledger, hold.accountId, chargeId);
               if (!found) break;
@@ -138,6 +137,11 @@ export function createMetering(
           }
         }
       }
+    };
+    try {
+      return await hold.budget.wait(resolve(), () => abandon(hold, 'other', [], true));
+    } catch (err) {
+      throw err instanceof DatabaseDeadlinePassed ? new LedgerUnreachable(err) : err;
     } finally {
       inFlight.delete(hold.holdId);
     }
@@ -179,8 +183,9 @@ export function createMetering(
     early: boolean,
     cache: CachePrice = {},
   ): Promise<Hold> {
+    const budget = ledgerBudget(deadlineMs);
     for (let attempt = 0; ; attempt++) {
-      const s = await state(caller.accountId);
+      const s = await budget.wait(state(caller.accountId));
       if (!s.opened) throw new DomainError('not_found', 'account not found');
       if (!isModelEnabled(s, model) || !isModelAllowedForKey(s, caller.keyId, model))
         throw new DomainError('model_not_enabled', `model ${model} is not enabled`, { model });
@@ -213,8 +218,14 @@ export function createMetering(
           if (isDatabaseUnavailable(err)) abandon({ holdId, accountId: caller.accountId, metadata: md }, 'other', []);
           else inFlight.delete(holdId);
         });
-        const { state: after } = await decided;
-        if (!early) await held;
+        // Given up while the hold's append is in flight: released if it commits after all.
+        const late = () =>
+          void held.then(
+            () => abandon({ holdId, accountId: caller.accountId, metadata: md }, 'other', []),
+            () => undefined,
+          );
+        const { state: after } = await budget.wait(decided, late);
+        if (!early) await budget.wait(held, late);
         const perMinute = after.subscription?.requestsPerMinute;
         const rate = perMinute && after.rateTat !== undefined ? rateStatus(after.rateTat, perMinute, now.getTime()) : null;
         return {
@@ -228,6 +239,7 @@ export function createMetering(
           rate,
           committed: held,
           cache,
+          budget,
         };
       } catch (err) {
         inFlight.delete(holdId);
@@ -290,18 +302,18 @@ export function createMetering(
     },
     async release(hold: Hold, reason: ReleaseReason, failovers: FailedChannel[] = []) {
       // A hold whose decision was overturned before it committed holds nothing to release.
-      if (
-        !(await hold.committed.then(
-          () => true,
-          () => false,
-        ))
-      ) {
-        inFlight.delete(hold.holdId);
-        return;
-      }
       try {
-        await ledger.account(hold.accountId, { type: 'Release', holdId: hold.holdId, reason, failovers }, hold.metadata, (_e, i) =>
-          holdEventId(hold.holdId, 'release', i),
+        const committed = await hold.budget.wait(
+          hold.committed.then(
+            () => true,
+            () => false,
+          ),
+        );
+        if (!committed) return;
+        await hold.budget.wait(
+          ledger.account(hold.accountId, { type: 'Release', holdId: hold.holdId, reason, failovers }, hold.metadata, (_e, i) =>
+            holdEventId(hold.holdId, 'release', i),
+          ),
         );
       } catch (err) {
         // The database is out of reach: released when it is back; the call's own failure stands.

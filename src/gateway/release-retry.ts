@@ -1,8 +1,9 @@
 // Holds whose release could not be written while the database was out of reach (or whose charge
 // has an unknown outcome: the connection died after COMMIT was sent). They are released when the
 // database is back, through the account decider, so a hold already closed (charged, released) is
-// left alone. Kept in memory and bounded: past the bound, or if this process dies, the sweeper
-// releases them (holds of calls no longer in flight, or of a process whose lease lapsed).
+// left alone; a charge that committed although its call failed is voided (lost-reply.ts). Kept in
+// memory and bounded: past the bound, or if this process dies, the sweeper releases the holds
+// (of calls no longer in flight, or of a process whose lease lapsed).
 import type { Ledger } from '../ledger/ledger.ts';
 import { streams } from '../ledger/events.ts';
 import type { FailedChannel, ReleaseReason } from '../ledger/events.ts';
@@ -11,6 +12,7 @@ import { DomainError } from '../ledger/errors.ts';
 import type { EventMetadata, StoredEvent } from '../eventstore/port.ts';
 import { isDatabaseUnavailable } from '../eventstore/db.ts';
 import { outageReporter, type OutageLog } from '../eventstore/outage.ts';
+import { voidLostCharge } from './lost-reply.ts';
 
 export interface UnreleasedHold {
   holdId: string;
@@ -52,22 +54,26 @@ export function createReleaseRetry(ledger: Ledger, opts: { max: number; log: Ret
     timer.unref();
   };
 
+  /** A charge that committed although its call failed (its reply was lost): voided, so the caller who got an error is not charged. */
+  async function voidIfCharged(h: UnreleasedHold): Promise<boolean> {
+    const charge = await findEvent(ledger, h.accountId, holdEventId(h.holdId, 'charge'));
+    if (!charge) return false;
+    const voided = await voidLostCharge(ledger, h.holdId, charge);
+    opts.log.warn({ holdId: h.holdId, requestId: h.metadata.correlationId, voided }, 'charge committed although its call failed (its reply was lost): voided');
+    return true;
+  }
+
   /** Settles one queued hold; throws only while the database is out of reach. */
   async function settle(h: UnreleasedHold): Promise<void> {
-    if (h.chargeMayHaveCommitted) {
-      const charge = await findEvent(ledger, h.accountId, holdEventId(h.holdId, 'charge'));
-      if (charge) {
-        // Committed before the connection died: the reply was lost, like a crash after the commit.
-        opts.log.warn({ holdId: h.holdId, requestId: h.metadata.correlationId }, 'charge committed although its call failed (its reply was lost)');
-        return;
-      }
-    }
+    if (h.chargeMayHaveCommitted && (await voidIfCharged(h))) return;
     try {
       await ledger.account(h.accountId, { type: 'Release', holdId: h.holdId, reason: h.reason, failovers: h.failovers }, h.metadata, (_e, i) =>
         holdEventId(h.holdId, 'release', i),
       );
     } catch (err) {
       if (!holdClosed(err)) throw err;
+      // The charge's own append, held up on a stalled link, may have committed after the read above.
+      if (h.chargeMayHaveCommitted) await voidIfCharged(h);
     }
   }
 
@@ -100,7 +106,10 @@ export function createReleaseRetry(ledger: Ledger, opts: { max: number; log: Ret
   return {
     /** Queues a hold to release; false when the queue is full (the sweeper will release it). */
     add(h: UnreleasedHold): boolean {
-      if (!queue.has(h.holdId) && queue.size >= opts.max) {
+      // A hold whose charge may have committed is kept past the bound: only this process can void
+      // that charge (the sweeper releases holds, it cannot know the call failed). There are at
+      // most as many as calls were settling when the connection died.
+      if (!queue.has(h.holdId) && queue.size >= opts.max && !h.chargeMayHaveCommitted) {
         if (!full) opts.log.warn({ max: opts.max }, 'release retry queue full: further holds are left to the sweeper');
         full = true;
         return false;

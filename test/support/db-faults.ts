@@ -162,7 +162,7 @@ export interface CallOutcome {
   transportError?: string;
 }
 
-async function oneCall(baseUrl: string, key: string, stream: boolean): Promise<CallOutcome> {
+export async function oneCall(baseUrl: string, key: string, stream: boolean, onFirstChunk?: () => void): Promise<CallOutcome> {
   const requestId = `flt-${randomUUID()}`;
   const startedAt = Date.now();
   const o: CallOutcome = {
@@ -192,7 +192,12 @@ async function oneCall(baseUrl: string, key: string, stream: boolean): Promise<C
     });
     o.status = res.status;
     o.retryAfter = res.headers.get('retry-after');
-    const text = await res.text();
+    let text = '';
+    const decoder = new TextDecoder();
+    for await (const chunk of res.body ?? []) {
+      if (text === '') onFirstChunk?.();
+      text += decoder.decode(chunk as Uint8Array, { stream: true });
+    }
     if (res.status !== 200) {
       o.errorShape = typeof (JSON.parse(text) as { error?: { message?: unknown } }).error?.message === 'string';
     } else if (!stream) {
@@ -287,8 +292,10 @@ export interface FaultAudit {
   failed: number;
   /** Successful calls without exactly one charge. */
   successNotChargedOnce: string[];
-  /** Failed calls that were charged (the gateway logged each: its charge committed as the connection died). */
+  /** Failed calls left charged, net of their adjustments (a charge that committed as the connection died must be voided). */
   failedCharged: string[];
+  /** Charges voided because their call failed (correction id reply_lost:<hold>). */
+  voids: number;
   silentStreams: number;
   errorEvents: number;
   status500: number;
@@ -303,14 +310,22 @@ export interface FaultAudit {
 /** Compares what the clients saw with the event log. */
 export function auditFaults(outcomes: CallOutcome[], events: StoredEvent[]): FaultAudit {
   const charges = new Map<string, number>();
+  // What each request is billed net: its charges plus their adjustments (a void is one, to zero).
+  const net = new Map<string, number>();
   const openByHold = new Map<string, string>();
   let released = 0;
+  let voids = 0;
   for (const e of events) {
-    const d = e.data as { requestId?: string; holdId?: string };
+    const d = e.data as { requestId?: string; holdId?: string; billed?: number; delta?: number; correctionId?: string };
     if (e.type === 'QuotaReserved') openByHold.set(d.holdId!, d.requestId!);
     if (e.type === 'ChatCharged' || e.type === 'ImageCharged') {
       charges.set(d.requestId!, (charges.get(d.requestId!) ?? 0) + 1);
+      net.set(d.requestId!, (net.get(d.requestId!) ?? 0) + d.billed!);
       openByHold.delete(d.holdId!);
+    }
+    if (e.type === 'ChargeAdjusted') {
+      net.set(d.requestId!, (net.get(d.requestId!) ?? 0) + d.delta!);
+      if (d.correctionId!.startsWith('reply_lost:')) voids++;
     }
     if (e.type === 'ReservationReleased') {
       released++;
@@ -323,8 +338,9 @@ export function auditFaults(outcomes: CallOutcome[], events: StoredEvent[]): Fau
     calls: outcomes.length,
     succeeded: ok.length,
     failed: failed.length,
-    successNotChargedOnce: ok.filter((o) => charges.get(o.requestId) !== 1).map((o) => o.requestId),
-    failedCharged: failed.filter((o) => (charges.get(o.requestId) ?? 0) > 0).map((o) => o.requestId),
+    successNotChargedOnce: ok.filter((o) => charges.get(o.requestId) !== 1 || !(net.get(o.requestId)! > 0)).map((o) => o.requestId),
+    failedCharged: failed.filter((o) => (net.get(o.requestId) ?? 0) !== 0).map((o) => o.requestId),
+    voids,
     silentStreams: outcomes.filter((o) => o.silent).length,
     errorEvents: outcomes.filter((o) => o.errorEvent).length,
     status500: outcomes.filter((o) => o.status === 500).length,

@@ -1,9 +1,10 @@
 // A TCP proxy between a gateway and PostgreSQL, to play the database's faults: cut every
-// connection, stall every byte, slow the link, or move to another server (a failover moving the
+// connection, stall every byte, hold back only the server's answers (a statement arrives and
+// commits, its reply is lost), slow the link, or move to another server (a failover moving the
 // database's address). None is installable here, and the faults need only a few lines of net.
 import net from 'node:net';
 
-export type ProxyMode = { kind: 'pass' } | { kind: 'cut' } | { kind: 'stall' } | { kind: 'slow'; delayMs: number };
+export type ProxyMode = { kind: 'pass' } | { kind: 'cut' } | { kind: 'stall' } | { kind: 'deaf' } | { kind: 'slow'; delayMs: number };
 
 export interface TcpProxy {
   readonly port: number;
@@ -38,6 +39,12 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       p.held.push({ to, chunk });
       return;
     }
+    if (current.kind === 'deaf') {
+      // The server hears everything; its answers wait until the link passes again.
+      if (to === p.client) p.held.push({ to, chunk });
+      else if (!to.destroyed) to.write(chunk);
+      return;
+    }
     if (current.kind === 'slow') {
       const delay = current.delayMs;
       p.held.push({ to, chunk });
@@ -50,7 +57,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   };
   /** Sends up to `n` held chunks (all when n is Infinity). */
   const flush = (p: Pair, n: number) => {
-    for (let i = 0; i < n && p.held.length > 0 && current.kind !== 'stall'; i++) {
+    for (let i = 0; i < n && p.held.length > 0 && current.kind !== 'stall' && current.kind !== 'deaf'; i++) {
       const { to, chunk } = p.held.shift()!;
       if (!to.destroyed) to.write(chunk);
     }
