@@ -7,6 +7,7 @@ import type { ModelCommand } from '../ledger/model.ts';
 import { definedOnly } from '../ledger/events.ts';
 import { DomainError } from '../ledger/errors.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';
+import { Pacer } from './pacing.ts';
 import { chargesInWindowCount } from '../../projections/read-models.ts';
 import { adjustmentEventId, correctCommand, correctionIdOf, withCorrection, type CorrectionInput } from './corrections-terms.ts';
 import type { PriceInputs } from './corrections-pricing.ts';
@@ -74,38 +75,46 @@ async function applyChecked(
   let appended = 0;
   let alreadyApplied = 0;
   let passes = 0;
-  for (;;) {
-    passes++;
-    const model = await readModel(ledger, c.modelId);
-    const self = model.corrections.find((w) => w.correctionId === correctionId);
-    if (!self) throw new Error(`correction ${correctionId} is not in the stream of model ${c.modelId}`);
-    const w: Window = { modelId: c.modelId, self, corrections: model.corrections };
-    await ledger.caughtUp();
-    const total = await chargesInWindowCount(ledger.readModels.db, ledger.rmSchema, chargeWindowOf(w));
-    const first = passes === 1 ? new ReportBuilder() : null;
-    const adjuster = new PageAdjuster(ledger, w, md);
-    let done = 0;
-    opts.onProgress?.({ phase: 'adjust', done, total, appended, pass: passes });
-    for await (const plans of pagesOfPlans(ledger, w, opts.pageSize)) {
-      if (first) {
-        first.add(plans);
-        alreadyApplied += plans.filter((p) => p.item.difference === 0 && p.item.adjustments.length > 0).length;
+  // Paced against the read side: the next page waits until this one's adjustments are projected
+  // (in this process, beside live calls), so the projection's backlog never grows past a page. A
+  // read side that is slow to answer only slows the pace: the figures are read after caughtUp below.
+  const pacer = new Pacer(() => ledger.caughtUp().catch(() => undefined));
+  try {
+    for (;;) {
+      passes++;
+      const model = await readModel(ledger, c.modelId);
+      const self = model.corrections.find((w) => w.correctionId === correctionId);
+      if (!self) throw new Error(`correction ${correctionId} is not in the stream of model ${c.modelId}`);
+      const w: Window = { modelId: c.modelId, self, corrections: model.corrections };
+      await ledger.caughtUp();
+      const total = await chargesInWindowCount(ledger.readModels.db, ledger.rmSchema, chargeWindowOf(w));
+      const first = passes === 1 ? new ReportBuilder() : null;
+      const adjuster = new PageAdjuster(ledger, w, md);
+      let done = 0;
+      opts.onProgress?.({ phase: 'adjust', done, total, appended, pass: passes });
+      for await (const plans of pagesOfPlans(ledger, w, pacer, opts.pageSize)) {
+        if (first) {
+          first.add(plans);
+          alreadyApplied += plans.filter((p) => p.item.difference === 0 && p.item.adjustments.length > 0).length;
+        }
+        appended += await adjuster.apply(plans);
+        done += plans.length;
+        opts.onProgress?.({ phase: 'adjust', done: Math.min(done, total), total: Math.max(done, total), appended, pass: passes });
       }
-      appended += await adjuster.apply(plans);
-      done += plans.length;
-      opts.onProgress?.({ phase: 'adjust', done: Math.min(done, total), total: Math.max(done, total), appended, pass: passes });
+      if (first) report = reportOf(self, c.modelId, first);
+      // A correction appended after this pass read the model, overlapping this window, may have
+      // been applied before this pass's adjustments: run again with it, so the newest wins.
+      const after = await readModel(ledger, c.modelId);
+      const newer = after.corrections.some(
+        (o) => o.revision > model.revision && Date.parse(o.from) < Date.parse(self.to) && Date.parse(self.from) < Date.parse(o.to),
+      );
+      if (!newer || passes >= MAX_PASSES) break;
     }
-    if (first) report = reportOf(self, c.modelId, first);
-    // A correction appended after this pass read the model, overlapping this window, may have
-    // been applied before this pass's adjustments: run again with it, so the newest wins.
-    const after = await readModel(ledger, c.modelId);
-    const newer = after.corrections.some(
-      (o) => o.revision > model.revision && Date.parse(o.from) < Date.parse(self.to) && Date.parse(self.from) < Date.parse(o.to),
-    );
-    if (!newer || passes >= MAX_PASSES) break;
+    await ledger.caughtUp();
+    return { report: report!, appended, alreadyApplied, passes };
+  } finally {
+    pacer.stop();
   }
-  await ledger.caughtUp();
-  return { report: report!, appended, alreadyApplied, passes };
 }
 
 /** Whether an adjustment would change the charge: its figure differs and no newer correction decided it. */

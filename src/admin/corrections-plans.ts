@@ -10,6 +10,7 @@ import { adjustmentsOfCharges, chargesPage, type ChargeCursor, type ChargeRow, t
 import { correctCommand, correctionIdOf, withCorrection, type CorrectionInput } from './corrections-terms.ts';
 import { correctedFigure, KINDS, type PriceInputs } from './corrections-pricing.ts';
 import type { AffectedCharge, PriorAdjustment } from './corrections-report.ts';
+import type { Pacer } from './pacing.ts';
 
 /** One charge to bring to its corrected figure (what the report does not show). */
 export interface Plan {
@@ -109,11 +110,8 @@ export async function plansFor(ledger: Ledger, w: Window, rows: ChargeRow[]): Pr
   return plans;
 }
 
-/** Gives the event loop to live traffic between two pages of operator work. */
-const yieldToTraffic = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** Every page of the window's charges, as plans, in order (reading the next page while the caller works on this one). */
-export async function* pagesOfPlans(ledger: Ledger, w: Window, pageSize = CHARGES_PAGE): AsyncGenerator<Plan[]> {
+/** Every page of the window's charges, as plans, in order (reading the next page while the caller works on this one; `pacer` steps between two pages). */
+export async function* pagesOfPlans(ledger: Ledger, w: Window, pacer: Pacer, pageSize = CHARGES_PAGE): AsyncGenerator<Plan[]> {
   let next = pageOfCharges(ledger, w, null, pageSize);
   for (;;) {
     const rows = await next;
@@ -121,7 +119,7 @@ export async function* pagesOfPlans(ledger: Ledger, w: Window, pageSize = CHARGE
     next = rows.length < pageSize ? Promise.resolve([]) : pageOfCharges(ledger, w, cursorOf(rows[rows.length - 1]), pageSize);
     next.catch(() => undefined); // awaited on the next turn; a failure then is the caller's
     yield await plansFor(ledger, w, rows);
-    await yieldToTraffic();
+    await pacer.step();
   }
 }
 

@@ -23,6 +23,7 @@ import type { CorrectionInput } from './corrections-terms.ts';
 import { cursorOf, decodeCursor, encodeCursor, pageOfCharges, pagesOfPlans, plansFor, windowOf } from './corrections-plans.ts';
 import { ReportBuilder, reportOf, type ChargeDetail, type ReconciliationReport } from './corrections-report.ts';
 import { invalid } from '../ledger/errors.ts';
+import { Pacer } from './pacing.ts';
 
 export interface DryRunOptions {
   /** Hears of every charge, in order (a streamed detail); the next page waits for its promise. */
@@ -40,9 +41,14 @@ export async function prepareDryRun(ledger: Ledger, c: CorrectionInput): Promise
   const w = await windowOf(ledger, c);
   return async (opts = {}) => {
     const report = new ReportBuilder();
-    for await (const plans of pagesOfPlans(ledger, w)) {
-      report.add(plans);
-      if (opts.onCharge) for (const p of plans) await opts.onCharge({ accountId: p.accountId, ...p.item });
+    const pacer = new Pacer();
+    try {
+      for await (const plans of pagesOfPlans(ledger, w, pacer)) {
+        report.add(plans);
+        if (opts.onCharge) for (const p of plans) await opts.onCharge({ accountId: p.accountId, ...p.item });
+      }
+    } finally {
+      pacer.stop();
     }
     return reportOf(w.self, c.modelId, report);
   };
