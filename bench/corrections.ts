@@ -55,8 +55,8 @@ function latencyOf(ms: number[]): Latency {
   return { calls: ms.length, p99: ms.length ? ms[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))] : 0, max: ms.length ? ms[ms.length - 1] : 0 };
 }
 
-/** PROBE_CALLS sequential calls on one account (every one must be answered 200): their latencies. */
-const PROBE_CALLS = 100;
+/** PROBE_CALLS sequential calls on one account (every one must be answered 200): their latencies (p99: the second longest). */
+const PROBE_CALLS = 200;
 async function probeCalls(gw: Tollgate, account: { accountId: string; key: string }, errors: string[]): Promise<Latency> {
   const req = tollgateRequest(gw, account, false);
   const ms: number[] = [];
@@ -262,6 +262,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void): 
     );
     const exact = Number(bad.n) === 0 && apply.value === charges;
     if (!exact) errors.push(`${bad.n} charges not at their corrected figure; ${apply.value} appended for ${charges} charges`);
+    log(`corrections ${charges}: exact to the token: ${exact ? 'yes' : 'NO'}${errors.length ? `; errors: ${errors.join('; ')}` : ''}`);
     await live.stop();
     const { value: dryBytes, ...dryFigure } = dry;
     const { value: detailValue, ...detailFigure } = detail;
