@@ -41,11 +41,37 @@ export interface CorrectionSizeResult {
   reapply: PhaseFigure & { appended: number };
   statement: PhaseFigure & { bytes: number };
   verify: PhaseFigure & { ok: boolean; events: number };
+  /** The corrected (big) account's own calls, sequential, before the correction and after it. */
+  corrected: { before: Latency; after: Latency };
   exact: boolean;
   errors: string[];
 }
 
+type Latency = { calls: number; p99: number; max: number };
 const mib = (kb: number) => kb / 1024;
+
+function latencyOf(ms: number[]): Latency {
+  ms.sort((a, b) => a - b);
+  return { calls: ms.length, p99: ms.length ? ms[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))] : 0, max: ms.length ? ms[ms.length - 1] : 0 };
+}
+
+/** PROBE_CALLS sequential calls on one account (every one must be answered 200): their latencies (p99: the second longest). */
+const PROBE_CALLS = 200;
+async function probeCalls(gw: Tollgate, account: { accountId: string; key: string }, errors: string[]): Promise<Latency> {
+  const req = tollgateRequest(gw, account, false);
+  const ms: number[] = [];
+  for (let i = 0; i < PROBE_CALLS; i++) {
+    const t = performance.now();
+    const res = await fetch(req.url, { method: 'POST', headers: req.headers, body: req.body });
+    const text = await res.text();
+    ms.push(performance.now() - t);
+    if (res.status !== 200) {
+      errors.push(`call on ${account.accountId}: ${res.status} ${text.slice(0, 200)}`);
+      break;
+    }
+  }
+  return latencyOf(ms);
+}
 function rssKb(pid: number): number {
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) : 0;
@@ -67,9 +93,7 @@ function liveLoad(gw: Tollgate, account: { accountId: string; key: string }) {
   })();
   return {
     between(from: number, to: number) {
-      const ms = samples.filter((s) => s.at >= from && s.at < to).map((s) => s.ms);
-      ms.sort((a, b) => a - b);
-      return { calls: ms.length, p99: ms.length ? ms[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))] : 0, max: ms.length ? ms[ms.length - 1] : 0 };
+      return latencyOf(samples.filter((s) => s.at >= from && s.at < to).map((s) => s.ms));
     },
     async stop() {
       running = false;
@@ -161,6 +185,12 @@ async function oneSize(url: string, charges: number, log: (l: string) => void): 
     const idle = { rssMiB: mib(rssKb(g.proc.pid)), live: live.between(idleStart, performance.now()) };
     log(`corrections ${charges}: idle RSS ${idle.rssMiB.toFixed(0)} MiB, live p99 ${idle.live.p99.toFixed(1)} ms, longest ${idle.live.max.toFixed(1)} ms`);
 
+    // The big account's own calls, with a key issued now (the seeded keys' secrets are not known).
+    const bigKey = (await (await post(`/accounts/${accounts[0].accountId}/keys`, { name: 'bench probe' })).json()) as { key: string };
+    const big = { accountId: accounts[0].accountId, key: bigKey.key };
+    const correctedBefore = await probeCalls(g, big, errors);
+    log(`corrections ${charges}: the big account's calls before: p99 ${correctedBefore.p99.toFixed(1)} ms, longest ${correctedBefore.max.toFixed(1)} ms`);
+
     const dry = await phase('dry run (totals)', async () => {
       const text = await (await post('/corrections', { ...terms, dry_run: true })).text();
       const r = JSON.parse(text) as { totals: { charges: number } };
@@ -208,6 +238,8 @@ async function oneSize(url: string, charges: number, log: (l: string) => void): 
     );
     const reapply = await phase('apply again', async () => Number(((await (await post('/corrections', terms)).json()) as { appended: number }).appended));
     if (reapply.value !== 0) errors.push(`apply again appended ${reapply.value}`);
+    const correctedAfter = await probeCalls(g, big, errors);
+    log(`corrections ${charges}: the big account's calls after: p99 ${correctedAfter.p99.toFixed(1)} ms, longest ${correctedAfter.max.toFixed(1)} ms`);
     const statement = await phase('statement of the big account (JSON)', async () => {
       const res = await fetch(`${g.url}/admin/v1/accounts/${accounts[0].accountId}/statement?from=${terms.from}&to=${terms.to}`, { headers });
       let bytes = 0;
@@ -230,6 +262,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void): 
     );
     const exact = Number(bad.n) === 0 && apply.value === charges;
     if (!exact) errors.push(`${bad.n} charges not at their corrected figure; ${apply.value} appended for ${charges} charges`);
+    log(`corrections ${charges}: exact to the token: ${exact ? 'yes' : 'NO'}${errors.length ? `; errors: ${errors.join('; ')}` : ''}`);
     await live.stop();
     const { value: dryBytes, ...dryFigure } = dry;
     const { value: detailValue, ...detailFigure } = detail;
@@ -249,6 +282,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void): 
       reapply: { ...reapplyFigure, appended: reappended },
       statement: { ...statementFigure, bytes: statementBytes },
       verify: { ...verifyFigure, ...verified },
+      corrected: { before: correctedBefore, after: correctedAfter },
       exact,
       errors,
     };
@@ -293,6 +327,7 @@ export function correctionsTable(rs: CorrectionSizeResult[]): string {
     row('live p99, longest: apply', (r) => live(r.apply)),
     row('live p99, longest: statement', (r) => live(r.statement)),
     row('live p99, longest: verify', (r) => live(r.verify)),
+    row('corrected account, its own calls: p99 before / after', (r) => `${f1(r.corrected.before.p99)} / ${f1(r.corrected.after.p99)} ms`),
     row('exact to the token', (r) => (r.exact ? 'yes' : 'NO')),
   ].join('\n');
 }

@@ -48,7 +48,7 @@ const WORKER_YOUNG_GENERATION_MB = 192;
  * The compiled build runs replay-worker.js as it is; the sources (replay-worker.ts) need tsx's
  * loader, which a worker thread does not inherit from the process's --import on Node 20.
  */
-function startWorker(entry: URL, options: WorkerOptions): Worker {
+export function startWorker(entry: URL, options: WorkerOptions): Worker {
   if (entry.pathname.endsWith('.js')) return new Worker(entry, options);
   const tsx = import.meta.resolve('tsx/esm/api');
   const boot = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`;

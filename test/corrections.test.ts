@@ -699,8 +699,8 @@ test('correcting many charges leaves the account snapshot small; the apply repor
   // Interrupted: the correction and the first 100 adjustments were appended, then the process died.
   const terms = { model: M, from: t0.toISOString(), to: t1.toISOString(), multiplier: 1.5, reason: 'interrupted' };
   const cid = (await ok('POST', '/corrections', { ...terms, dry_run: true })).correctionId as string;
-  const { prepareCorrection } = await import('../src/admin/corrections.ts');
-  const { correctionInput } = await import('../src/admin/corrections.ts');
+  const { prepareCorrection } = await import('../src/admin/corrections-apply.ts');
+  const { correctionInput } = await import('../src/admin/corrections-terms.ts');
   const input = correctionInput(terms, { modelId: M, from: t0, to: t1 });
   let stopAt = 0;
   const interrupted = await prepareCorrection(gw.ledger, input, 'admin:ops');

@@ -1,67 +1,84 @@
-// Audit: every stream's hash chain, and every read model against a fresh rebuild.
+// Audit: every stream's hash chain, and every read model against a fresh rebuild. The two run side
+// by side: on a PostgreSQL server the chains are checked on a thread of their own (chain-worker.ts)
+// up to a settled position while the replay folds on its own threads; the rest is paced (pacing.ts)
+// so that live calls keep their turn.
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Ledger } from '../ledger/ledger.ts';
-import { chainHash, eventBody, GENESIS_HASH } from '../eventstore/canonical.ts';
 import { LogNotReadableYet } from '../eventstore/errors.ts';
 import { differingRows, dropReadModels, replayInto, rowsChangedBetween, type RowDifference } from '../../projections/rebuild.ts';
+import { startWorker } from '../../projections/parallel-replay.ts';
 import * as checkpoint from '../../projections/checkpoint.ts';
+import { ChainCheck, type ChainProblem } from './chain-check.ts';
+import type { ChainJob, ChainReport } from './chain-worker.ts';
+import { Pacer } from './pacing.ts';
 
 /** Read-model rows listed per table when they differ from the rebuild (the count beyond is not needed to fail). */
 const MAX_DIFFERENCES = 1_000;
 
-export interface ChainProblem {
-  stream: string;
-  revision: number;
-  position: number;
-  problem: string;
-}
 /** A read-model row that differs from its rebuild (null: missing on that side). */
 export type ModelDifference = RowDifference;
 
 /** Times a page the log cannot answer yet (older commits still running) is asked for again before verify gives up. */
 const PAGE_RETRIES = 5;
+/** Events checked on this thread between two turns given back to live calls (hashing ~2,000 takes ~20 ms). */
+const PAGE_HERE = 2_000;
+/** Events a page on the chain thread (off the event loop: larger pages, fewer round trips). */
+const PAGE_ON_THREAD = 10_000;
 
 /** A page of the log; a long verification waits out a busy moment rather than fail after minutes of work. */
 async function readPage(ledger: Ledger, position: number) {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await ledger.events.readAll(position, 10_000);
+      return await ledger.events.readAll(position, PAGE_HERE);
     } catch (err) {
       if (!(err instanceof LogNotReadableYet) || attempt >= PAGE_RETRIES) throw err;
     }
   }
 }
 
+type ChainProgress = (events: number, position: number) => void | Promise<void>;
+
+/** The chains up to the settled position `upTo`, checked on a thread of its own. */
+function checkOnThread(source: { url: string; schema: string }, upTo: number, onProgress?: ChainProgress): Promise<{ check: ChainCheck; position: number }> {
+  const entry = new URL(`./chain-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
+  const job: ChainJob = { url: source.url, schema: source.schema, upTo, pageSize: PAGE_ON_THREAD };
+  const worker = startWorker(entry, { workerData: job });
+  return new Promise((resolve, reject) => {
+    let result: { check: ChainCheck; position: number } | null = null;
+    worker.on('message', (m: ChainReport) => {
+      if (m.kind === 'page') void onProgress?.(m.events, m.position);
+      else result = { check: new ChainCheck(m.heads, m.problems, m.events), position: m.position };
+    });
+    worker.on('error', reject);
+    worker.on('exit', (code) => (result ? resolve(result) : reject(new Error(`the chain check's thread stopped (exit code ${code}) before it finished`))));
+  });
+}
+
 /**
  * Walks all events in global order, recomputing each stream's chain. `onProgress` hears after
  * each page the events checked so far and the position reached (awaited, so it may read the head).
  */
-export async function verifyHashChains(
-  ledger: Ledger,
-  onProgress?: (events: number, position: number) => void | Promise<void>,
-): Promise<{ events: number; streams: number; problems: ChainProblem[] }> {
-  const last = new Map<string, { revision: number; hash: string }>();
-  const problems: ChainProblem[] = [];
+export async function verifyHashChains(ledger: Ledger, onProgress?: ChainProgress): Promise<{ events: number; streams: number; problems: ChainProblem[] }> {
+  const source = ledger.events.workerSource;
+  let check = new ChainCheck();
   let position = 0;
-  let events = 0;
-  for (;;) {
-    const page = await readPage(ledger, position);
-    if (page.length === 0) break;
-    for (const e of page) {
-      const prev = last.get(e.stream) ?? { revision: -1, hash: GENESIS_HASH };
-      if (e.revision !== prev.revision + 1)
-        problems.push({ stream: e.stream, revision: e.revision, position: e.position, problem: `revision gap: expected ${prev.revision + 1}` });
-      if (e.prevHash !== prev.hash)
-        problems.push({ stream: e.stream, revision: e.revision, position: e.position, problem: 'prev_hash does not match the previous event' });
-      const expected = chainHash(e.prevHash, eventBody(e));
-      if (expected !== e.hash)
-        problems.push({ stream: e.stream, revision: e.revision, position: e.position, problem: 'content does not match its hash (edited after append)' });
-      last.set(e.stream, { revision: e.revision, hash: e.hash });
-      events++;
+  if (source) ({ check, position } = await checkOnThread(source, await ledger.events.readableHead(), onProgress));
+  // What the thread did not reach (appended since, or all of it on PGlite), here, a page a turn.
+  const pacer = new Pacer();
+  try {
+    for (;;) {
+      const page = await readPage(ledger, position);
+      if (page.length === 0) break;
+      for (const e of page) check.add(e);
+      position = page[page.length - 1].position;
+      await onProgress?.(check.events, position);
+      await pacer.step();
     }
-    position = page[page.length - 1].position;
-    await onProgress?.(events, position);
+  } finally {
+    pacer.stop();
   }
-  return { events, streams: last.size, problems };
+  return { events: check.events, streams: check.streams, problems: check.problems };
 }
 
 /**
@@ -117,6 +134,15 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
   const report = opts.onProgress;
   let head = report ? await ledger.events.headPosition() : 0;
   report?.({ phase: 'chains', done: 0, total: head });
+  // The replay runs beside the chain check; its progress is told once the chains phase has ended
+  // (the phases are reported one after the other, each counting up).
+  let replayed = 0;
+  let chainsDone: number | null = null;
+  const readModelsRun = compareWithRebuild(ledger, (events) => {
+    replayed = events;
+    if (chainsDone !== null) report?.({ phase: 'read models', done: events, total: Math.max(chainsDone, events) });
+  });
+  readModelsRun.catch(() => undefined); // awaited below, after the chains; a failure then is the caller's
   const chains = await verifyHashChains(
     ledger,
     report &&
@@ -127,11 +153,10 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
       }),
   );
   report?.({ phase: 'chains', done: chains.events, total: chains.events });
+  chainsDone = chains.events;
   report?.({ phase: 'read models', done: 0, total: chains.events });
-  const readModels = await compareWithRebuild(
-    ledger,
-    report && ((events) => report({ phase: 'read models', done: events, total: Math.max(chains.events, events) })),
-  );
+  if (replayed > 0) report?.({ phase: 'read models', done: replayed, total: Math.max(chains.events, replayed) });
+  const readModels = await readModelsRun;
   return {
     ok: chains.problems.length === 0 && readModels.length === 0,
     events: chains.events,

@@ -373,6 +373,15 @@ export async function readSettledPage(
   });
 }
 
+/**
+ * A settled page (see readSettledPage) with every column, hash chain included: what verify's
+ * chain check reads on a thread of its own.
+ */
+export async function readSettledEvents(db: Database, schema: string, afterPosition: number, upTo: number, limit: number): Promise<StoredEvent[]> {
+  const rows = await db.query<EventRow>(readPageSql(schema, EVENT_COLUMNS, 'position <= $3'), [afterPosition, limit, upTo]);
+  return rows.map(toStored);
+}
+
 function toStored(r: EventRow): StoredEvent {
   return {
     id: r.id,

@@ -11,18 +11,10 @@ import { toMilli } from '../ledger/pricing.ts';
 import { requireId } from '../ledger/ledger.ts';
 import { requireTokenAmount } from '../ledger/errors.ts';
 import { maskKey } from '../ledger/keys.ts';
-import {
-  correctionInput,
-  detailCsvFooter,
-  detailCsvHeader,
-  detailCsvLine,
-  dryRunPage,
-  prepareCorrection,
-  prepareDryRun,
-  type AppliedCorrection,
-  type CorrectionInput,
-  type CorrectionProgress,
-} from '../admin/corrections.ts';
+import { correctionInput, type CorrectionInput } from '../admin/corrections-terms.ts';
+import { detailCsvFooter, detailCsvHeader, detailCsvLine } from '../admin/corrections-report.ts';
+import { dryRunPage, prepareDryRun } from '../admin/corrections.ts';
+import { prepareCorrection, type AppliedCorrection, type CorrectionProgress } from '../admin/corrections-apply.ts';
 import { streamAnswer, type LineSink } from '../http/line-stream.ts';
 import { writeStatementCsv, writeStatementJson } from '../admin/statements.ts';
 import { buildUpstreamReport, upstreamReportCsv, upstreamReportQuery } from '../admin/upstream-report.ts';

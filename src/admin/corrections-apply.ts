@@ -1,0 +1,229 @@
+// Applying a correction: the correction appended to the model's stream, then every charge of its
+// window brought to its corrected figure, a page at a time, by adjustments decided on the
+// accounts' streams. Safe to run again and side by side (see corrections.ts).
+import type { Ledger } from '../ledger/ledger.ts';
+import { metadataFor } from '../ledger/ledger.ts';
+import type { ModelCommand } from '../ledger/model.ts';
+import { definedOnly } from '../ledger/events.ts';
+import { DomainError } from '../ledger/errors.ts';
+import { DuplicateEventError } from '../eventstore/errors.ts';
+import { Pacer } from './pacing.ts';
+import { chargesInWindowCount } from '../../projections/read-models.ts';
+import { adjustmentEventId, correctCommand, correctionIdOf, withCorrection, type CorrectionInput } from './corrections-terms.ts';
+import type { PriceInputs } from './corrections-pricing.ts';
+import { ReportBuilder, reportOf, type ReconciliationReport } from './corrections-report.ts';
+import { chargeWindowOf, modelOrNotFound, pagesOfPlans, plansFor, readModel, type Plan, type Window } from './corrections-plans.ts';
+
+/** Passes over the window at most this often (a pass runs again only when newer overlapping corrections appeared during it). */
+const MAX_PASSES = 8;
+/** Times one account's adjustments of a page are decided again after another writer adjusted the account meanwhile. */
+const MAX_RESYNCS = 20;
+
+export interface AppliedCorrection {
+  report: ReconciliationReport;
+  appended: number;
+  alreadyApplied: number;
+  passes: number;
+}
+
+export interface CorrectionProgress {
+  phase: 'adjust';
+  /** Charges of the window gone through in this pass, of `total`. */
+  done: number;
+  total: number;
+  appended: number;
+  pass: number;
+}
+
+/**
+ * Appends the correction (and the price from now on, with alsoFromNow) and brings every charge in
+ * its window to its corrected figure, a page at a time. Safe to run again, and side by side with
+ * other corrections; an interrupted one is finished by running it again (every adjustment has a
+ * deterministic id and is decided against what is billed now). The report is the one before this
+ * call's adjustments (billed now, corrected, difference).
+ */
+export async function applyCorrection(ledger: Ledger, c: CorrectionInput, actor: string, opts: ApplyOptions = {}): Promise<AppliedCorrection> {
+  return (await prepareCorrection(ledger, c, actor))(opts);
+}
+
+export interface ApplyOptions {
+  onProgress?: (p: CorrectionProgress) => void;
+  /** Charges read and adjusted together (default CHARGES_PAGE); progress is told after each page. */
+  pageSize?: number;
+}
+
+/** Checks the terms (bad ones, an unknown model, a reused id are refused here, before anything is written), then answers the function that applies it (applyCorrection). */
+export async function prepareCorrection(ledger: Ledger, c: CorrectionInput, actor: string): Promise<(opts?: ApplyOptions) => Promise<AppliedCorrection>> {
+  const now = new Date();
+  const correctionId = c.correctionId ?? correctionIdOf(c);
+  const command = correctCommand(c, correctionId, now);
+  withCorrection(await modelOrNotFound(ledger, c.modelId), command);
+  return (opts = {}) => applyChecked(ledger, c, correctionId, command, metadataFor(actor, correctionId), opts);
+}
+
+async function applyChecked(
+  ledger: Ledger,
+  c: CorrectionInput,
+  correctionId: string,
+  command: Extract<ModelCommand, { type: 'Correct' }>,
+  md: ReturnType<typeof metadataFor>,
+  opts: ApplyOptions,
+): Promise<AppliedCorrection> {
+  await ledger.model(c.modelId, command, md);
+
+  let report: ReconciliationReport | null = null;
+  let appended = 0;
+  let alreadyApplied = 0;
+  let passes = 0;
+  // Paced against the read side: the next page waits until this one's adjustments are projected
+  // (in this process, beside live calls), so the projection's backlog never grows past a page. A
+  // read side that is slow to answer only slows the pace: the figures are read after caughtUp below.
+  const pacer = new Pacer(() => ledger.caughtUp().catch(() => undefined));
+  try {
+    for (;;) {
+      passes++;
+      const model = await readModel(ledger, c.modelId);
+      const self = model.corrections.find((w) => w.correctionId === correctionId);
+      if (!self) throw new Error(`correction ${correctionId} is not in the stream of model ${c.modelId}`);
+      const w: Window = { modelId: c.modelId, self, corrections: model.corrections };
+      await ledger.caughtUp();
+      const total = await chargesInWindowCount(ledger.readModels.db, ledger.rmSchema, chargeWindowOf(w));
+      const first = passes === 1 ? new ReportBuilder() : null;
+      const adjuster = new PageAdjuster(ledger, w, md);
+      let done = 0;
+      opts.onProgress?.({ phase: 'adjust', done, total, appended, pass: passes });
+      for await (const plans of pagesOfPlans(ledger, w, pacer, opts.pageSize)) {
+        if (first) {
+          first.add(plans);
+          alreadyApplied += plans.filter((p) => p.item.difference === 0 && p.item.adjustments.length > 0).length;
+        }
+        appended += await adjuster.apply(plans);
+        done += plans.length;
+        opts.onProgress?.({ phase: 'adjust', done: Math.min(done, total), total: Math.max(done, total), appended, pass: passes });
+      }
+      if (first) report = reportOf(self, c.modelId, first);
+      // A correction appended after this pass read the model, overlapping this window, may have
+      // been applied before this pass's adjustments: run again with it, so the newest wins.
+      const after = await readModel(ledger, c.modelId);
+      const newer = after.corrections.some(
+        (o) => o.revision > model.revision && Date.parse(o.from) < Date.parse(self.to) && Date.parse(self.from) < Date.parse(o.to),
+      );
+      if (!newer || passes >= MAX_PASSES) break;
+    }
+    await ledger.caughtUp();
+    return { report: report!, appended, alreadyApplied, passes };
+  } finally {
+    pacer.stop();
+  }
+}
+
+/** Whether an adjustment would change the charge: its figure differs and no newer correction decided it. */
+const needsAdjusting = (p: Plan) => p.item.difference !== 0 && !(p.current && p.owner.revision <= p.current.rank);
+
+/**
+ * Brings a pass's pages of charges to their corrected figures. Each account's adjustments are
+ * decided on its stream against the figures the charge log has for the charges, at the account's
+ * count of adjustments when they were read (see AdjustCommand): this pass keeps that count per
+ * account, adding what it appends, so the log is read once per page. When another writer adjusted
+ * the account meanwhile, the account refuses, and its charges of the page are read again.
+ */
+class PageAdjuster {
+  /** Adjustments each account has, as this pass knows it (the charge log includes all of them). */
+  private readonly seen = new Map<string, { count: number; last: string }>();
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly w: Window,
+    private readonly md: ReturnType<typeof metadataFor>,
+  ) {}
+
+  /** Appends the page's adjustments; the number appended. */
+  async apply(page: Plan[]): Promise<number> {
+    let plans = page;
+    let appended = 0;
+    for (let attempt = 0; ; attempt++) {
+      const fresh = [...new Set(plans.filter((p) => needsAdjusting(p) && !this.seen.has(p.accountId)).map((p) => p.accountId))];
+      if (fresh.length > 0) {
+        // The count first, then the charge log caught up to it: the figures then include every
+        // adjustment counted (and one more means a writer got in between: refused, read again).
+        for (const accountId of fresh) {
+          this.ledger.forgetAccount(accountId);
+          const state = await this.ledger.accountState(accountId);
+          this.seen.set(accountId, { count: state.adjustments, last: state.lastAdjustment });
+        }
+        await this.ledger.caughtUp();
+        plans = await plansFor(
+          this.ledger,
+          this.w,
+          plans.map((p) => p.row),
+        );
+      }
+      const byAccount = new Map<string, Plan[]>();
+      for (const p of plans) {
+        if (!needsAdjusting(p)) continue;
+        const list = byAccount.get(p.accountId);
+        if (list) list.push(p);
+        else byAccount.set(p.accountId, [p]);
+      }
+      const stale: Plan[] = [];
+      await Promise.all(
+        [...byAccount].map(async ([accountId, list]) => {
+          const base = this.seen.get(accountId)!;
+          // Each command names the one before it: if another writer gets in anywhere, the rest are refused.
+          const results = await Promise.allSettled(
+            list.map((p, i) => this.adjust(p, base.count + i, i === 0 ? base.last : `${list[i - 1].owner.correctionId}|${list[i - 1].item.eventId}`)),
+          );
+          const done = results.filter((r) => r.status === 'fulfilled' && r.value).length;
+          appended += done;
+          const failed = results.find((r) => r.status === 'rejected' && !isStale(r.reason));
+          if (failed) throw (failed as PromiseRejectedResult).reason;
+          const last = list[list.length - 1];
+          if (done === list.length) this.seen.set(accountId, { count: base.count + done, last: `${last.owner.correctionId}|${last.item.eventId}` });
+          else {
+            this.seen.delete(accountId);
+            stale.push(...list);
+          }
+        }),
+      );
+      if (stale.length === 0) return appended;
+      if (attempt >= MAX_RESYNCS) throw new DomainError('conflict', 'the accounts kept being adjusted by another writer; apply the correction again');
+      plans = stale;
+    }
+  }
+
+  /** Appends one adjustment; whether it appended one (false: the account decided nothing needs changing). */
+  private async adjust(p: Plan, adjustmentsSeen: number, lastAdjustment: string): Promise<boolean> {
+    const changed = (k: keyof PriceInputs) => (p.inputs[k] !== p.original[k] ? p.inputs[k] : undefined);
+    const r = await this.ledger.account(
+      p.accountId,
+      {
+        type: 'Adjust',
+        correctionId: p.owner.correctionId,
+        correctionRevision: p.owner.revision,
+        chargeEventId: p.item.eventId,
+        requestId: p.item.requestId,
+        model: p.row.model,
+        chargedAt: p.item.at,
+        billedBefore: p.item.billedOriginally,
+        billedCorrected: p.item.corrected,
+        multiplierMilliBefore: p.original.multiplierMilli,
+        multiplierMilliCorrected: p.inputs.multiplierMilli,
+        fromQuotaBefore: p.item.fromQuota,
+        adjustmentsSeen,
+        lastAdjustment,
+        ...definedOnly({
+          keyId: p.row.key_id ?? undefined,
+          current: p.current,
+          cacheReadMilliCorrected: changed('cacheReadMilli'),
+          cacheWriteMilliCorrected: changed('cacheWriteMilli'),
+          tokensPerImageCorrected: changed('tokensPerImage'),
+        }),
+      },
+      this.md,
+      () => adjustmentEventId(p.owner.correctionId, p.item.eventId),
+    );
+    return r.events.length > 0;
+  }
+}
+
+/** The account moved since its figures were read (another writer's adjustment), or the same adjustment is already there. */
+const isStale = (err: unknown) => (err instanceof DomainError && err.code === 'conflict') || err instanceof DuplicateEventError;
