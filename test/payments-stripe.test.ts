@@ -5,17 +5,17 @@
 // payments kept for the operator; every amount exact to the cent.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { settingsFromEnv } from '../src/config.ts';
 import { eventsIn, subscriptionOf, useMainPlanUntil } from './support/money.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, chat, userMessage } from './support/http.ts';
-import { startStripeDouble, type StripeDouble } from './support/stripe-double.ts';
+import { startStripeDouble, startStripeGateways, type StripeDouble } from './support/stripe-double.ts';
 import { streams } from '../src/ledger/events.ts';
 
 const ADMIN = 'tg_admin_stripe_test_token_0123456789abcdef';
 let stripe: StripeDouble;
 let gw: TestGateway;
 let gw2: TestGateway | null = null;
+let stopAll: () => Promise<void>;
 let key: string;
 const accountId = 'acct_stripe';
 
@@ -44,14 +44,7 @@ async function buy(body: Record<string, unknown>, opts: { async?: boolean } = {}
 
 test.before(async () => {
   stripe = await startStripeDouble();
-  const defaults = settingsFromEnv({});
-  const payments = {
-    ...defaults.payments,
-    stripe: { ...defaults.payments.stripe, secretKey: stripe.secretKey, webhookSecret: stripe.webhookSecret, apiBase: stripe.url },
-  };
-  gw = await startTestGateway({ adminToken: ADMIN, bootstrap: false, payments });
-  // A second gateway on the same log needs a database both can share.
-  if (process.env.DATABASE_URL) gw2 = await startTestGateway({ adminToken: ADMIN, bootstrap: false, payments, schema: gw.ledger.schema });
+  ({ gw, gw2, stopAll } = await startStripeGateways(stripe, ADMIN));
   assert.is((await admin('/plans', { plan_id: 'pro', name: 'Pro', quota: 1000, validity_days: 30, requests_per_minute: 1000, models: ['*'] })).status, 201);
   assert.is((await admin('/plans/pro/price', { amount: 2000 }, 'PUT')).status, 200);
   assert.is((await admin('/packs/p300', { name: '300 tokens', tokens: 300, amount: 300 }, 'PUT')).status, 200);
@@ -59,16 +52,14 @@ test.before(async () => {
   key = (await admin(`/accounts/${accountId}/keys`, { name: 'app' })).json.key;
   await gw.ledger.caughtUp();
 });
-test.after(async () => {
-  if (gw2) await gw2.close();
-  await gw.stop();
-  await stripe.close();
-});
+test.after(() => stopAll());
 
 let planIntent: string;
 
 test('a plan bought through Checkout: payment and grant in one append, the fee from the balance transaction', async () => {
-  const session = await buy({ plan_id: 'pro' });
+  // One period paid once (recurring plans: test/payments-subscriptions.test.ts).
+  const session = await buy({ plan_id: 'pro', recurring: false });
+  assert.is(session.mode, 'payment');
   assert.ok(stripe.requests.includes('POST /v1/checkout/sessions'));
   planIntent = session.payment_intent as string;
   const r = await deliver(stripe.event('checkout.session.completed', session));

@@ -10,6 +10,7 @@ import { streams } from '../ledger/events.ts';
 import { DomainError } from '../ledger/errors.ts';
 import { unmatchedDecider, type UnmatchedState } from '../money/unmatched.ts';
 import { paymentIdFor, purchaseOf, type Payments, type Purchase } from './service.ts';
+import { earlierPaidInvoices, invoiceIntentId, invoiceOfIntent, paidInvoiceOf, recurringPriceId, type PaidInvoice } from './stripe-subscriptions.ts';
 
 export interface StripeSettings {
   /** STRIPE_SECRET_KEY: unset turns the Stripe path off. */
@@ -25,7 +26,7 @@ export interface StripeSettings {
 
 const ACTOR = 'stripe:webhook';
 
-type Outcome = 'recorded' | 'already_recorded' | 'unmatched' | 'waiting' | 'failed' | 'refunded' | 'disputed' | 'dispute_closed' | 'ignored';
+type Outcome = 'recorded' | 'already_recorded' | 'unmatched' | 'waiting' | 'failed' | 'cancelled' | 'refunded' | 'disputed' | 'dispute_closed' | 'ignored';
 
 export function createStripeGateway(settings: StripeSettings, payments: Payments, ledger: Ledger, log: Logger, opts: { disputeSuspendsKeys: boolean }) {
   if (!settings.secretKey || !settings.webhookSecret) return null;
@@ -86,6 +87,8 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
     metadata: Record<string, string>;
     fee: number | null;
     reference: string;
+    /** When the grant starts (a subscription invoice: the start of the period it paid for). */
+    at?: Date;
   }) {
     const { metadata } = input;
     const purchase = () => purchaseOf(metadata.plan_id, metadata.pack_id);
@@ -101,11 +104,36 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
       reference: input.reference,
       purchase: purchase(),
       actor: ACTOR,
+      now: input.at,
     });
     return res.recorded ? ('recorded' as const) : ('already_recorded' as const);
   }
 
+  /** A paid invoice of a recurring plan, by the invoice's id; the fee from its PaymentIntent's balance transaction. */
+  async function payInvoice(invoice: PaidInvoice): Promise<Outcome> {
+    const piId = await invoiceIntentId(stripe, invoice.invoiceId);
+    return pay({
+      processorPaymentId: invoice.invoiceId,
+      amount: invoice.amount,
+      currency: invoice.currency,
+      metadata: invoice.metadata,
+      fee: piId ? (await intent(piId)).fee : null,
+      reference: invoice.subscriptionId ? `${invoice.subscriptionId} ${invoice.invoiceId}` : invoice.invoiceId,
+      // A period that Stripe dates ahead of this clock starts now: the plan is usable once paid.
+      at: new Date(Math.min(invoice.periodStart, Date.now())),
+    });
+  }
+
+  /** A paid invoice, after every earlier paid period of its subscription (a renewal notice may overtake the one before). */
+  async function paidInvoice(invoice: PaidInvoice): Promise<Outcome> {
+    for (const earlier of await earlierPaidInvoices(stripe, invoice)) await payInvoice(earlier);
+    return payInvoice(invoice);
+  }
+
   async function paidSession(session: Stripe.Checkout.Session): Promise<Outcome> {
+    // A subscription's first period is its first invoice, which invoice.paid also announces: one payment, by the invoice's id.
+    const invoiceId = session.mode === 'subscription' ? idOf(session.invoice) : null;
+    if (invoiceId) return paidInvoice(paidInvoiceOf(await stripe.invoices.retrieve(invoiceId)));
     const piId = idOf(session.payment_intent);
     const { fee, metadata } = piId ? await intent(piId) : { fee: null, metadata: {} };
     return pay({
@@ -126,10 +154,22 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
   async function paymentOfIntent(piId: string | null): Promise<{ accountId: string; paymentId: string } | null> {
     if (!piId) return null;
     const pi = await intent(piId);
+    if (!pi.metadata.account_id) return paymentOfInvoice(await invoiceOfIntent(stripe, piId));
     const paymentId = paymentIdFor('stripe', piId);
     const accountId = pi.metadata.account_id;
     if (accountId && !(await ledger.accountState(accountId).catch(() => null))?.payments.has(paymentId) && pi.succeeded)
       await pay({ processorPaymentId: piId, amount: pi.amount, currency: pi.currency, metadata: pi.metadata, fee: pi.fee, reference: piId });
+    if (!accountId || !(await ledger.accountState(accountId).catch(() => null))?.payments.has(paymentId)) return null;
+    return { accountId, paymentId };
+  }
+
+  /** The same for a subscription's payment: its PaymentIntent names no account, its invoice does (and is the payment's id). */
+  async function paymentOfInvoice(invoiceId: string | null): Promise<{ accountId: string; paymentId: string } | null> {
+    if (!invoiceId) return null;
+    const invoice = paidInvoiceOf(await stripe.invoices.retrieve(invoiceId));
+    const accountId = invoice.metadata.account_id;
+    const paymentId = paymentIdFor('stripe', invoiceId);
+    if (accountId && !(await ledger.accountState(accountId).catch(() => null))?.payments.has(paymentId)) await paidInvoice(invoice);
     if (!accountId || !(await ledger.accountState(accountId).catch(() => null))?.payments.has(paymentId)) return null;
     return { accountId, paymentId };
   }
@@ -144,18 +184,16 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
       case 'checkout.session.async_payment_failed':
         log.info({ session: event.data.object.id }, 'stripe asynchronous payment failed: nothing granted');
         return 'failed';
-      case 'invoice.paid': {
-        const invoice = event.data.object;
-        const metadata = { ...(invoice.parent?.subscription_details?.metadata ?? {}), ...(invoice.metadata ?? {}) };
-        return pay({
-          processorPaymentId: invoice.id ?? event.id,
-          amount: invoice.amount_paid,
-          currency: invoice.currency.toUpperCase(),
-          metadata,
-          fee: null,
-          reference: invoice.id ?? event.id,
-        });
-      }
+      case 'invoice.paid':
+        return paidInvoice(paidInvoiceOf(event.data.object));
+      case 'invoice.payment_failed':
+        // Nothing is granted: the paid period runs out at its expiry, and Stripe retries; a later invoice.paid renews.
+        log.info({ invoice: event.data.object.id, attempts: event.data.object.attempt_count }, 'stripe renewal payment failed: nothing granted');
+        return 'failed';
+      case 'customer.subscription.deleted':
+        // Cancelled: no more renewals. The period already paid for stays until its expiry (its tokens were bought).
+        log.info({ subscription: event.data.object.id }, 'stripe subscription cancelled: the paid period runs to its expiry');
+        return 'cancelled';
       case 'charge.refunded': {
         const charge = event.data.object;
         const found = await paymentOfIntent(idOf(charge.payment_intent));
@@ -188,34 +226,45 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
   }
 
   return {
-    /** A Checkout Session for a plan period or a pack, at its current list price. */
-    async checkout(accountId: string, purchase: Purchase) {
-      const { listPrice, item } = await payments.resolve(purchase);
+    /**
+     * A Checkout Session at the current list price: a plan as a subscription (a Stripe Price per plan
+     * period, renewed by Stripe every period; `recurring: false` buys one period once), a pack once.
+     */
+    async checkout(accountId: string, purchase: Purchase, opts: { recurring?: boolean } = {}) {
+      const { listPrice, item, grant } = await payments.resolve(purchase);
       if (!listPrice)
         throw new DomainError('invalid', 'that plan or pack has no price and cannot be bought', { param: 'planId' in purchase ? 'plan_id' : 'pack_id' });
       const metadata: Record<string, string> = {
         account_id: accountId,
         ...('planId' in purchase ? { plan_id: purchase.planId } : { pack_id: purchase.packId }),
       };
-      const session = await stripe.checkout.sessions.create({
-        mode: 'payment',
-        client_reference_id: accountId,
-        line_items: [
-          {
-            quantity: 1,
-            price_data: {
-              currency: listPrice.currency.toLowerCase(),
-              unit_amount: listPrice.amount,
-              product_data: { name: item.kind === 'plan' ? `Plan ${item.planId} (${item.tokens} tokens)` : `Pack ${item.packId} (${item.tokens} tokens)` },
-            },
-          },
-        ],
-        metadata,
-        payment_intent_data: { metadata },
-        success_url: settings.successUrl,
-        cancel_url: settings.cancelUrl,
-      });
-      return { id: session.id, url: session.url, amount: listPrice.amount, currency: listPrice.currency };
+      const common = { client_reference_id: accountId, metadata, success_url: settings.successUrl, cancel_url: settings.cancelUrl };
+      const session =
+        grant.kind === 'plan' && opts.recurring !== false
+          ? await stripe.checkout.sessions.create({
+              ...common,
+              mode: 'subscription',
+              line_items: [{ quantity: 1, price: await recurringPriceId(stripe, grant.plan, listPrice) }],
+              subscription_data: { metadata },
+            })
+          : await stripe.checkout.sessions.create({
+              ...common,
+              mode: 'payment',
+              line_items: [
+                {
+                  quantity: 1,
+                  price_data: {
+                    currency: listPrice.currency.toLowerCase(),
+                    unit_amount: listPrice.amount,
+                    product_data: {
+                      name: item.kind === 'plan' ? `Plan ${item.planId} (${item.tokens} tokens)` : `Pack ${item.packId} (${item.tokens} tokens)`,
+                    },
+                  },
+                },
+              ],
+              payment_intent_data: { metadata },
+            });
+      return { id: session.id, url: session.url, mode: session.mode, amount: listPrice.amount, currency: listPrice.currency };
     },
     /** Verifies the signature over the raw body (the library's own check); throws on a bad one. */
     verify: (raw: Buffer, signature: string): Stripe.Event => stripe.webhooks.constructEvent(raw, signature, webhookSecret),

@@ -1,6 +1,7 @@
 // A local Stripe double for the calls Tollgate makes through the official `stripe` client (pointed
-// at it with its host, port and protocol options): creating a Checkout Session and retrieving a
-// PaymentIntent with its charge's balance transaction expanded. The answers have the shape of
+// at it with its host, port and protocol options): creating a Checkout Session (payment or
+// subscription mode), retrieving a PaymentIntent with its charge's balance transaction expanded,
+// looking up and creating recurring Prices, and reading a subscription's invoices and their payments. The answers have the shape of
 // Stripe's API objects (the client parses them as it would Stripe's). The test drives the rest
 // (the customer paying, refunds, disputes) and gets the notices Stripe would send, as events to
 // sign with the library's own test-signature helper.
@@ -8,16 +9,47 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
+import { settingsFromEnv } from '../../src/config.ts';
+import { startTestGateway, type TestGateway } from './gateway.ts';
 
 const id = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
 
 interface DoubleSession {
   id: string;
+  mode: 'payment' | 'subscription';
   amount: number;
   currency: string;
   metadata: Record<string, string>;
   piMetadata: Record<string, string>;
   paymentIntent: string | null;
+  /** Subscription mode: the recurring Price, and once paid the subscription and its first invoice. */
+  price: string | null;
+  subscription: string | null;
+  invoice: string | null;
+}
+interface DoublePrice {
+  id: string;
+  lookupKey: string | null;
+  currency: string;
+  unitAmount: number;
+  intervalCount: number;
+  metadata: Record<string, string>;
+}
+interface DoubleSubscription {
+  id: string;
+  price: DoublePrice;
+  metadata: Record<string, string>;
+  status: 'active' | 'past_due' | 'canceled';
+  invoices: string[];
+}
+interface DoubleInvoice {
+  id: string;
+  subscription: DoubleSubscription;
+  status: 'paid' | 'open';
+  billingReason: 'subscription_create' | 'subscription_cycle';
+  periodStart: number;
+  paymentIntent: string | null;
+  attempts: number;
 }
 interface DoubleIntent {
   id: string;
@@ -35,11 +67,21 @@ export interface StripeDouble {
   secretKey: string;
   webhookSecret: string;
   sessions: Map<string, DoubleSession>;
+  /** Recurring Prices created through the API, by id. */
+  prices: Map<string, DoublePrice>;
   /** The requests the client made (method and path), to show which calls Tollgate made. */
   requests: string[];
   /** The customer pays a session: the PaymentIntent, its charge and fee exist from now on; returns the session object as completed. */
   pay(sessionId: string, opts?: { async?: boolean }): Record<string, unknown>;
   refund(paymentIntent: string, amount: number): Record<string, unknown>;
+  /** The next period of a subscription, paid (`paid: false`: the charge failed); returns the invoice object. */
+  renew(subscriptionId: string, opts?: { paid?: boolean }): Record<string, unknown>;
+  /** The invoice object as it is now (e.g. to deliver a late notice for it). */
+  invoice(invoiceId: string): Record<string, unknown>;
+  /** The PaymentIntent that paid an invoice. */
+  intentOfInvoice(invoiceId: string): string;
+  /** The customer cancels: the subscription object as customer.subscription.deleted carries it. */
+  cancel(subscriptionId: string): Record<string, unknown>;
   dispute(paymentIntent: string, amount: number, status?: 'needs_response' | 'won' | 'lost', disputeId?: string): Record<string, unknown>;
   /** An event envelope as Stripe posts it. */
   event(type: string, object: Record<string, unknown>): Record<string, unknown>;
@@ -68,6 +110,9 @@ export async function startStripeDouble(): Promise<StripeDouble> {
   const secretKey = `sk_test_${randomBytes(12).toString('hex')}`;
   const webhookSecret = `whsec_${randomBytes(16).toString('hex')}`;
   const sessions = new Map<string, DoubleSession>();
+  const prices = new Map<string, DoublePrice>();
+  const subscriptions = new Map<string, DoubleSubscription>();
+  const invoices = new Map<string, DoubleInvoice>();
   const intents = new Map<string, DoubleIntent>();
   const requests: string[] = [];
   const signer = new Stripe(secretKey);
@@ -86,8 +131,10 @@ export async function startStripeDouble(): Promise<StripeDouble> {
       currency: s.currency,
       client_reference_id: s.metadata.account_id ?? null,
       metadata: s.metadata,
-      mode: 'payment',
+      mode: s.mode,
       payment_intent: s.paymentIntent,
+      subscription: s.subscription,
+      invoice: s.invoice,
       payment_status: paymentStatus,
       status,
       url: status === 'open' ? `https://checkout.stripe.test/c/pay/${s.id}` : null,
@@ -118,6 +165,90 @@ export async function startStripeDouble(): Promise<StripeDouble> {
     };
   }
 
+  const now = () => Math.floor(Date.now() / 1000);
+  const list = (path: string, data: unknown[]) => ({ object: 'list', data, has_more: false, url: path });
+  function priceObject(p: DoublePrice) {
+    return {
+      id: p.id,
+      object: 'price',
+      active: true,
+      currency: p.currency,
+      unit_amount: p.unitAmount,
+      lookup_key: p.lookupKey,
+      metadata: p.metadata,
+      recurring: { interval: 'day', interval_count: p.intervalCount, usage_type: 'licensed', meter: null, trial_period_days: null },
+      type: 'recurring',
+      livemode: false,
+    };
+  }
+  function subscriptionObject(sub: DoubleSubscription) {
+    return { id: sub.id, object: 'subscription', status: sub.status, metadata: sub.metadata, livemode: false, latest_invoice: sub.invoices.at(-1) ?? null };
+  }
+  function invoiceObject(inv: DoubleInvoice) {
+    const { price } = inv.subscription;
+    const period = { start: inv.periodStart, end: inv.periodStart + price.intervalCount * 86_400 };
+    const paid = inv.status === 'paid' ? price.unitAmount : 0;
+    return {
+      id: inv.id,
+      object: 'invoice',
+      amount_due: price.unitAmount,
+      amount_paid: paid,
+      amount_remaining: price.unitAmount - paid,
+      attempt_count: inv.attempts,
+      billing_reason: inv.billingReason,
+      created: inv.periodStart,
+      currency: price.currency,
+      livemode: false,
+      metadata: {},
+      parent: {
+        type: 'subscription_details',
+        quote_details: null,
+        subscription_details: { subscription: inv.subscription.id, metadata: inv.subscription.metadata },
+      },
+      lines: list(`/v1/invoices/${inv.id}/lines`, [
+        { id: id('il'), object: 'line_item', amount: price.unitAmount, currency: price.currency, invoice: inv.id, metadata: {}, period, quantity: 1 },
+      ]),
+      period_start: period.start,
+      period_end: period.start,
+      status: inv.status,
+    };
+  }
+  /** Values of a GET list parameter, however the client spelled it (a[]=v or a[0]=v). */
+  const listParam = (url: URL, name: string) =>
+    [...url.searchParams].filter(([k]) => k === `${name}[]` || new RegExp(`^${name}\\[\\d+\\]$`).test(k)).map(([, v]) => v);
+
+  /** A paid invoice for the next period of a subscription, with its PaymentIntent (and fee). */
+  function newInvoice(sub: DoubleSubscription, paid: boolean): DoubleInvoice {
+    const last = sub.invoices.length ? invoices.get(sub.invoices.at(-1)!)! : null;
+    const inv: DoubleInvoice = {
+      id: id('in'),
+      subscription: sub,
+      status: paid ? 'paid' : 'open',
+      billingReason: last ? 'subscription_cycle' : 'subscription_create',
+      // A test cannot wait a period: the first is dated a minute ago, each renewal a second after the
+      // one before (or a few seconds ago), so every period has started by the time its notice comes.
+      periodStart: last ? Math.max(last.periodStart + 1, now() - 5) : now() - 60,
+      paymentIntent: null,
+      attempts: 1,
+    };
+    if (paid) {
+      const pi: DoubleIntent = {
+        id: id('pi'),
+        amount: sub.price.unitAmount,
+        currency: sub.price.currency,
+        metadata: {},
+        chargeId: id('ch'),
+        fee: feeOf(sub.price.unitAmount),
+        refunded: 0,
+      };
+      intents.set(pi.id, pi);
+      inv.paymentIntent = pi.id;
+    } else sub.status = 'past_due';
+    invoices.set(inv.id, inv);
+    sub.invoices.push(inv.id);
+    return inv;
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -127,17 +258,83 @@ export async function startStripeDouble(): Promise<StripeDouble> {
     if (req.method === 'POST' && url.pathname === '/v1/checkout/sessions') {
       const form = parseForm(Buffer.concat(chunks).toString('utf8')) as any;
       const item = form.line_items?.['0'];
-      if (!item?.price_data?.unit_amount || !item.price_data.currency || !form.success_url) return error(res, 400, 'line_items and success_url are required');
+      if (!form.success_url) return error(res, 400, 'success_url is required');
+      const mode = form.mode === 'subscription' ? 'subscription' : 'payment';
+      const price = mode === 'subscription' ? prices.get(item?.price) : undefined;
+      if (mode === 'subscription' && !price) return error(res, 400, `No such price: '${item?.price}'`);
+      if (mode === 'payment' && (!item?.price_data?.unit_amount || !item.price_data.currency)) return error(res, 400, 'line_items[0][price_data] is required');
       const s: DoubleSession = {
         id: id('cs_test'),
-        amount: Number(item.price_data.unit_amount) * Number(item.quantity ?? 1),
-        currency: item.price_data.currency,
+        mode,
+        amount: price ? price.unitAmount : Number(item.price_data.unit_amount) * Number(item.quantity ?? 1),
+        currency: price ? price.currency : item.price_data.currency,
         metadata: form.metadata ?? {},
-        piMetadata: form.payment_intent_data?.metadata ?? {},
+        piMetadata: (mode === 'subscription' ? form.subscription_data?.metadata : form.payment_intent_data?.metadata) ?? {},
         paymentIntent: null,
+        price: price?.id ?? null,
+        subscription: null,
+        invoice: null,
       };
       sessions.set(s.id, s);
       return send(res, 200, sessionObject(s, 'open', 'unpaid'));
+    }
+    if (req.method === 'POST' && url.pathname === '/v1/prices') {
+      const form = parseForm(Buffer.concat(chunks).toString('utf8')) as any;
+      const key = req.headers['idempotency-key'];
+      const again = [...prices.values()].find((p) => p.lookupKey === form.lookup_key);
+      if (again && key === again.lookupKey) return send(res, 200, priceObject(again));
+      if (again) return error(res, 400, `A price (${again.id}) already uses that lookup key.`);
+      if (form.recurring?.interval !== 'day' || !form.unit_amount || !form.currency || !form.product_data?.name)
+        return error(res, 400, 'recurring, unit_amount, currency and product_data are required');
+      const p: DoublePrice = {
+        id: id('price'),
+        lookupKey: form.lookup_key ?? null,
+        currency: form.currency,
+        unitAmount: Number(form.unit_amount),
+        intervalCount: Number(form.recurring.interval_count ?? 1),
+        metadata: form.metadata ?? {},
+      };
+      prices.set(p.id, p);
+      return send(res, 200, priceObject(p));
+    }
+    if (req.method === 'GET' && url.pathname === '/v1/prices') {
+      const keys = listParam(url, 'lookup_keys');
+      return send(res, 200, list('/v1/prices', [...prices.values()].filter((p) => p.lookupKey && keys.includes(p.lookupKey)).map(priceObject)));
+    }
+    if (req.method === 'GET' && url.pathname === '/v1/invoices') {
+      const sub = subscriptions.get(url.searchParams.get('subscription') ?? '');
+      const status = url.searchParams.get('status');
+      const found = (sub?.invoices ?? []).map((i) => invoices.get(i)!).filter((i) => !status || i.status === status);
+      return send(res, 200, list('/v1/invoices', found.reverse().map(invoiceObject)));
+    }
+    const inv = /^\/v1\/invoices\/([^/]+)$/.exec(url.pathname);
+    if (req.method === 'GET' && inv) {
+      const found = invoices.get(inv[1]);
+      return found ? send(res, 200, invoiceObject(found)) : error(res, 404, `No such invoice: '${inv[1]}'`);
+    }
+    if (req.method === 'GET' && url.pathname === '/v1/invoice_payments') {
+      const byInvoice = url.searchParams.get('invoice');
+      const byIntent = url.searchParams.get('payment[payment_intent]');
+      const found = [...invoices.values()].filter((i) => i.paymentIntent && (i.id === byInvoice || i.paymentIntent === byIntent));
+      return send(
+        res,
+        200,
+        list(
+          '/v1/invoice_payments',
+          found.map((i) => ({
+            id: id('inpay'),
+            object: 'invoice_payment',
+            amount_paid: i.subscription.price.unitAmount,
+            amount_requested: i.subscription.price.unitAmount,
+            currency: i.subscription.price.currency,
+            invoice: i.id,
+            is_default: true,
+            livemode: false,
+            payment: { type: 'payment_intent', payment_intent: i.paymentIntent },
+            status: 'paid',
+          })),
+        ),
+      );
     }
     const pi = /^\/v1\/payment_intents\/([^/]+)$/.exec(url.pathname);
     if (req.method === 'GET' && pi) {
@@ -172,10 +369,18 @@ export async function startStripeDouble(): Promise<StripeDouble> {
     secretKey,
     webhookSecret,
     sessions,
+    prices,
     requests,
     pay(sessionId, opts = {}) {
       const s = sessions.get(sessionId);
       if (!s) throw new Error(`no session ${sessionId}`);
+      if (s.mode === 'subscription') {
+        const sub: DoubleSubscription = { id: id('sub'), price: prices.get(s.price!)!, metadata: s.piMetadata, status: 'active', invoices: [] };
+        subscriptions.set(sub.id, sub);
+        s.subscription = sub.id;
+        s.invoice = newInvoice(sub, true).id;
+        return sessionObject(s, 'complete', 'paid');
+      }
       const intent: DoubleIntent = {
         id: id('pi'),
         amount: s.amount,
@@ -188,6 +393,18 @@ export async function startStripeDouble(): Promise<StripeDouble> {
       intents.set(intent.id, intent);
       s.paymentIntent = intent.id;
       return sessionObject(s, 'complete', opts.async ? 'unpaid' : 'paid');
+    },
+    renew(subscriptionId, opts = {}) {
+      const sub = subscriptions.get(subscriptionId);
+      if (!sub) throw new Error(`no subscription ${subscriptionId}`);
+      return invoiceObject(newInvoice(sub, opts.paid !== false));
+    },
+    invoice: (invoiceId) => invoiceObject(invoices.get(invoiceId)!),
+    intentOfInvoice: (invoiceId) => invoices.get(invoiceId)!.paymentIntent!,
+    cancel(subscriptionId) {
+      const sub = subscriptions.get(subscriptionId)!;
+      sub.status = 'canceled';
+      return subscriptionObject(sub);
     },
     refund(paymentIntent, amount) {
       const pi = intents.get(paymentIntent)!;
@@ -216,4 +433,27 @@ export async function startStripeDouble(): Promise<StripeDouble> {
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/**
+ * A gateway with the Stripe path on, pointed at the double; on PostgreSQL also a second gateway on
+ * the same log (to deliver one notice to two gateways at once), else null.
+ */
+export async function startStripeGateways(
+  stripe: StripeDouble,
+  adminToken: string,
+): Promise<{ gw: TestGateway; gw2: TestGateway | null; stopAll: () => Promise<void> }> {
+  const defaults = settingsFromEnv({});
+  const payments = {
+    ...defaults.payments,
+    stripe: { ...defaults.payments.stripe, secretKey: stripe.secretKey, webhookSecret: stripe.webhookSecret, apiBase: stripe.url },
+  };
+  const gw = await startTestGateway({ adminToken, bootstrap: false, payments });
+  const gw2 = process.env.DATABASE_URL ? await startTestGateway({ adminToken, bootstrap: false, payments, schema: gw.ledger.schema }) : null;
+  const stopAll = async () => {
+    if (gw2) await gw2.close();
+    await gw.stop();
+    await stripe.close();
+  };
+  return { gw, gw2, stopAll };
 }
