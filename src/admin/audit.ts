@@ -21,7 +21,7 @@ export type ModelDifference = RowDifference;
 const PAGE_RETRIES = 5;
 
 /** A page of the log; a long verification waits out a busy moment rather than fail after minutes of work. */
-async function readPage(ledger: Ledger, position: number) {
+export async function readLogPage(ledger: Ledger, position: number) {
   for (let attempt = 0; ; attempt++) {
     try {
       return await ledger.events.readAll(position, 10_000);
@@ -44,7 +44,7 @@ export async function verifyHashChains(
   let position = 0;
   let events = 0;
   for (;;) {
-    const page = await readPage(ledger, position);
+    const page = await readLogPage(ledger, position);
     if (page.length === 0) break;
     for (const e of page) {
       const prev = last.get(e.stream) ?? { revision: -1, hash: GENESIS_HASH };
