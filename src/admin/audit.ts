@@ -1,7 +1,10 @@
 // Audit: every stream's hash chain, and every read model against a fresh rebuild.
 import type { Ledger } from '../ledger/ledger.ts';
 import { chainHash, eventBody, GENESIS_HASH } from '../eventstore/canonical.ts';
-import { LogNotReadableYet } from '../eventstore/errors.ts';
+import { readLogPage } from './log-pages.ts';
+import { foldFinance } from './finance.ts';
+import { journalEntries } from './finance-journal.ts';
+import { InvariantViolation } from '../ledger/balance.ts';
 import { differingRows, dropReadModels, replayInto, rowsChangedBetween, type RowDifference } from '../../projections/rebuild.ts';
 import * as checkpoint from '../../projections/checkpoint.ts';
 
@@ -16,20 +19,6 @@ export interface ChainProblem {
 }
 /** A read-model row that differs from its rebuild (null: missing on that side). */
 export type ModelDifference = RowDifference;
-
-/** Times a page the log cannot answer yet (older commits still running) is asked for again before verify gives up. */
-const PAGE_RETRIES = 5;
-
-/** A page of the log; a long verification waits out a busy moment rather than fail after minutes of work. */
-export async function readLogPage(ledger: Ledger, position: number) {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await ledger.events.readAll(position, 10_000);
-    } catch (err) {
-      if (!(err instanceof LogNotReadableYet) || attempt >= PAGE_RETRIES) throw err;
-    }
-  }
-}
 
 /**
  * Walks all events in global order, recomputing each stream's chain. `onProgress` hears after
@@ -132,11 +121,29 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
     ledger,
     report && ((events) => report({ phase: 'read models', done: events, total: Math.max(chains.events, events) })),
   );
+  const lotProblems = await checkLots(ledger);
   return {
-    ok: chains.problems.length === 0 && readModels.length === 0,
+    ok: chains.problems.length === 0 && readModels.length === 0 && lotProblems.length === 0,
     events: chains.events,
     streams: chains.streams,
     chainProblems: chains.problems,
     readModelDifferences: readModels,
+    lotProblems,
   };
+}
+
+/**
+ * Every lot, after every event, sums (recognised + breakage + refunded + deferred = paid: the lot
+ * book asserts it as it folds the whole log), and the journal of the whole log balances.
+ */
+export async function checkLots(ledger: Ledger): Promise<string[]> {
+  const today = new Date().toISOString().slice(0, 10);
+  const all = { from: '1970-01-01', to: today };
+  try {
+    journalEntries(await foldFinance(ledger, all), all);
+    return [];
+  } catch (err) {
+    if (err instanceof InvariantViolation) return [err.message];
+    throw err;
+  }
 }

@@ -52,14 +52,24 @@ function postingsOf(b: Booking): Posting[] {
       return [dr(ACCOUNTS.deferred, b.amount), cr(ACCOUNTS.breakage, b.amount)];
     case 'refund':
     case 'dispute':
-      return [dr(ACCOUNTS.deferred, b.fromDeferred), dr(b.kind === 'refund' ? ACCOUNTS.refunds : ACCOUNTS.disputeLosses, b.refundedRevenue), cr(ACCOUNTS.cash, b.amount)];
+      return [
+        dr(ACCOUNTS.deferred, b.fromDeferred),
+        dr(b.kind === 'refund' ? ACCOUNTS.refunds : ACCOUNTS.disputeLosses, b.refundedRevenue),
+        cr(ACCOUNTS.cash, b.amount),
+      ];
     case 'dispute_fee':
       return [dr(ACCOUNTS.disputeLosses, b.amount), cr(ACCOUNTS.cash, b.amount)];
   }
 }
 
 const memoOf = (b: Booking): string =>
-  [b.kind.replace('_', ' '), `account ${b.accountId}`, b.lotId ? `lot ${b.lotId}` : '', b.model ? `model ${b.model}` : '', b.channel ? `channel ${b.channel}` : '']
+  [
+    b.kind.replace('_', ' '),
+    `account ${b.accountId}`,
+    b.lotId ? `lot ${b.lotId}` : '',
+    b.model ? `model ${b.model}` : '',
+    b.channel ? `channel ${b.channel}` : '',
+  ]
     .filter(Boolean)
     .join(', ');
 
@@ -103,7 +113,15 @@ export function journalCsv(entries: JournalEntry[]): string {
   for (const e of entries)
     for (const p of e.postings)
       lines.push(
-        [e.date, p.account, p.debit ? decimal(p.debit, e.currency) : '', p.credit ? decimal(p.credit, e.currency) : '', e.currency, e.memo, e.eventIds.join(' ')]
+        [
+          e.date,
+          p.account,
+          p.debit ? decimal(p.debit, e.currency) : '',
+          p.credit ? decimal(p.credit, e.currency) : '',
+          e.currency,
+          e.memo,
+          e.eventIds.join(' '),
+        ]
           .map(csvCell)
           .join(','),
       );

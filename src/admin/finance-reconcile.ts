@@ -73,9 +73,20 @@ export function reconcileMoney(f: Folded, w: Window): { currency: string; from: 
       event_ids: difference === 0 ? [] : unbalancedEvents(f, w, account_id),
     };
   });
-  const total: MoneyLine = { account_id: '*', payments: 0, refunds: 0, revenue: 0, refunded_revenue: 0, breakage: 0, deferred_start: 0, deferred_end: 0, deferred_change: 0, difference: 0, event_ids: [] };
-  for (const l of lines)
-    for (const k of Object.keys(total) as Array<keyof MoneyLine>) if (typeof total[k] === 'number') (total[k] as number) += l[k] as number;
+  const total: MoneyLine = {
+    account_id: '*',
+    payments: 0,
+    refunds: 0,
+    revenue: 0,
+    refunded_revenue: 0,
+    breakage: 0,
+    deferred_start: 0,
+    deferred_end: 0,
+    deferred_change: 0,
+    difference: 0,
+    event_ids: [],
+  };
+  for (const l of lines) for (const k of Object.keys(total) as Array<keyof MoneyLine>) if (typeof total[k] === 'number') (total[k] as number) += l[k] as number;
   total.event_ids = lines.flatMap((l) => l.event_ids);
   return { currency: f.currency, from: w.from, to: w.to, lines, total };
 }

@@ -6,7 +6,7 @@
 import type { Ledger } from '../ledger/ledger.ts';
 import { DEFAULT_CURRENCY } from '../money/money.ts';
 import { applyEvent, emptyLotBook, expireLots, type Booking, type LotBook } from '../money/lot-book.ts';
-import { readLogPage } from './audit.ts';
+import { readLogPage } from './log-pages.ts';
 
 export interface Window {
   /** First and last UTC day, inclusive (YYYY-MM-DD). */
@@ -146,8 +146,7 @@ export function financeRows(f: Folded, w: Window): FinanceRow[] {
 
 export const sumRows = (rows: FinanceRow[]): Omit<FinanceRow, 'day' | 'account_id' | 'model' | 'channel'> => {
   const t = zeroRow('', '', '', '');
-  for (const r of rows)
-    for (const k of Object.keys(t) as Array<keyof FinanceRow>) if (typeof t[k] === 'number') (t[k] as number) += r[k] as number;
+  for (const r of rows) for (const k of Object.keys(t) as Array<keyof FinanceRow>) if (typeof t[k] === 'number') (t[k] as number) += r[k] as number;
   const { day: _d, account_id: _a, model: _m, channel: _c, ...sums } = t;
   return sums;
 };

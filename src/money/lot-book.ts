@@ -83,8 +83,11 @@ export const emptyLotBook = (): LotBook => ({ lots: new Map(), accounts: new Map
 export function assertLot(l: Lot): void {
   const parts = l.recognised + l.breakage + l.refunded + l.carriedOut + l.deferred;
   if (parts !== l.paid + l.carriedIn)
-    throw new InvariantViolation(`lot ${l.lotId}: recognised ${l.recognised} + breakage ${l.breakage} + refunded ${l.refunded} + carried out ${l.carriedOut} + deferred ${l.deferred} != paid ${l.paid} + carried in ${l.carriedIn}`);
-  if (l.deferred < 0 || l.used < 0 || l.used + l.withdrawn > l.tokens) throw new InvariantViolation(`lot ${l.lotId}: deferred ${l.deferred}, used ${l.used} + withdrawn ${l.withdrawn} of ${l.tokens}`);
+    throw new InvariantViolation(
+      `lot ${l.lotId}: recognised ${l.recognised} + breakage ${l.breakage} + refunded ${l.refunded} + carried out ${l.carriedOut} + deferred ${l.deferred} != paid ${l.paid} + carried in ${l.carriedIn}`,
+    );
+  if (l.deferred < 0 || l.used < 0 || l.used + l.withdrawn > l.tokens)
+    throw new InvariantViolation(`lot ${l.lotId}: deferred ${l.deferred}, used ${l.used} + withdrawn ${l.withdrawn} of ${l.tokens}`);
 }
 
 function accountOf(b: LotBook, accountId: string) {
@@ -123,7 +126,20 @@ function newLot(
   f: Pick<Lot, 'source' | 'paymentId' | 'pool' | 'currency' | 'tokens' | 'paid' | 'carriedIn' | 'rate' | 'expiresAt'>,
   lotId = e.id,
 ): Lot {
-  const l: Lot = { lotId, accountId, used: 0, withdrawn: 0, valueUsed: 0, recognised: 0, breakage: 0, refunded: 0, carriedOut: 0, deferred: 0, ended: false, ...f };
+  const l: Lot = {
+    lotId,
+    accountId,
+    used: 0,
+    withdrawn: 0,
+    valueUsed: 0,
+    recognised: 0,
+    breakage: 0,
+    refunded: 0,
+    carriedOut: 0,
+    deferred: 0,
+    ended: false,
+    ...f,
+  };
   b.lots.set(l.lotId, l);
   moveDeferred(b, e, l, l.paid + l.carriedIn);
   return l;
@@ -262,7 +278,21 @@ export function applyEvent(b: LotBook, e: ProjectedEvent, currency: string): voi
     case 'DisputeClosed': {
       const d = e.data as unknown as EventDataByType['DisputeClosed'];
       if (d.fee > 0)
-        b.bookings.push({ at: e.timestamp, eventId: e.id, accountId: d.accountId, lotId: null, kind: 'dispute_fee', currency, model: '', channel: '', amount: d.fee, fee: 0, fromDeferred: 0, refundedRevenue: 0, promotionalTokens: 0 });
+        b.bookings.push({
+          at: e.timestamp,
+          eventId: e.id,
+          accountId: d.accountId,
+          lotId: null,
+          kind: 'dispute_fee',
+          currency,
+          model: '',
+          channel: '',
+          amount: d.fee,
+          fee: 0,
+          fromDeferred: 0,
+          refundedRevenue: 0,
+          promotionalTokens: 0,
+        });
       return;
     }
     default:
@@ -310,7 +340,15 @@ function grantLot(
  * Tokens a correction gives back after their plan period ended: a new extra lot carrying the value
  * they had (moved from revenue back to deferred on their own lot).
  */
-function returnTokens(b: LotBook, e: ProjectedEvent, a: ReturnType<typeof accountOf>, accountId: string, trail: ChargeTrail, tokens: number, currency: string): void {
+function returnTokens(
+  b: LotBook,
+  e: ProjectedEvent,
+  a: ReturnType<typeof accountOf>,
+  accountId: string,
+  trail: ChargeTrail,
+  tokens: number,
+  currency: string,
+): void {
   const origin = trail.taken.map((t) => b.lots.get(t.lotId)!).find((l) => l.pool === 'main');
   let value = 0;
   if (origin && origin.used >= tokens) {
@@ -323,17 +361,23 @@ function returnTokens(b: LotBook, e: ProjectedEvent, a: ReturnType<typeof accoun
     book(b, e, origin, { kind: 'use', amount: -value, model: trail.model, channel: trail.channel });
     assertLot(origin);
   }
-  const l = newLot(b, e, accountId, {
-    source: 'returned',
-    paymentId: null,
-    pool: 'extra',
-    currency: origin?.currency ?? currency,
-    tokens,
-    paid: 0,
-    carriedIn: value,
-    rate: { amount: value, per: Math.max(1, tokens) },
-    expiresAt: null,
-  }, `${e.id}:returned`);
+  const l = newLot(
+    b,
+    e,
+    accountId,
+    {
+      source: 'returned',
+      paymentId: null,
+      pool: 'extra',
+      currency: origin?.currency ?? currency,
+      tokens,
+      paid: 0,
+      carriedIn: value,
+      rate: { amount: value, per: Math.max(1, tokens) },
+      expiresAt: null,
+    },
+    `${e.id}:returned`,
+  );
   a.extra.push(l.lotId);
 }
 
