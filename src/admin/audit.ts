@@ -5,7 +5,10 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Ledger } from '../ledger/ledger.ts';
-import { LogNotReadableYet } from '../eventstore/errors.ts';
+import { readLogPage } from './log-pages.ts';
+import { foldFinance } from './finance.ts';
+import { journalEntries } from './finance-journal.ts';
+import { InvariantViolation } from '../ledger/balance.ts';
 import { differingRows, dropReadModels, replayInto, rowsChangedBetween, type RowDifference } from '../../projections/rebuild.ts';
 import { startWorker } from '../../projections/parallel-replay.ts';
 import * as checkpoint from '../../projections/checkpoint.ts';
@@ -19,23 +22,12 @@ const MAX_DIFFERENCES = 1_000;
 /** A read-model row that differs from its rebuild (null: missing on that side). */
 export type ModelDifference = RowDifference;
 
-/** Times a page the log cannot answer yet (older commits still running) is asked for again before verify gives up. */
-const PAGE_RETRIES = 5;
 /** Events checked on this thread between two turns given back to live calls (hashing ~2,000 takes ~20 ms). */
 const PAGE_HERE = 2_000;
 /** Events a page on the chain thread (off the event loop: larger pages, fewer round trips). */
 const PAGE_ON_THREAD = 10_000;
 
-/** A page of the log; a long verification waits out a busy moment rather than fail after minutes of work. */
-async function readPage(ledger: Ledger, position: number) {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await ledger.events.readAll(position, PAGE_HERE);
-    } catch (err) {
-      if (!(err instanceof LogNotReadableYet) || attempt >= PAGE_RETRIES) throw err;
-    }
-  }
-}
+const readPage = (ledger: Ledger, position: number) => readLogPage(ledger, position, PAGE_HERE);
 
 type ChainProgress = (events: number, position: number) => void | Promise<void>;
 
@@ -157,11 +149,29 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
   report?.({ phase: 'read models', done: 0, total: chains.events });
   if (replayed > 0) report?.({ phase: 'read models', done: replayed, total: Math.max(chains.events, replayed) });
   const readModels = await readModelsRun;
+  const lotProblems = await checkLots(ledger);
   return {
-    ok: chains.problems.length === 0 && readModels.length === 0,
+    ok: chains.problems.length === 0 && readModels.length === 0 && lotProblems.length === 0,
     events: chains.events,
     streams: chains.streams,
     chainProblems: chains.problems,
     readModelDifferences: readModels,
+    lotProblems,
   };
+}
+
+/**
+ * Every lot, after every event, sums (recognised + breakage + refunded + deferred = paid: the lot
+ * book asserts it as it folds the whole log), and the journal of the whole log balances.
+ */
+export async function checkLots(ledger: Ledger): Promise<string[]> {
+  const today = new Date().toISOString().slice(0, 10);
+  const all = { from: '1970-01-01', to: today };
+  try {
+    journalEntries(await foldFinance(ledger, all), all);
+    return [];
+  } catch (err) {
+    if (err instanceof InvariantViolation) return [err.message];
+    throw err;
+  }
 }

@@ -246,12 +246,20 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
       return out([...r.rows.map((x) => `${x.day}\t${x.channel}\t${x.upstream_model}\t${counts(x)}`), `total\t\t\t${counts(r.totals)}`].join('\n'), r);
     }
     case 'verify': {
-      const r = await c.json<{ ok: boolean; events: number; streams: number; chainProblems: unknown[]; readModelDifferences: unknown[] }>('POST', '/verify');
+      const r = await c.json<{
+        ok: boolean;
+        events: number;
+        streams: number;
+        chainProblems: unknown[];
+        readModelDifferences: unknown[];
+        lotProblems?: string[];
+      }>('POST', '/verify');
       const human = r.ok
-        ? `ok: ${r.events} events in ${r.streams} streams; every hash chain verifies and every read model equals a rebuild`
+        ? `ok: ${r.events} events in ${r.streams} streams; every hash chain verifies, every read model equals a rebuild, every lot sums and the journal balances`
         : `FAILED:\n${r.chainProblems
             .map((x) => `chain: ${JSON.stringify(x)}`)
             .concat(r.readModelDifferences.map((x) => `read model: ${JSON.stringify(x)}`))
+            .concat((r.lotProblems ?? []).map((x) => `lots: ${x}`))
             .join('\n')}`;
       out(human, r);
       if (!r.ok) throw new CliError('verification failed', 3);

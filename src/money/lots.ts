@@ -16,6 +16,12 @@ export interface PaidLot extends PaymentFacts {
   refunded: number;
   refundIds: string[];
   tokensWithdrawn: number;
+  /**
+   * A pack's place in the extra pool: the extra tokens granted before it, net of withdrawals.
+   * Extra tokens are used oldest first, so its unused tokens are what the pool's use has not
+   * reached yet (absent on lots recorded before it was kept: the whole pool then).
+   */
+  extraStart?: number;
 }
 
 /** A dispute as the account knows it: open (outcome null) or closed; kept once closed, so a replayed notice opens nothing. */

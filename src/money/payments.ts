@@ -62,6 +62,13 @@ function requireLot(s: AccountState, paymentId: string): PaidLot {
   return lot;
 }
 
+/** A pack's own unused tokens: extra tokens are used oldest first (the money rule), so its share of the pool's use. */
+function packUnused(lot: PaidLot, b: balance.Balance): number {
+  if (lot.extraStart === undefined) return balance.extraRemaining(b);
+  const own = lot.tokens - lot.tokensWithdrawn;
+  return Math.min(balance.extraRemaining(b), Math.max(0, Math.min(own, lot.extraStart + own - Math.max(b.extraUsed, lot.extraStart))));
+}
+
 /**
  * What a refund of `amount` takes back: the tokens that money bought (by the rounding rule, on the
  * running total refunded), of which only the unused ones can be withdrawn: a plan period's while it
@@ -79,7 +86,7 @@ function decideRefund(s: AccountState, lot: PaidLot, refundId: string, amount: n
       ? s.subscription?.startsAt === lot.periodStartsAt && balance.isPlanActive(b, now)
         ? balance.mainRemaining(b)
         : 0
-      : balance.extraRemaining(b);
+      : packUnused(lot, b);
   const tokensWithdrawn = Math.min(bought, unused);
   const fromDeferred = Math.min(
     amount,
@@ -194,13 +201,19 @@ export function evolvePayment(s: AccountState, e: DomainEvent): AccountState {
         refundIds: [],
         tokensWithdrawn: 0,
       };
+      if (d.item.kind === 'pack') lot.extraStart = s.extraGranted;
       return { ...s, payments: s.payments.set(d.paymentId, lot) };
     }
     case 'PaymentRefunded': {
       const d = e.data;
       const lot = s.payments.get(d.paymentId);
       if (!lot) return s;
-      const payments = s.payments.set(d.paymentId, {
+      // Tokens withdrawn from a pack leave the pool: the packs granted after it move up.
+      const shifted =
+        d.pool === 'extra' && lot.extraStart !== undefined && d.tokensWithdrawn > 0
+          ? s.payments.map((p) => (p.extraStart !== undefined && p.extraStart > lot.extraStart! ? { ...p, extraStart: p.extraStart - d.tokensWithdrawn } : p))
+          : s.payments;
+      const payments = shifted.set(d.paymentId, {
         ...lot,
         refunded: lot.refunded + d.amount,
         refundIds: [...lot.refundIds, d.refundId],

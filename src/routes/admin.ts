@@ -29,6 +29,7 @@ import { adminKeysRoutes } from './admin-keys.ts';
 import type { PlanTerms } from '../ledger/events.ts';
 import { webhookAdminRouter } from './admin-webhooks.ts';
 import { adminPaymentsRoutes } from './admin-payments.ts';
+import { adminFinanceRoutes } from './admin-finance.ts';
 
 type Body = Record<string, unknown>;
 
@@ -469,5 +470,6 @@ export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failu
   });
   r.use(webhookAdminRouter(deps).routes());
   r.use(adminPaymentsRoutes(deps, deps.payments, deps.paymentSettings).routes()); // prices, payments, refunds, disputes, code batches
+  r.use(adminFinanceRoutes(deps).routes()); // /finance: report, reconciliation, journal, lots
   return r;
 }

@@ -1,0 +1,159 @@
+// The finance report and the money reconciliation, per UTC day, account, model and channel.
+// Both fold the log through the lot book (src/money/lot-book.ts) up to the window's end: what
+// was paid, refunded and disputed; revenue recognised, breakage and refunded revenue; deferred
+// revenue at the end of each day, read from the lots themselves (not from the bookings), so the
+// reconciliation compares two independent figures.
+import type { Ledger } from '../ledger/ledger.ts';
+import { DEFAULT_CURRENCY } from '../money/money.ts';
+import { applyEvent, emptyLotBook, expireLots, type Booking, type LotBook } from '../money/lot-book.ts';
+import { readLogPage } from './log-pages.ts';
+
+export interface Window {
+  /** First and last UTC day, inclusive (YYYY-MM-DD). */
+  from: string;
+  to: string;
+}
+
+export interface Folded {
+  currency: string;
+  book: LotBook;
+  /** Deferred revenue per account at the end of each day the log reached (and of the window's last day). */
+  deferredAt: Map<string, Map<string, number>>;
+  /** Deferred revenue per account when the window opened. */
+  deferredBefore: Map<string, number>;
+}
+
+const dayOf = (iso: string): string => iso.slice(0, 10);
+export const nextDay = (day: string): string => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+
+function deferredByAccount(book: LotBook): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const l of book.lots.values()) out.set(l.accountId, (out.get(l.accountId) ?? 0) + l.deferred);
+  return out;
+}
+
+/** Folds the log up to the end of `w.to` (UTC), noting deferred revenue at each day's end. */
+export async function foldFinance(ledger: Ledger, w: Window): Promise<Folded> {
+  const end = `${nextDay(w.to)}T00:00:00.000Z`;
+  const book = emptyLotBook();
+  const deferredAt = new Map<string, Map<string, number>>();
+  let deferredBefore = new Map<string, number>();
+  let currency = DEFAULT_CURRENCY;
+  let day: string | null = null;
+  let position = 0;
+  const closeDay = (d: string, at: string) => {
+    expireLots(book, at, { id: `day:${d}`, type: 'DayEnded', position: 0, timestamp: at, data: {} });
+    if (d < w.from) deferredBefore = deferredByAccount(book);
+    else deferredAt.set(d, deferredByAccount(book));
+  };
+  outer: for (;;) {
+    const page = await readLogPage(ledger, position);
+    if (page.length === 0) break;
+    for (const e of page) {
+      if (e.timestamp >= end) break outer;
+      const d = dayOf(e.timestamp);
+      if (day !== null && d !== day) closeDay(day, `${nextDay(day)}T00:00:00.000Z`);
+      day = d;
+      if (e.type === 'SettlementCurrencySet') currency = (e.data as { currency: string }).currency;
+      applyEvent(book, e, currency);
+    }
+    position = page[page.length - 1].position;
+  }
+  if (day !== null) closeDay(day, `${nextDay(day)}T00:00:00.000Z`);
+  // Days without events keep the deferred revenue of the day before.
+  let last = deferredBefore;
+  for (let d = w.from; d <= w.to; d = nextDay(d)) {
+    const seen = deferredAt.get(d);
+    if (seen) last = seen;
+    else deferredAt.set(d, last);
+  }
+  return { currency, book, deferredAt, deferredBefore };
+}
+
+export interface FinanceRow {
+  day: string;
+  account_id: string;
+  model: string;
+  channel: string;
+  payments: number;
+  fees: number;
+  refunds: number;
+  disputes: number;
+  dispute_fees: number;
+  revenue: number;
+  /** Contra-revenue: negative, the part of refunds and lost disputes that had been recognised. */
+  refunded_revenue: number;
+  breakage: number;
+  promotional_tokens: number;
+}
+
+const zeroRow = (day: string, account_id: string, model: string, channel: string): FinanceRow => ({
+  day,
+  account_id,
+  model,
+  channel,
+  payments: 0,
+  fees: 0,
+  refunds: 0,
+  disputes: 0,
+  dispute_fees: 0,
+  revenue: 0,
+  refunded_revenue: 0,
+  breakage: 0,
+  promotional_tokens: 0,
+});
+
+/** What one booking adds to its row of the report. */
+function addBooking(r: FinanceRow, b: Booking): void {
+  switch (b.kind) {
+    case 'payment':
+      r.payments += b.amount;
+      r.fees += b.fee;
+      return;
+    case 'use':
+      r.revenue += b.amount;
+      r.promotional_tokens += b.promotionalTokens;
+      return;
+    case 'breakage':
+      r.breakage += b.amount;
+      return;
+    case 'refund':
+    case 'dispute':
+      if (b.kind === 'refund') r.refunds += b.amount;
+      else r.disputes += b.amount;
+      r.refunded_revenue -= b.refundedRevenue;
+      return;
+    case 'dispute_fee':
+      r.dispute_fees += b.amount;
+      return;
+  }
+}
+
+export const inWindow = (w: Window, at: string): boolean => dayOf(at) >= w.from && dayOf(at) <= w.to;
+
+/** The report's rows: one per day, account, model and channel that moved money (usage rows carry model and channel). */
+export function financeRows(f: Folded, w: Window): FinanceRow[] {
+  const rows = new Map<string, FinanceRow>();
+  for (const b of f.book.bookings) {
+    if (!inWindow(w, b.at)) continue;
+    const key = `${dayOf(b.at)}|${b.accountId}|${b.model}|${b.channel}`;
+    let r = rows.get(key);
+    if (!r) rows.set(key, (r = zeroRow(dayOf(b.at), b.accountId, b.model, b.channel)));
+    addBooking(r, b);
+  }
+  return [...rows.values()].sort((a, b) => (a.day + a.account_id + a.model + a.channel < b.day + b.account_id + b.model + b.channel ? -1 : 1));
+}
+
+export const sumRows = (rows: FinanceRow[]): Omit<FinanceRow, 'day' | 'account_id' | 'model' | 'channel'> => {
+  const t = zeroRow('', '', '', '');
+  for (const r of rows) for (const k of Object.keys(t) as Array<keyof FinanceRow>) if (typeof t[k] === 'number') (t[k] as number) += r[k] as number;
+  const { day: _d, account_id: _a, model: _m, channel: _c, ...sums } = t;
+  return sums;
+};
+
+/** Deferred revenue at the end of each day of the window, per account and in total. */
+export function deferredRows(f: Folded, w: Window): Array<{ day: string; account_id: string; deferred: number }> {
+  const out: Array<{ day: string; account_id: string; deferred: number }> = [];
+  for (let d = w.from; d <= w.to; d = nextDay(d)) for (const [account_id, deferred] of f.deferredAt.get(d) ?? []) out.push({ day: d, account_id, deferred });
+  return out;
+}

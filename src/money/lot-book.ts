@@ -1,0 +1,396 @@
+// The lot book: which lot every token an account uses comes from, and what that use is worth.
+// Pure: a fold over the log in order (`applyEvent`), kept out of the account decider so the
+// decider's state stays small (issue #31); the finance reports fold it at read time.
+// Each paid grant is a lot (tokens, money paid); free grants are lots with no value (promotional).
+// Charges take tokens as the decider split them (fromQuota: the current plan period's lot;
+// fromExtra: extra lots oldest first, the money rule of src/ledger/balance.ts), and each use books
+// the value of its tokens by the cumulative rounding rule (bookedAmount) on that lot.
+import type { ProjectedEvent } from '../eventstore/port.ts';
+import type { EventDataByType } from '../ledger/events.ts';
+import { InvariantViolation } from '../ledger/balance.ts';
+import { bookedAmount, type Rate } from './money.ts';
+
+export type LotSource = 'payment' | 'code' | 'free' | 'returned';
+
+export interface Lot {
+  lotId: string;
+  accountId: string;
+  source: LotSource;
+  paymentId: string | null;
+  pool: 'main' | 'extra';
+  currency: string;
+  tokens: number;
+  /** Money paid for the lot (0 for a free lot); `carriedIn`: value of returned tokens it holds. */
+  paid: number;
+  carriedIn: number;
+  used: number;
+  withdrawn: number;
+  /** The value rate of the lot's tokens (paid per tokens; a returned lot: its origin's rate). */
+  rate: Rate;
+  /** Rounded cumulative value of the tokens used so far (the series bookedAmount runs on). */
+  valueUsed: number;
+  recognised: number;
+  breakage: number;
+  refunded: number;
+  carriedOut: number;
+  deferred: number;
+  expiresAt: string | null;
+  ended: boolean;
+}
+
+export type BookingKind = 'payment' | 'use' | 'breakage' | 'refund' | 'dispute' | 'dispute_fee';
+
+/** One movement of money, booked to the journal and the reports. */
+export interface Booking {
+  at: string;
+  eventId: string;
+  accountId: string;
+  lotId: string | null;
+  kind: BookingKind;
+  currency: string;
+  model: string;
+  channel: string;
+  /** payment: the amount and the fee; use: revenue (negative: moved back to deferred); breakage;
+   * refund/dispute: the money given back, split into its deferred and its revenue part. */
+  amount: number;
+  fee: number;
+  fromDeferred: number;
+  refundedRevenue: number;
+  /** Promotional tokens used (uses of free lots). */
+  promotionalTokens: number;
+}
+
+interface ChargeTrail {
+  model: string;
+  channel: string;
+  /** Tokens the charge took from each lot, in the order taken. */
+  taken: Array<{ lotId: string; tokens: number }>;
+}
+
+export interface LotBook {
+  lots: Map<string, Lot>;
+  /** Per account: its current plan lot and its extra lots, oldest first. */
+  accounts: Map<string, { plan: string | null; extra: string[]; pendingPayment: Map<string, EventDataByType['PaymentReceived']> }>;
+  charges: Map<string, ChargeTrail>;
+  bookings: Booking[];
+  /** Per event: the change of deferred revenue it made, by account (the reconciliation's own column). */
+  deferredDelta: Map<string, number>;
+}
+
+export const emptyLotBook = (): LotBook => ({ lots: new Map(), accounts: new Map(), charges: new Map(), bookings: [], deferredDelta: new Map() });
+
+/** recognised + breakage + refunded + carried out + deferred = paid + carried in, and no part below zero. */
+export function assertLot(l: Lot): void {
+  const parts = l.recognised + l.breakage + l.refunded + l.carriedOut + l.deferred;
+  if (parts !== l.paid + l.carriedIn)
+    throw new InvariantViolation(
+      `lot ${l.lotId}: recognised ${l.recognised} + breakage ${l.breakage} + refunded ${l.refunded} + carried out ${l.carriedOut} + deferred ${l.deferred} != paid ${l.paid} + carried in ${l.carriedIn}`,
+    );
+  if (l.deferred < 0 || l.used < 0 || l.used + l.withdrawn > l.tokens)
+    throw new InvariantViolation(`lot ${l.lotId}: deferred ${l.deferred}, used ${l.used} + withdrawn ${l.withdrawn} of ${l.tokens}`);
+}
+
+function accountOf(b: LotBook, accountId: string) {
+  let a = b.accounts.get(accountId);
+  if (!a) b.accounts.set(accountId, (a = { plan: null, extra: [], pendingPayment: new Map() }));
+  return a;
+}
+
+function book(b: LotBook, e: ProjectedEvent, l: Lot, part: Partial<Booking> & Pick<Booking, 'kind'>): void {
+  b.bookings.push({
+    at: e.timestamp,
+    eventId: e.id,
+    accountId: l.accountId,
+    lotId: l.lotId,
+    currency: l.currency,
+    model: '',
+    channel: '',
+    amount: 0,
+    fee: 0,
+    fromDeferred: 0,
+    refundedRevenue: 0,
+    promotionalTokens: 0,
+    ...part,
+  });
+}
+
+function moveDeferred(b: LotBook, e: ProjectedEvent, l: Lot, delta: number): void {
+  l.deferred += delta;
+  b.deferredDelta.set(e.id, (b.deferredDelta.get(e.id) ?? 0) + delta);
+}
+
+function newLot(
+  b: LotBook,
+  e: ProjectedEvent,
+  accountId: string,
+  f: Pick<Lot, 'source' | 'paymentId' | 'pool' | 'currency' | 'tokens' | 'paid' | 'carriedIn' | 'rate' | 'expiresAt'>,
+  lotId = e.id,
+): Lot {
+  const l: Lot = {
+    lotId,
+    accountId,
+    used: 0,
+    withdrawn: 0,
+    valueUsed: 0,
+    recognised: 0,
+    breakage: 0,
+    refunded: 0,
+    carriedOut: 0,
+    deferred: 0,
+    ended: false,
+    ...f,
+  };
+  b.lots.set(l.lotId, l);
+  moveDeferred(b, e, l, l.paid + l.carriedIn);
+  return l;
+}
+
+/** Books `tokens` more used (negative: given back) on a lot, at its rate by the cumulative rule. */
+function use(b: LotBook, e: ProjectedEvent, l: Lot, tokens: number, trail: { model: string; channel: string }): void {
+  if (tokens === 0) return;
+  const usedAfter = l.used + tokens;
+  const valueAfter = l.valueUsed + bookedAmount(l.rate, l.used, usedAfter);
+  // Where the value of unused tokens sits: deferred, or breakage once the lot's period has ended
+  // (tokens used or given back after the end move value between revenue and breakage).
+  const unusedValue = l.ended ? l.breakage : l.deferred;
+  let amount = valueAfter - l.valueUsed;
+  // The last token takes what is left: the uses' and the withdrawals' rounded parts are each exact,
+  // their sum may differ from the whole by a unit.
+  if (!l.ended && l.tokens - l.withdrawn - usedAfter === 0) amount = l.deferred;
+  amount = Math.max(Math.min(amount, unusedValue), -l.recognised);
+  l.used = usedAfter;
+  l.valueUsed = valueAfter;
+  l.recognised += amount;
+  if (l.ended) {
+    l.breakage -= amount;
+    if (amount !== 0) book(b, e, l, { kind: 'breakage', amount: -amount });
+  } else moveDeferred(b, e, l, -amount);
+  book(b, e, l, { kind: 'use', amount, model: trail.model, channel: trail.channel, promotionalTokens: l.source === 'free' ? tokens : 0 });
+  assertLot(l);
+}
+
+/** Ends a plan lot (renewed or expired): its unused value becomes breakage at `at`. */
+function endLot(b: LotBook, e: ProjectedEvent, l: Lot, at: string): void {
+  if (l.ended) return;
+  l.ended = true;
+  const amount = l.deferred;
+  l.breakage += amount;
+  moveDeferred(b, e, l, -amount);
+  if (amount !== 0) book(b, { ...e, timestamp: at }, l, { kind: 'breakage', amount });
+  assertLot(l);
+}
+
+/** Takes `tokens` from the account's extra lots, oldest first (the money rule's order). */
+function takeExtra(b: LotBook, e: ProjectedEvent, extra: string[], tokens: number, trail: ChargeTrail): void {
+  let left = tokens;
+  for (const id of extra) {
+    if (left === 0) break;
+    const l = b.lots.get(id)!;
+    const n = Math.min(left, l.tokens - l.withdrawn - l.used);
+    if (n <= 0) continue;
+    use(b, e, l, n, trail);
+    trail.taken.push({ lotId: id, tokens: n });
+    left -= n;
+  }
+  if (left > 0) throw new InvariantViolation(`account's extra lots cover ${tokens - left} of ${tokens} tokens charged`);
+}
+
+/** Gives `tokens` back to the lots the charge took them from, newest first. */
+function giveBackExtra(b: LotBook, e: ProjectedEvent, trail: ChargeTrail, tokens: number): void {
+  let left = tokens;
+  for (let i = trail.taken.length - 1; i >= 0 && left > 0; i--) {
+    const t = trail.taken[i];
+    const l = b.lots.get(t.lotId)!;
+    if (l.pool !== 'extra') continue;
+    const n = Math.min(left, t.tokens, l.used);
+    use(b, e, l, -n, trail);
+    t.tokens -= n;
+    left -= n;
+  }
+  if (left > 0) throw new InvariantViolation(`charge gives back ${tokens} extra tokens, its lots took ${tokens - left}`);
+}
+
+/** Ends every plan lot whose period is over by `at` (breakage dated at the period's end). */
+export function expireLots(b: LotBook, at: string, e: ProjectedEvent): void {
+  for (const a of b.accounts.values()) {
+    const l = a.plan ? b.lots.get(a.plan) : undefined;
+    if (l && !l.ended && l.expiresAt !== null && l.expiresAt <= at) endLot(b, { ...e, id: `${l.lotId}:end` }, l, l.expiresAt);
+  }
+}
+
+const noTrail = { model: '', channel: '', taken: [] };
+
+export function applyEvent(b: LotBook, e: ProjectedEvent, currency: string): void {
+  expireLots(b, e.timestamp, e);
+  const t = e.type as keyof EventDataByType;
+  switch (t) {
+    case 'PaymentReceived': {
+      const d = e.data as unknown as EventDataByType['PaymentReceived'];
+      accountOf(b, d.accountId).pendingPayment.set(d.paymentId, d);
+      return;
+    }
+    case 'SubscriptionStarted':
+    case 'SubscriptionRenewed': {
+      const d = e.data as unknown as EventDataByType['SubscriptionStarted'];
+      const a = accountOf(b, d.accountId);
+      const old = a.plan ? b.lots.get(a.plan) : undefined;
+      if (old) endLot(b, e, old, e.timestamp);
+      a.plan = grantLot(b, e, a, d.accountId, d.quota, d.paymentId, 'main', d.expiresAt, currency).lotId;
+      return;
+    }
+    case 'ExtraTokensGranted': {
+      const d = e.data as unknown as EventDataByType['ExtraTokensGranted'];
+      const a = accountOf(b, d.accountId);
+      a.extra.push(grantLot(b, e, a, d.accountId, d.amount, d.paymentId, 'extra', null, currency).lotId);
+      return;
+    }
+    case 'ChatCharged':
+    case 'ImageCharged': {
+      const d = e.data as unknown as EventDataByType['ChatCharged'];
+      const a = accountOf(b, d.accountId);
+      const trail: ChargeTrail = { model: d.model, channel: d.channel ?? '', taken: [] };
+      b.charges.set(e.id, trail);
+      if (d.fromQuota > 0) {
+        const plan = requirePlan(b, a.plan);
+        use(b, e, plan, d.fromQuota, trail);
+        trail.taken.push({ lotId: plan.lotId, tokens: d.fromQuota });
+      }
+      takeExtra(b, e, a.extra, d.fromExtra, trail);
+      return;
+    }
+    case 'ChargeAdjusted': {
+      const d = e.data as unknown as EventDataByType['ChargeAdjusted'];
+      const a = accountOf(b, d.accountId);
+      const trail = b.charges.get(d.chargeEventId) ?? { ...noTrail, model: d.model, taken: [] };
+      if (d.quotaDelta !== 0) use(b, e, requirePlan(b, a.plan), d.quotaDelta, trail);
+      if (d.extraDelta > 0) takeExtra(b, e, a.extra, d.extraDelta, trail);
+      if (d.extraDelta < 0) giveBackExtra(b, e, trail, -d.extraDelta);
+      if (d.extraCredited) returnTokens(b, e, a, d.accountId, trail, d.extraCredited, currency);
+      return;
+    }
+    case 'PaymentRefunded': {
+      const d = e.data as unknown as EventDataByType['PaymentRefunded'];
+      const l = [...b.lots.values()].find((x) => x.paymentId === d.paymentId && x.accountId === d.accountId);
+      if (!l) throw new InvariantViolation(`refund ${d.refundId}: no lot for payment ${d.paymentId}`);
+      refund(b, e, l, d);
+      return;
+    }
+    case 'DisputeClosed': {
+      const d = e.data as unknown as EventDataByType['DisputeClosed'];
+      if (d.fee > 0)
+        b.bookings.push({
+          at: e.timestamp,
+          eventId: e.id,
+          accountId: d.accountId,
+          lotId: null,
+          kind: 'dispute_fee',
+          currency,
+          model: '',
+          channel: '',
+          amount: d.fee,
+          fee: 0,
+          fromDeferred: 0,
+          refundedRevenue: 0,
+          promotionalTokens: 0,
+        });
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+function requirePlan(b: LotBook, id: string | null): Lot {
+  const l = id ? b.lots.get(id) : undefined;
+  if (!l) throw new InvariantViolation('a charge takes tokens from the main plan of an account without a plan lot');
+  return l;
+}
+
+function grantLot(
+  b: LotBook,
+  e: ProjectedEvent,
+  a: ReturnType<typeof accountOf>,
+  accountId: string,
+  tokens: number,
+  paymentId: string | undefined,
+  pool: 'main' | 'extra',
+  expiresAt: string | null,
+  currency: string,
+): Lot {
+  const p = paymentId ? a.pendingPayment.get(paymentId) : undefined;
+  if (p) a.pendingPayment.delete(paymentId!);
+  const paid = p?.amount ?? 0;
+  const l = newLot(b, e, accountId, {
+    source: p ? (p.processor === 'code' ? 'code' : 'payment') : 'free',
+    paymentId: paymentId ?? null,
+    pool,
+    currency: p?.currency ?? currency,
+    tokens,
+    paid,
+    carriedIn: 0,
+    rate: { amount: paid, per: Math.max(1, tokens) },
+    expiresAt,
+  });
+  if (p) book(b, e, l, { kind: 'payment', amount: p.amount, fee: p.fee ?? 0 });
+  assertLot(l);
+  return l;
+}
+
+/**
+ * Tokens a correction gives back after their plan period ended: a new extra lot carrying the value
+ * they had (moved from revenue back to deferred on their own lot).
+ */
+function returnTokens(
+  b: LotBook,
+  e: ProjectedEvent,
+  a: ReturnType<typeof accountOf>,
+  accountId: string,
+  trail: ChargeTrail,
+  tokens: number,
+  currency: string,
+): void {
+  const origin = trail.taken.map((t) => b.lots.get(t.lotId)!).find((l) => l.pool === 'main');
+  let value = 0;
+  if (origin && origin.used >= tokens) {
+    const after = origin.valueUsed + bookedAmount(origin.rate, origin.used, origin.used - tokens);
+    value = Math.min(origin.recognised, origin.valueUsed - after);
+    origin.used -= tokens;
+    origin.valueUsed = after;
+    origin.recognised -= value;
+    origin.carriedOut += value;
+    book(b, e, origin, { kind: 'use', amount: -value, model: trail.model, channel: trail.channel });
+    assertLot(origin);
+  }
+  const l = newLot(
+    b,
+    e,
+    accountId,
+    {
+      source: 'returned',
+      paymentId: null,
+      pool: 'extra',
+      currency: origin?.currency ?? currency,
+      tokens,
+      paid: 0,
+      carriedIn: value,
+      rate: { amount: value, per: Math.max(1, tokens) },
+      expiresAt: null,
+    },
+    `${e.id}:returned`,
+  );
+  a.extra.push(l.lotId);
+}
+
+/** A refund or lost dispute: its unused tokens leave the lot (deferred), the rest was revenue. */
+function refund(b: LotBook, e: ProjectedEvent, l: Lot, d: EventDataByType['PaymentRefunded']): void {
+  // The refund withdraws from its own lot; the decider's figures say how much was still unused.
+  const withdrawn = Math.min(d.tokensWithdrawn, l.tokens - l.withdrawn - l.used);
+  const fromDeferred = Math.min(d.fromDeferred, l.deferred);
+  const refundedRevenue = d.amount - fromDeferred;
+  l.withdrawn += withdrawn;
+  l.refunded += d.amount;
+  l.recognised -= refundedRevenue;
+  moveDeferred(b, e, l, -fromDeferred);
+  book(b, e, l, { kind: d.reason === 'dispute_lost' ? 'dispute' : 'refund', amount: d.amount, fromDeferred, refundedRevenue });
+  assertLot(l);
+}
