@@ -12,6 +12,7 @@ import { plans } from './plans.ts';
 import { upstreamDaily } from './upstream-report.ts';
 import { usageDaily } from './usage-daily.ts';
 import { usageKeys } from './usage-keys.ts';
+import { memberships, sessions } from './members.ts';
 
 export { accounts, type AccountRow } from './accounts.ts';
 export { holds, type HoldRow } from './holds.ts';
@@ -214,4 +215,4 @@ const kindList = (kinds: ReadonlyArray<'chat' | 'image'>) =>
     .map((k) => `'${k}'`)
     .join(', ') || 'NULL';
 
-export const ALL_PROJECTIONS = [keys, accounts, holds, usageDaily, models, plans, charges, upstreamDaily, usageKeys];
+export const ALL_PROJECTIONS = [keys, accounts, holds, usageDaily, models, plans, charges, upstreamDaily, usageKeys, memberships, sessions];
