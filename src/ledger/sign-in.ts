@@ -19,8 +19,7 @@ export interface LinkState {
 }
 
 export type LinkCommand =
-  | { type: 'IssueLink'; linkId: string; email: string; hash: string; now: Date; minutes: number }
-  | { type: 'UseLink'; email: string; hash: string; now: Date };
+  { type: 'IssueLink'; linkId: string; email: string; hash: string; now: Date; minutes: number } | { type: 'UseLink'; email: string; hash: string; now: Date };
 
 /** One refusal for every way a link can be wrong: a guesser learns nothing from it. */
 export const badLink = () => new DomainError('invalid', 'This sign-in link is not valid, has expired or was already used: ask for a new one.');
