@@ -13,6 +13,7 @@ import { upstreamDaily } from './upstream-report.ts';
 import { upstreamCalls, upstreamCostRates } from './upstream-cost.ts';
 import { usageDaily } from './usage-daily.ts';
 import { usageKeys } from './usage-keys.ts';
+import { memberships, sessions } from './members.ts';
 
 export { accounts, type AccountRow } from './accounts.ts';
 export { holds, type HoldRow } from './holds.ts';
@@ -215,4 +216,4 @@ const kindList = (kinds: ReadonlyArray<'chat' | 'image'>) =>
     .map((k) => `'${k}'`)
     .join(', ') || 'NULL';
 
-export const ALL_PROJECTIONS = [keys, accounts, holds, usageDaily, models, plans, charges, upstreamDaily, usageKeys, upstreamCalls, upstreamCostRates];
+export const ALL_PROJECTIONS = [keys, accounts, holds, usageDaily, models, plans, charges, upstreamDaily, usageKeys, upstreamCalls, upstreamCostRates, memberships, sessions];

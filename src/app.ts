@@ -7,7 +7,7 @@ import type { GatewayDeps } from './gateway/deps.ts';
 import { requestId } from './http/request-id.ts';
 import { apiCors } from './http/cors.ts';
 import { removeUploads } from './http/uploads.ts';
-import { jsonBody, jsonOrMultipartBody, MODEL_CALL_LIMITS, refuseBodyOutside } from './http/body.ts';
+import { ADMIN_LIMITS, jsonBody, jsonOrMultipartBody, MODEL_CALL_LIMITS, refuseBodyOutside } from './http/body.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { accessLog } from './http/access-log.ts';
 import { ApiError, errorBody, errorHandler } from './http/errors.ts';
@@ -26,11 +26,13 @@ import { adminRouter } from './routes/admin.ts';
 import { paymentRoutes } from './routes/payments.ts';
 import { stripeWebhookRoute } from './routes/stripe-webhook.ts';
 import { redirectBrowserToPages, webRoutes } from './routes/web.ts';
+import { customerAuthRoutes, type CustomerAuthDeps } from './routes/customer-auth.ts';
+import { customerAccountRoutes } from './routes/customer-account.ts';
 import { metricsEndpoint, readiness, type ViewsBehind } from './gateway/health.ts';
 import type { Metrics } from './gateway/metrics.ts';
 
 /** Paths the /v1 router may match (it is case-insensitive) and the admin API: their routes read bodies after authentication. */
-const READS_BODIES = /^\/(v1|admin\/v1)(\/|$)/i;
+const READS_BODIES = /^\/(v1|admin\/v1|app\/api)(\/|$)/i;
 
 /** JSON for every POST, multipart too for image edits; anything else is a 415. */
 function requireContentType(ctx: Context, next: Next) {
@@ -66,6 +68,8 @@ export function createApp(
     readyTimeoutMs?: number;
     /** Why the in-memory views (keys, prices, channels) cannot answer for the log yet; null when current. */
     viewsBehind?: ViewsBehind;
+    /** The session API of /app (sign-in, members, keys, billing); absent: not served. */
+    customers?: Omit<CustomerAuthDeps, 'ledger'>;
   } = {},
 ): Koa {
   const app = new Koa({ proxy: opts.trustProxy === true });
@@ -149,6 +153,15 @@ export function createApp(
     const admin = adminRouter(deps, opts.adminToken, { failuresPerMinute: opts.adminFailuresPerMinute });
     app.use(admin.routes());
     app.use(admin.allowedMethods({ throw: true }));
+  }
+  if (opts.customers) {
+    // Cookies and CSRF tokens here only: /v1 never reads a cookie (a session there is a 401).
+    const customers = new Router({ prefix: '/app/api' });
+    customers.use(jsonBody(ADMIN_LIMITS));
+    customers.use(customerAuthRoutes({ ledger: deps.ledger, ...opts.customers }).routes());
+    customers.use(customerAccountRoutes(deps).routes());
+    app.use(customers.routes());
+    app.use(customers.allowedMethods({ throw: true }));
   }
   app.use(v1.routes());
   app.use(v1.allowedMethods({ throw: true }));

@@ -65,6 +65,54 @@ export interface Settings {
   webhooks: WebhookSettings;
   /** Payments (src/payments): TOLLGATE_CURRENCY and the STRIPE_* variables below. */
   payments: PaymentSettings;
+  /** The customers' side of /app (src/customers): sign-in by email link or OpenID Connect, sign-up. */
+  customers: CustomerSettings;
+}
+
+export interface CustomerSettings {
+  /** TOLLGATE_PUBLIC_URL: the origin people reach /app at (links in mail, OIDC redirect; https makes cookies Secure). Unset: the request's own origin. */
+  publicUrl?: string;
+  /** TOLLGATE_SMTP_URL (smtp://user:pass@host:587 or smtps://…): sign-in links are mailed through it; unset: printed to the console log. */
+  smtpUrl?: string;
+  /** TOLLGATE_MAIL_FROM: the From of sign-in mail. */
+  mailFrom: string;
+  /** TOLLGATE_SIGN_IN_LINK_MINUTES: how long a link works (1-15). */
+  linkMinutes: number;
+  /** TOLLGATE_SESSION_HOURS: how long a session lasts. */
+  sessionHours: number;
+  /** TOLLGATE_SIGN_IN_ATTEMPTS_PER_MINUTE: link requests one address may make a minute (per process), known or not. */
+  signInAttemptsPerMinute: number;
+  /** TOLLGATE_SIGNUP=open: an unknown address that signs in gets an account of its own (else invitation only). */
+  signUpOpen: boolean;
+  /** TOLLGATE_SIGNUP_PLAN: the plan a signed-up account starts on (none: no plan until it buys one). */
+  signUpPlan?: string;
+  /** TOLLGATE_OIDC_ISSUER, _CLIENT_ID, _CLIENT_SECRET, _REDIRECT_URI, _NAME: one OpenID Connect provider (off without issuer and client id). */
+  oidc: { issuer: string; clientId: string; clientSecret?: string; redirectUri?: string; name: string } | null;
+}
+
+export function customerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): CustomerSettings {
+  const issuer = env.TOLLGATE_OIDC_ISSUER || '';
+  const clientId = env.TOLLGATE_OIDC_CLIENT_ID || '';
+  return {
+    publicUrl: env.TOLLGATE_PUBLIC_URL?.replace(/\/+$/, '') || undefined,
+    smtpUrl: env.TOLLGATE_SMTP_URL || undefined,
+    mailFrom: env.TOLLGATE_MAIL_FROM || 'Tollgate <no-reply@localhost>',
+    linkMinutes: Math.min(15, Math.max(1, Number(env.TOLLGATE_SIGN_IN_LINK_MINUTES ?? 15))),
+    sessionHours: Number(env.TOLLGATE_SESSION_HOURS ?? 12),
+    signInAttemptsPerMinute: Number(env.TOLLGATE_SIGN_IN_ATTEMPTS_PER_MINUTE ?? 5),
+    signUpOpen: env.TOLLGATE_SIGNUP === 'open',
+    signUpPlan: env.TOLLGATE_SIGNUP_PLAN || undefined,
+    oidc:
+      issuer && clientId
+        ? {
+            issuer,
+            clientId,
+            clientSecret: env.TOLLGATE_OIDC_CLIENT_SECRET || undefined,
+            redirectUri: env.TOLLGATE_OIDC_REDIRECT_URI || undefined,
+            name: env.TOLLGATE_OIDC_NAME || 'single sign-on',
+          }
+        : null,
+  };
 }
 
 export interface PaymentSettings {
@@ -170,6 +218,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     trustProxy: env.TOLLGATE_TRUST_PROXY === '1',
     upstreamSecret: (variable) => env[variable] || undefined,
     webhooks: webhookSettingsFromEnv(env),
+    customers: customerSettingsFromEnv(env),
     payments: {
       currency: env.TOLLGATE_CURRENCY || 'USD',
       disputeSuspendsKeys: env.TOLLGATE_DISPUTE_SUSPENDS_KEYS !== 'off',

@@ -28,6 +28,9 @@ import { startSweeper, sweepStaleHolds } from './gateway/sweeper.ts';
 import { createReleaseRetry } from './gateway/release-retry.ts';
 import { revokeRotatedKey } from './gateway/key-rotation.ts';
 import { createApp, metricsApp } from './app.ts';
+import { createSignIn } from './customers/sign-in.ts';
+import { createMailer } from './customers/mailer.ts';
+import { createOidc } from './customers/oidc.ts';
 import type { GatewayDeps } from './gateway/deps.ts';
 import type { Settings } from './config.ts';
 import { ReadModelsBehind } from './ledger/read-your-writes.ts';
@@ -191,6 +194,16 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     readyMaxLag: settings.readyMaxLag,
     readyTimeoutMs: settings.readyTimeoutMs,
     viewsBehind: feed.behind,
+    customers: {
+      settings: settings.customers,
+      signIn: createSignIn({
+        ledger,
+        mailer: createMailer({ smtpUrl: settings.customers.smtpUrl, from: settings.customers.mailFrom, log }),
+        settings: settings.customers,
+        log,
+      }),
+      oidc: settings.customers.oidc ? createOidc(settings.customers.oidc) : null,
+    },
   });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(settings.port, settings.host, () => resolve(s));

@@ -120,6 +120,8 @@ export function toApiError(err: unknown): ApiError {
         return rateLimitError(err.facts as unknown as RateDecision);
       case 'account_suspended':
         return new ApiError(403, `${err.message}; it is lifted when the dispute closes.`, 'permission_error', 'account_suspended');
+      case 'forbidden':
+        return new ApiError(403, err.message, 'permission_error', 'forbidden', param);
       case 'not_found':
         return new ApiError(404, err.message, 'invalid_request_error', 'not_found', param);
       case 'already_exists':

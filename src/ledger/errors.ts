@@ -9,7 +9,9 @@ export type DomainErrorCode =
   | 'conflict'
   | 'key_limit_exceeded'
   | 'key_expired'
-  | 'account_suspended';
+  | 'account_suspended'
+  /** The actor may not do this (a member's role). */
+  | 'forbidden';
 
 export class DomainError extends Error {
   constructor(

@@ -1,6 +1,8 @@
 // The event catalogue as TypeScript types. schemas/events/*.json is the source of truth at run
 // time (ajv checks every append); these types keep the deciders honest at compile time.
 
+import type { Role } from './roles.ts';
+
 export interface PlanTerms {
   planId: string;
   name: string;
@@ -89,7 +91,7 @@ export interface KeyControls {
 }
 export type KeyControlField = 'name' | 'spend_limit' | 'models' | 'expires_at';
 
-export interface EventDataByType {
+export interface EventDataByType extends MemberEvents {
   PlanDefined: PlanTerms;
   PlanUpdated: PlanTerms;
   AccountOpened: { accountId: string; name: string };
@@ -277,6 +279,21 @@ export interface UpstreamBillLine {
   outputTokens: number;
 }
 
+// Customers (src/customers): members of an account on its members stream; sign-in links and
+// sessions on streams of their own. Secrets are stored only as SHA-256 hashes.
+export interface MemberEvents {
+  MemberInvited: { accountId: string; memberId: string; email: string; role: Role };
+  /** The invited address signed in (invitationId) or founded the account by sign-up (null). */
+  MemberJoined: { accountId: string; memberId: string; email: string; role: Role; invited: boolean };
+  MemberRoleChanged: { accountId: string; memberId: string; email: string; from: Role; to: Role };
+  /** A member removed, or an invitation withdrawn (status says which). */
+  MemberRemoved: { accountId: string; memberId: string; email: string; role: Role; status: 'invited' | 'active' };
+  SignInLinkIssued: { linkId: string; email: string; hash: string; expiresAt: string };
+  SignInLinkUsed: { linkId: string; email: string };
+  SessionStarted: { sessionId: string; email: string; hash: string; method: 'email' | 'oidc'; expiresAt: string };
+  SessionEnded: { sessionId: string; email: string; reason: 'sign_out' | 'ended_by_member' | 'ended_by_operator' };
+}
+
 export type PaymentProcessor = 'manual' | 'stripe' | 'code';
 
 /** What the processor says of a payment: who took it, its own id, how much, and its fee. */
@@ -326,6 +343,14 @@ export const EVENT_TYPES = [
   'PaymentUnmatched',
   'UpstreamCostRateSet',
   'UpstreamBillImported',
+  'MemberInvited',
+  'MemberJoined',
+  'MemberRoleChanged',
+  'MemberRemoved',
+  'SignInLinkIssued',
+  'SignInLinkUsed',
+  'SessionStarted',
+  'SessionEnded',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -359,6 +384,12 @@ export const streams = {
   upstreamCosts: () => 'upstream-costs',
   /** An imported upstream bill (src/money/cost-bills.ts). */
   upstreamBill: (billId: string) => `upstream-bill-${billId}`,
+  /** An account's members and invitations (src/ledger/members.ts). */
+  members: (accountId: string) => `members-${accountId}`,
+  /** One sign-in link, used at most once (src/ledger/sign-in.ts). */
+  signInLink: (linkId: string) => `signin-${linkId}`,
+  /** One session of a member (src/ledger/sign-in.ts). */
+  session: (sessionId: string) => `session-${sessionId}`,
 };
 
 /** The fields that are set: optional event fields are left out, never stored as undefined or null. */

@@ -30,6 +30,7 @@ import type { PlanTerms } from '../ledger/events.ts';
 import { webhookAdminRouter } from './admin-webhooks.ts';
 import { adminPaymentsRoutes } from './admin-payments.ts';
 import { adminFinanceRoutes } from './admin-finance.ts';
+import { adminMembersRoutes } from './admin-members.ts';
 
 type Body = Record<string, unknown>;
 
@@ -179,6 +180,7 @@ export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failu
   });
   r.use(adminConsoleRoutes(deps).routes()); // GET /accounts (paginated) and /accounts/:id/balance, for the console
   r.use(adminKeysRoutes(deps).routes()); // GET /accounts/:id/keys (with controls and spend), PATCH /keys/:id, POST /keys/:id/rotate
+  r.use(adminMembersRoutes(ledger).routes()); // an account's members and who changed them
 
   r.get('/plans', async (ctx) => {
     await ledger.readYourWrites();

@@ -121,7 +121,8 @@ export function paymentRoutes(deps: GatewayDeps, payments: Payments, opts: { cod
       const b = ctx.request.body as Record<string, unknown> | undefined;
       if (!b || typeof b !== 'object' || Array.isArray(b)) throw badRequest('The request body must be a JSON object with a "code".', 'code');
       limiter.check(accountId);
-      const res = await payments.redeem(accountId, b.code, `key:${ctx.state.auth.keyId}`);
+      // The member on the session API, the key on /v1.
+      const res = await payments.redeem(accountId, b.code, ctx.state.actor ?? `key:${ctx.state.auth.keyId}`);
       if (!res) {
         limiter.failed(accountId);
         // One answer for unknown, expired and used codes: a guesser learns nothing.

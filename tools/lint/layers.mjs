@@ -19,7 +19,7 @@ const LAYERS = [
   ['http', ['src/http/']],
   ['gateway', ['src/gateway/']],
   ['dialects', ['src/dialects/']],
-  ['operator features', ['src/admin/', 'src/webhooks/']],
+  ['operator features', ['src/admin/', 'src/webhooks/', 'src/customers/']],
   ['routes', ['src/routes/']],
   ['app', ['src/app.ts']],
   ['process', ['src/server.ts', 'src/projector.ts', 'src/logger.ts']],

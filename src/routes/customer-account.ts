@@ -1,0 +1,132 @@
+// The session API's account side under /app/api/accounts/:account: members, keys, usage and
+// billing, each behind its action in the role table (src/ledger/roles.ts). A person who is not a
+// member of the account, or whose role lacks the action, gets a 403 and nothing is written.
+import type { Context, Next } from 'koa';
+import Router from '@koa/router';
+import type { GatewayDeps } from '../gateway/deps.ts';
+import { badRequest } from '../http/errors.ts';
+import { requireId } from '../ledger/ledger.ts';
+import { maskKey } from '../ledger/keys.ts';
+import { isRole, type Action } from '../ledger/roles.ts';
+import { changeRole, invite, memberActor, membersWithHistory, remove, requireMember } from '../customers/members.ts';
+import { createKey, revokeAccountKey } from '../customers/keys.ts';
+import { requireEmail } from '../customers/sign-in.ts';
+import { listKeys, MAX_GRACE_SECONDS, parseKeyControlsPatch, rotateKey, setKeyControls } from '../admin/key-controls.ts';
+import { buildStatement, statementCsv } from '../admin/statements.ts';
+import { usage } from './account.ts';
+import { requireSession } from './customer-auth.ts';
+import { paymentRoutes } from './payments.ts';
+
+type Body = Record<string, unknown>;
+const objectBody = (ctx: Context): Body => {
+  const b = ctx.request.body;
+  if (!b || typeof b !== 'object' || Array.isArray(b)) throw badRequest('The request body must be a JSON object.');
+  return b as Body;
+};
+
+function role(v: unknown) {
+  if (!isRole(v)) throw badRequest("'role' must be owner, admin, billing or developer.", 'role');
+  return v;
+}
+
+/**
+ * The member allowed `action` in the path's account, as ctx.state.member; the routes that serve
+ * key holders too (usage, payments) find the account in ctx.state.auth and the member as actor.
+ */
+const allowed = (deps: GatewayDeps, action: Action) => async (ctx: Context, next: Next) => {
+  const accountId = requireId(ctx.params.account, 'account_id');
+  const m = await requireMember(deps.ledger, accountId, (ctx.state.person as { email: string }).email, action);
+  ctx.state.member = m;
+  ctx.state.actor = memberActor(m);
+  ctx.state.auth = { accountId, keyId: null };
+  await next();
+};
+
+const DAY_MS = 86_400_000;
+function statementRange(ctx: Context) {
+  const to = ctx.query.to === undefined ? new Date() : new Date(String(ctx.query.to));
+  const from = ctx.query.from === undefined ? new Date(to.getTime() - 30 * DAY_MS) : new Date(String(ctx.query.from));
+  if (Number.isNaN(from.getTime()) || Number.isNaN(to.getTime()) || from >= to)
+    throw badRequest("'from' and 'to' must be ISO 8601 times, 'from' first.", 'from');
+  return { from, to };
+}
+
+export function customerAccountRoutes(deps: GatewayDeps): Router {
+  const { ledger, catalog } = deps;
+  const r = new Router({ prefix: '/accounts/:account' });
+  r.use(requireSession(ledger));
+  const by = (ctx: Context) => ({ actorRole: ctx.state.member.role, actor: ctx.state.actor as string });
+  const acct = (ctx: Context) => ctx.state.auth.accountId as string;
+
+  r.get('/members', allowed(deps, 'members.read'), async (ctx) => {
+    ctx.body = { object: 'members', ...(await membersWithHistory(ledger, acct(ctx))) };
+  });
+  r.post('/members', allowed(deps, 'members.manage'), async (ctx) => {
+    const b = objectBody(ctx);
+    ctx.status = 201;
+    ctx.body = { object: 'member', ...(await invite(ledger, acct(ctx), requireEmail(b.email), role(b.role), by(ctx))) };
+  });
+  r.patch('/members/:member', allowed(deps, 'members.manage'), async (ctx) => {
+    const m = await changeRole(ledger, acct(ctx), requireId(ctx.params.member, 'member_id'), role(objectBody(ctx).role), by(ctx));
+    ctx.body = { object: 'member', member_id: m.memberId, email: m.email, role: m.role, status: m.status };
+  });
+  r.delete('/members/:member', allowed(deps, 'members.manage'), async (ctx) => {
+    await remove(ledger, acct(ctx), requireId(ctx.params.member, 'member_id'), by(ctx));
+    ctx.body = { object: 'member', member_id: ctx.params.member, removed: true };
+  });
+
+  r.get('/keys', allowed(deps, 'keys.read'), async (ctx) => {
+    ctx.body = { object: 'list', data: await listKeys(ledger, acct(ctx)) };
+  });
+  r.post('/keys', allowed(deps, 'keys.manage'), async (ctx) => {
+    const k = await createKey(ledger, catalog, acct(ctx), objectBody(ctx), ctx.state.actor);
+    ctx.status = 201;
+    // The only time the secret leaves the gateway.
+    ctx.body = { object: 'api_key', key_id: k.keyId, account_id: acct(ctx), key: k.secret, masked: maskKey(k.last4), ...k.controls };
+  });
+  r.patch('/keys/:key', allowed(deps, 'keys.manage'), async (ctx) => {
+    const patch = parseKeyControlsPatch(objectBody(ctx));
+    const res = await setKeyControls(ledger, catalog, requireId(ctx.params.key, 'key_id'), patch, ctx.state.actor, { accountId: acct(ctx) });
+    ctx.body = { object: 'api_key', key_id: ctx.params.key, account_id: acct(ctx), ...res.controls, changed: res.changed };
+  });
+  r.post('/keys/:key/rotate', allowed(deps, 'keys.manage'), async (ctx) => {
+    const grace = objectBody(ctx).grace_seconds ?? 0;
+    if (typeof grace !== 'number' || !Number.isSafeInteger(grace) || grace < 0 || grace > MAX_GRACE_SECONDS)
+      throw badRequest(`'grace_seconds' must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS}.`, 'grace_seconds');
+    const res = await rotateKey(ledger, requireId(ctx.params.key, 'key_id'), grace, ctx.state.actor, { accountId: acct(ctx) });
+    ctx.status = 201;
+    ctx.body = {
+      object: 'api_key',
+      key_id: res.keyId,
+      account_id: acct(ctx),
+      key: res.secret,
+      masked: maskKey(res.last4),
+      replaces: { key_id: res.replaces, revoke_at: res.revokeAt },
+    };
+  });
+  r.post('/keys/:key/revoke', allowed(deps, 'keys.manage'), async (ctx) => {
+    await revokeAccountKey(ledger, acct(ctx), requireId(ctx.params.key, 'key_id'), ctx.state.actor);
+    ctx.body = { object: 'api_key', key_id: ctx.params.key, status: 'revoked' };
+  });
+
+  r.get('/usage', allowed(deps, 'usage.read'), usage(deps));
+
+  const money = paymentRoutes(deps, deps.payments, deps.paymentSettings);
+  r.get('/prices', allowed(deps, 'billing'), money.prices);
+  r.post('/checkout', allowed(deps, 'billing'), money.checkout);
+  r.post('/redemptions', allowed(deps, 'billing'), money.redeem);
+  r.get('/payments', allowed(deps, 'billing'), money.list);
+  r.get('/payments/:id', allowed(deps, 'billing'), money.receipt);
+  r.get('/billing/usage', allowed(deps, 'billing'), usage(deps));
+  r.get('/statement', allowed(deps, 'billing'), async (ctx) => {
+    const { from, to } = statementRange(ctx);
+    await ledger.caughtUp();
+    const s = await buildStatement(ledger, acct(ctx), from, to);
+    if (ctx.query.format === 'csv') {
+      ctx.type = 'text/csv; charset=utf-8';
+      ctx.set('content-disposition', `attachment; filename="statement-${acct(ctx)}.csv"`);
+      ctx.body = statementCsv(s);
+    } else ctx.body = s;
+  });
+  return r;
+}
