@@ -19,7 +19,12 @@ const gw = await startTollgate({
   databaseUrl: url,
   mock,
   projector: !!process.env.PROJECTOR,
-  env: Object.fromEntries((process.env.GATEWAY_ENV ?? '').split(/\s+/).filter(Boolean).map((kv) => kv.split('=', 2) as [string, string])),
+  env: Object.fromEntries(
+    (process.env.GATEWAY_ENV ?? '')
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((kv) => kv.split('=', 2) as [string, string]),
+  ),
   nodeArgs: process.env.PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE}`] : [],
 });
 /** The gateway's own append count and total seconds so far (its /metrics). */
