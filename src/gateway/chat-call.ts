@@ -105,6 +105,8 @@ const trailOf = (channel: Channel, failed: FailedAttempt[], upstreamId: string |
 export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequest): Promise<PreparedChat> {
   const model = await resolveCallerModel(deps, ctx, req.model);
   const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
+  // A call the account refuses anyway is refused before its prompt is counted.
+  await deps.metering.refuseEarly(caller, model.id, model);
   const promptTokens = countMessageTokens(req.messages, req.tools);
   // A streamed reply commits its status with its first byte, so its hold is committed first; a
   // whole reply is only sent once settled, so its upstream call may start as soon as the hold is

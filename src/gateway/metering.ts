@@ -12,7 +12,7 @@ import { chatCharge, imageCharge, DEFAULT_TOKENS_PER_IMAGE } from '../ledger/pri
 import { UpstreamError, type Usage } from '../upstream/port.ts';
 import { isAbortError } from '../upstream/abort.ts';
 import { rateStatus, type RateDecision } from '../ledger/call-rate.ts';
-import type { AccountCommand } from '../ledger/account.ts';
+import { accountDecider, type AccountCommand } from '../ledger/account.ts';
 import { holdEventId } from '../ledger/event-ids.ts';
 import { isDatabaseUnavailable } from '../eventstore/db.ts';
 import { findEvent, type ReleaseRetry } from './release-retry.ts';
@@ -135,6 +135,7 @@ export function createMetering(
               if (!isDatabaseUnavailable(readErr)) throw readErr;
             }
           }
+          if (hold.budget.expired) throw err;
         }
       }
     };
@@ -253,6 +254,18 @@ export function createMetering(
   }
 
   return {
+    /**
+     * Refuses, before any work is spent on the prompt (counting a large one holds the event loop),
+     * a chat call its account would refuse whatever the prompt: the account decider's own checks
+     * (suspension, model, key expiry, call rate, quota, key limit) on the smallest hold, decided
+     * on the cached state and appended nowhere. The hold itself is decided again, exactly.
+     */
+    async refuseEarly(caller: Caller, model: string, price: { multiplierMilli: number }): Promise<void> {
+      const s = await state(caller.accountId);
+      const smallest = Math.max(1, chatCharge(0, 1, price.multiplierMilli));
+      const probe = { type: 'Reserve' as const, holdId: '', requestId: caller.requestId, keyId: caller.keyId, model, kind: 'chat' as const };
+      accountDecider.decide({ ...probe, amount: smallest, now: new Date(), ttlMs: chatTtl }, s);
+    },
     reserveChat(
       caller: Caller,
       model: string,

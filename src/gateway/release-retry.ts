@@ -84,7 +84,8 @@ export function createReleaseRetry(ledger: Ledger, opts: { max: number; log: Ret
       for (const h of [...queue.values()]) {
         try {
           await settle(h);
-          queue.delete(h.holdId);
+          // Queued again meanwhile (its charge failed too): that entry is settled on the next pass.
+          if (queue.get(h.holdId) === h) queue.delete(h.holdId);
         } catch (err) {
           if (isDatabaseUnavailable(err)) {
             schedule(outage.failed(err));
@@ -114,7 +115,9 @@ export function createReleaseRetry(ledger: Ledger, opts: { max: number; log: Ret
         full = true;
         return false;
       }
-      queue.set(h.holdId, h);
+      // Queued twice (its hold's append and its charge both failed): the charge is looked for if either says so.
+      const before = queue.get(h.holdId);
+      queue.set(h.holdId, before?.chargeMayHaveCommitted ? { ...h, chargeMayHaveCommitted: true } : h);
       schedule(250);
       return true;
     },

@@ -38,6 +38,10 @@ interface Run {
   recoveryCutMs: number | null;
   recoveryStallMs: number | null;
   longestStallCallMs: number;
+  /** The longest call that was running at some moment of the stall (started before it or in it). */
+  longestCallInStallMs: number;
+  /** Charges voided because their call failed after they committed. */
+  voids: number;
   readyUnanswered: number;
   readyProbes: number;
   holdsReleased: number;
@@ -94,6 +98,8 @@ async function oneRun(run: number): Promise<Run> {
       ),
       recoveryStallMs: recoveryMs(o, stallEnd),
       longestStallCallMs: Math.max(0, ...o.filter((c) => c.startedAt >= stallAt && c.startedAt < stallEnd).map((c) => c.endedAt - c.startedAt)),
+      longestCallInStallMs: Math.max(0, ...o.filter((c) => c.endedAt >= stallAt && c.startedAt < stallEnd).map((c) => c.endedAt - c.startedAt)),
+      voids: survived ? a.voids : -1,
       readyUnanswered: probe.probes.filter((p) => p.status === 0).length,
       readyProbes: probe.probes.length,
       holdsReleased: a.holdsReleased,
@@ -120,11 +126,11 @@ console.log(
   `\n${source ?? 'this checkout'}: ${results.length - survived.length} of ${results.length} runs crashed; ` +
     `survivors: recovery after cut ${mean(fin(survived.map((r) => r.recoveryCutMs))).toFixed(0)} ms, after stall ${mean(fin(survived.map((r) => r.recoveryStallMs))).toFixed(0)} ms (mean); ` +
     `failed calls per second of cut ${mean(survived.map((r) => r.cutFailedPerS)).toFixed(1)}, of stall ${mean(survived.map((r) => r.stallFailedPerS)).toFixed(1)}; ` +
-    `longest call started in the stall ${Math.max(0, ...survived.map((r) => r.longestStallCallMs))} ms; ` +
+    `longest call started in the stall ${Math.max(0, ...survived.map((r) => r.longestStallCallMs))} ms, running during it ${Math.max(0, ...survived.map((r) => r.longestCallInStallMs ?? 0))} ms; ` +
     `silent streams ${survived.reduce((n, r) => n + r.silentStreams, 0)}, 500s ${survived.reduce((n, r) => n + r.status500, 0)}, ` +
     `readyz unanswered ${survived.reduce((n, r) => n + r.readyUnanswered, 0)} of ${survived.reduce((n, r) => n + r.readyProbes, 0)}; ` +
     `holds open ${HOLD_WAIT_MS / 1000} s after: ${survived.reduce((n, r) => n + Math.max(0, r.openHoldsAfterWait), 0)}; ` +
     `all closed after (mean) ${mean(fin(survived.map((r) => r.holdsClosedAfterMs))).toFixed(0)} ms; ` +
-    `200s not charged once ${survived.reduce((n, r) => n + r.successNotChargedOnce, 0)}, failed calls charged ${survived.reduce((n, r) => n + r.failedCharged, 0)}`,
+    `200s not charged once ${survived.reduce((n, r) => n + r.successNotChargedOnce, 0)}, failed calls left charged (net) ${survived.reduce((n, r) => n + r.failedCharged, 0)}, charges voided ${survived.reduce((n, r) => n + Math.max(0, r.voids ?? 0), 0)}`,
 );
 process.exit(0);
