@@ -746,4 +746,28 @@ test('correcting many charges leaves the account snapshot small; the apply repor
   await verify();
 });
 
+test('operator work is paced: each step waits for the read side, and backs off after the event loop was held up', async () => {
+  const { Pacer } = await import('../src/admin/pacing.ts');
+  let readSideWaits = 0;
+  const pacer = new Pacer(async () => {
+    readSideWaits++;
+  });
+  try {
+    await pacer.step();
+    assert.is(readSideWaits, 1, 'one wait for the read side per step');
+    await new Promise((resolve) => setTimeout(resolve, 30)); // a page's database read
+    // A step that holds the loop for 150 ms (as a page of hashing would): the next step backs off.
+    const until = Date.now() + 150;
+    while (Date.now() < until);
+    // The page's next database read: the loop delay's monitor records the late turn meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const slept = pacer.sleptMs;
+    await pacer.step();
+    assert.is(readSideWaits, 2);
+    assert.ok(pacer.sleptMs > slept, `backed off after the loop was late (slept ${pacer.sleptMs - slept} ms)`);
+  } finally {
+    pacer.stop();
+  }
+});
+
 test.run();

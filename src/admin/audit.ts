@@ -42,7 +42,8 @@ function checkOnThread(source: { url: string; schema: string }, upTo: number, on
       if (m.kind === 'page') void onProgress?.(m.events, m.position);
       else result = { check: new ChainCheck(m.heads, m.problems, m.events), position: m.position };
     });
-    worker.on('error', reject);
+    // Failed as the replay's threads fail (a server error, the cause in the log), whatever stopped it.
+    worker.on('error', (err) => reject(new Error(`the chain check's thread failed: ${err.message}`)));
     worker.on('exit', (code) => (result ? resolve(result) : reject(new Error(`the chain check's thread stopped (exit code ${code}) before it finished`))));
   });
 }

@@ -25,7 +25,11 @@ export class Pacer {
     this.delay.enable();
   }
 
-  /** Between two steps: yields, lets the read side catch up, and backs off as long as the loop was late. */
+  /**
+   * Between two steps: yields, lets the read side catch up, and backs off as long as the loop was
+   * late since the last step (the monitor records a late turn on its next tick: a step's own
+   * blocking is seen by the step after it).
+   */
   async step(): Promise<void> {
     await yieldToTraffic();
     if (this.readSide) await this.readSide();
