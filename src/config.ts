@@ -69,7 +69,7 @@ export interface PaymentSettings {
   currency: string;
   /** TOLLGATE_DISPUTE_SUSPENDS_KEYS=off: an open dispute does not suspend the account's keys. */
   disputeSuspendsKeys: boolean;
-  /** TOLLGATE_CODE_ATTEMPTS_PER_HOUR: wrong or used codes an account may try per hour (per process). */
+  /** TOLLGATE_CODE_ATTEMPTS_PER_HOUR: wrong or used codes an account may send per UTC hour (counted across gateways). */
   codeAttemptsPerHour: number;
   /** STRIPE_*: the Stripe path (off without a secret key and a webhook secret). */
   stripe: StripeSettings;

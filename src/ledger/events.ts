@@ -238,6 +238,8 @@ export interface EventDataByType {
     reason: string;
     details: Record<string, string>;
   };
+  /** A wrong, expired or used redemption code sent by an account (the code is not kept), in a UTC hour (yyyymmddhh). */
+  RedemptionCodeRefused: { accountId: string; hour: string };
 }
 
 export type PaymentProcessor = 'manual' | 'stripe' | 'code';
@@ -287,6 +289,7 @@ export const EVENT_TYPES = [
   'DisputeClosed',
   'RedemptionCodesMinted',
   'PaymentUnmatched',
+  'RedemptionCodeRefused',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -316,6 +319,8 @@ export const streams = {
   codeBatch: (batchId: string) => `codes-${batchId}`,
   /** Processor payments that matched nothing (src/money/unmatched.ts). */
   unmatchedPayments: () => 'unmatched-payments',
+  /** An account's refused redemption codes in one UTC hour (src/money/code-attempts.ts). */
+  codeAttempts: (accountId: string, hour: string) => `code-attempts-${accountId}-${hour}`,
 };
 
 /** The fields that are set: optional event fields are left out, never stored as undefined or null. */
