@@ -120,7 +120,7 @@ export interface PaymentSettings {
   currency: string;
   /** TOLLGATE_DISPUTE_SUSPENDS_KEYS=off: an open dispute does not suspend the account's keys. */
   disputeSuspendsKeys: boolean;
-  /** TOLLGATE_CODE_ATTEMPTS_PER_HOUR: wrong or used codes an account may try per hour (per process). */
+  /** TOLLGATE_CODE_ATTEMPTS_PER_HOUR: wrong or used codes an account may send per UTC hour (counted across gateways). */
   codeAttemptsPerHour: number;
   /** TOLLGATE_BILL_TOLERANCE_MINOR: how far (minor units) Tollgate's cost of a day, model and channel may be from an imported bill's and still agree; default 1. */
   billToleranceMinor: number;

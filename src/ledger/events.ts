@@ -256,6 +256,8 @@ export interface EventDataByType extends MemberEvents {
     sha256: string;
     lines: UpstreamBillLine[];
   };
+  /** A wrong, expired or used redemption code sent by an account (the code is not kept), in a UTC hour (yyyymmddhh). */
+  RedemptionCodeRefused: { accountId: string; hour: string };
 }
 
 /** Prices of one upstream model on one channel: decimal major units per million tokens. */
@@ -351,6 +353,7 @@ export const EVENT_TYPES = [
   'SignInLinkUsed',
   'SessionStarted',
   'SessionEnded',
+  'RedemptionCodeRefused',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -390,6 +393,8 @@ export const streams = {
   signInLink: (linkId: string) => `signin-${linkId}`,
   /** One session of a member (src/ledger/sign-in.ts). */
   session: (sessionId: string) => `session-${sessionId}`,
+  /** An account's refused redemption codes in one UTC hour (src/money/code-attempts.ts). */
+  codeAttempts: (accountId: string, hour: string) => `code-attempts-${accountId}-${hour}`,
 };
 
 /** The fields that are set: optional event fields are left out, never stored as undefined or null. */

@@ -13,6 +13,7 @@ import { currencyOf, requireMinorUnits, type Money } from '../money/money.ts';
 import { hashKey } from '../ledger/keys.ts';
 import type { RecordPaymentCommand } from '../money/payments.ts';
 import type { PaidLot } from '../money/lots.ts';
+import { codeAttemptsDecider, utcHour } from '../money/code-attempts.ts';
 
 /** Tollgate's id of a processor's payment: the same processor id always gives the same payment. */
 export const paymentIdFor = (processor: PaymentProcessor, processorPaymentId: string): string =>
@@ -195,6 +196,17 @@ export function createPayments(ledger: Ledger) {
     },
     async closeDispute(accountId: string, disputeId: string, outcome: 'won' | 'lost', fee: number, actor: string, now = new Date()) {
       return (await ledger.account(accountId, { type: 'CloseDispute', disputeId, outcome, fee, now }, metadataFor(actor))).events;
+    },
+    /** Refused codes the account may still send this UTC hour, as every gateway counts them (read from the log). */
+    async codeAttemptsLeft(accountId: string, limit: number, now = new Date()): Promise<number> {
+      const { refused } = await ledger.streamState(codeAttemptsDecider, streams.codeAttempts(accountId, utcHour(now)), true);
+      return Math.max(0, limit - refused);
+    },
+    /** Counts a refused code; false when the hour's limit was reached already (nothing recorded: answer 429). */
+    async countRefusedCode(accountId: string, limit: number, actor: string, now = new Date()): Promise<boolean> {
+      const hour = utcHour(now);
+      const res = await ledger.command(codeAttemptsDecider, streams.codeAttempts(accountId, hour), { type: 'Refuse', accountId, hour, limit }, metadataFor(actor));
+      return res.events.length > 0;
     },
     /** Mints a batch: the codes are returned once, only their hashes are kept. */
     async mintCodes(b: { count: unknown; amount: unknown; currency?: unknown; expiresAt: Date | null; planId?: unknown; packId?: unknown }, actor: string) {

@@ -6,29 +6,12 @@ import { purchaseOf, type Payments } from '../payments/service.ts';
 import { formatMoney } from '../money/money.ts';
 import type { PaidLot } from '../money/lots.ts';
 import type { PriceListState } from '../money/prices.ts';
+import { secondsToNextHour } from '../money/code-attempts.ts';
 
-const HOUR_MS = 3_600_000;
-
-/** Wrong or used codes an account may try per hour, counted in this process (a guesser gets a 429 past it). */
-export function codeAttemptLimiter(perHour: number) {
-  const failures = new Map<string, number[]>();
-  const recent = (accountId: string, now: number) => (failures.get(accountId) ?? []).filter((t) => t > now - HOUR_MS);
-  return {
-    check(accountId: string, now = Date.now()): void {
-      const list = recent(accountId, now);
-      if (list.length >= perHour) {
-        const retry = Math.max(1, Math.ceil((list[0] + HOUR_MS - now) / 1000));
-        throw new ApiError(429, `Too many wrong or used codes: try again in ${retry}s.`, 'requests', 'rate_limit_exceeded', 'code', {
-          'retry-after': String(retry),
-        });
-      }
-    },
-    failed(accountId: string, now = Date.now()): void {
-      const list = recent(accountId, now);
-      list.push(now);
-      failures.set(accountId, list);
-    },
-  };
+/** 429 to an account past its hour's wrong or used codes (counted across gateways, src/money/code-attempts.ts). */
+function tooManyCodes(now = new Date()): ApiError {
+  const retry = secondsToNextHour(now);
+  return new ApiError(429, `Too many wrong or used codes: try again in ${retry}s.`, 'requests', 'rate_limit_exceeded', 'code', { 'retry-after': String(retry) });
 }
 
 /** The price list as customers and operators read it: amounts in minor units and as decimals. */
@@ -110,7 +93,7 @@ export function receiptHtml(p: ReturnType<typeof paymentBody>): string {
 }
 
 export function paymentRoutes(deps: GatewayDeps, payments: Payments, opts: { codeAttemptsPerHour: number }) {
-  const limiter = codeAttemptLimiter(opts.codeAttemptsPerHour);
+  const limit = opts.codeAttemptsPerHour;
   return {
     prices: async (ctx: Context) => {
       const prices = await payments.priceList();
@@ -118,13 +101,15 @@ export function paymentRoutes(deps: GatewayDeps, payments: Payments, opts: { cod
     },
     redeem: async (ctx: Context) => {
       const accountId: string = ctx.state.auth.accountId;
+      // The member on the session API, the key on /v1.
+      const actor: string = ctx.state.actor ?? `key:${ctx.state.auth.keyId}`;
       const b = ctx.request.body as Record<string, unknown> | undefined;
       if (!b || typeof b !== 'object' || Array.isArray(b)) throw badRequest('The request body must be a JSON object with a "code".', 'code');
-      limiter.check(accountId);
-      // The member on the session API, the key on /v1.
-      const res = await payments.redeem(accountId, b.code, ctx.state.actor ?? `key:${ctx.state.auth.keyId}`);
+      if ((await payments.codeAttemptsLeft(accountId, limit)) === 0) throw tooManyCodes();
+      const res = await payments.redeem(accountId, b.code, actor);
       if (!res) {
-        limiter.failed(accountId);
+        // Two gateways may both have let a guess through: the count decides which one was over the limit.
+        if (!(await payments.countRefusedCode(accountId, limit, actor))) throw tooManyCodes();
         // One answer for unknown, expired and used codes: a guesser learns nothing.
         throw new ApiError(400, 'This code is not valid, has expired or was already redeemed.', 'invalid_request_error', 'invalid_code', 'code');
       }
