@@ -37,6 +37,7 @@ import { adminKeysRoutes } from './admin-keys.ts';
 import type { PlanTerms } from '../ledger/events.ts';
 import { webhookAdminRouter } from './admin-webhooks.ts';
 import { adminPaymentsRoutes } from './admin-payments.ts';
+import { adminCostRoutes } from './admin-cost.ts';
 
 type Body = Record<string, unknown>;
 
@@ -477,5 +478,6 @@ export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failu
   });
   r.use(webhookAdminRouter(deps).routes());
   r.use(adminPaymentsRoutes(deps, deps.payments, deps.paymentSettings).routes()); // prices, payments, refunds, disputes, code batches
+  r.use(adminCostRoutes(deps, deps.paymentSettings).routes()); // upstream cost rates, cost per day and call, bills and their reconciliation
   return r;
 }
