@@ -11,6 +11,7 @@ import { models } from './models.ts';
 import { plans } from './plans.ts';
 import { upstreamDaily } from './upstream-report.ts';
 import { upstreamCalls, upstreamCostRates } from './upstream-cost.ts';
+import { upstreamBillLines } from './upstream-bills.ts';
 import { usageDaily } from './usage-daily.ts';
 import { usageKeys } from './usage-keys.ts';
 import { memberships, sessions } from './members.ts';
@@ -216,4 +217,19 @@ const kindList = (kinds: ReadonlyArray<'chat' | 'image'>) =>
     .map((k) => `'${k}'`)
     .join(', ') || 'NULL';
 
-export const ALL_PROJECTIONS = [keys, accounts, holds, usageDaily, models, plans, charges, upstreamDaily, usageKeys, upstreamCalls, upstreamCostRates, memberships, sessions];
+export const ALL_PROJECTIONS = [
+  keys,
+  accounts,
+  holds,
+  usageDaily,
+  models,
+  plans,
+  charges,
+  upstreamDaily,
+  usageKeys,
+  upstreamCalls,
+  upstreamCostRates,
+  upstreamBillLines,
+  memberships,
+  sessions,
+];
