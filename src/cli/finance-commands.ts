@@ -1,21 +1,10 @@
 // `tollgate finance report|reconcile|journal`: the finance admin API (src/routes/admin-finance.ts)
 // from the command line; from and to are UTC days.
+import type { MoneyLine as Line } from '../admin/finance-reconcile.ts';
 import { CliError, requiredOption, type AdminClient, type CliArgs as Args, type CliOut as Out } from './admin-client.ts';
 
 const FORMATS: Record<string, string[]> = { report: ['json', 'csv'], reconcile: ['json'], journal: ['hledger', 'csv', 'json'] };
 const PATHS: Record<string, string> = { report: '/finance/report', reconcile: '/finance/reconciliation', journal: '/finance/journal' };
-
-type Line = {
-  account_id: string;
-  payments: number;
-  refunds: number;
-  revenue: number;
-  refunded_revenue: number;
-  breakage: number;
-  deferred_change: number;
-  difference: number;
-  event_ids: string[];
-};
 
 export async function runFinanceCommand(sub: string, p: Args, c: AdminClient, out: Out): Promise<void> {
   const v = p.values;
