@@ -10,6 +10,7 @@ import { keys } from './keys.ts';
 import { models } from './models.ts';
 import { plans } from './plans.ts';
 import { upstreamDaily } from './upstream-report.ts';
+import { upstreamCalls, upstreamCostRates } from './upstream-cost.ts';
 import { usageDaily } from './usage-daily.ts';
 import { usageKeys } from './usage-keys.ts';
 
@@ -214,4 +215,4 @@ const kindList = (kinds: ReadonlyArray<'chat' | 'image'>) =>
     .map((k) => `'${k}'`)
     .join(', ') || 'NULL';
 
-export const ALL_PROJECTIONS = [keys, accounts, holds, usageDaily, models, plans, charges, upstreamDaily, usageKeys];
+export const ALL_PROJECTIONS = [keys, accounts, holds, usageDaily, models, plans, charges, upstreamDaily, usageKeys, upstreamCalls, upstreamCostRates];

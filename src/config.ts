@@ -71,6 +71,8 @@ export interface PaymentSettings {
   disputeSuspendsKeys: boolean;
   /** TOLLGATE_CODE_ATTEMPTS_PER_HOUR: wrong or used codes an account may try per hour (per process). */
   codeAttemptsPerHour: number;
+  /** TOLLGATE_BILL_TOLERANCE_MINOR: how far (minor units) Tollgate's cost of a day, model and channel may be from an imported bill's and still agree; default 1. */
+  billToleranceMinor: number;
   /** STRIPE_*: the Stripe path (off without a secret key and a webhook secret). */
   stripe: StripeSettings;
 }
@@ -168,6 +170,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
       currency: env.TOLLGATE_CURRENCY || 'USD',
       disputeSuspendsKeys: env.TOLLGATE_DISPUTE_SUSPENDS_KEYS !== 'off',
       codeAttemptsPerHour: Number(env.TOLLGATE_CODE_ATTEMPTS_PER_HOUR ?? 10),
+      billToleranceMinor: Number(env.TOLLGATE_BILL_TOLERANCE_MINOR ?? 1),
       stripe: {
         secretKey: env.STRIPE_SECRET_KEY || undefined,
         webhookSecret: env.STRIPE_WEBHOOK_SECRET || undefined,

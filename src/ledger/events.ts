@@ -238,6 +238,43 @@ export interface EventDataByType {
     reason: string;
     details: Record<string, string>;
   };
+  /**
+   * What a channel's upstream model costs from `effectiveAt` on (src/money/cost-rates.ts): decimal
+   * strings in major units of `currency` per million tokens (`image`: per image; null: not priced).
+   * An `effectiveAt` in the past re-prices the calls after it when the cost read model is read.
+   */
+  UpstreamCostRateSet: { channel: string; upstreamModel: string; currency: string; effectiveAt: string } & CostPrices;
+  /** A provider's usage or cost export, normalised per UTC day and upstream model, for the channel the operator named. */
+  UpstreamBillImported: {
+    billId: string;
+    provider: 'openai' | 'anthropic';
+    channel: string;
+    currency: string;
+    /** SHA-256 of the file as imported: the same file is imported once. */
+    sha256: string;
+    lines: UpstreamBillLine[];
+  };
+}
+
+/** Prices of one upstream model on one channel: decimal major units per million tokens. */
+export interface CostPrices {
+  input: string;
+  cacheRead: string;
+  cacheWrite5m: string;
+  cacheWrite1h: string;
+  output: string;
+  image: string | null;
+}
+
+/** One line of an imported bill: a UTC day and upstream model, the cost in minor units and the tokens it names. */
+export interface UpstreamBillLine {
+  day: string;
+  upstreamModel: string;
+  costMinor: number;
+  inputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  outputTokens: number;
 }
 
 export type PaymentProcessor = 'manual' | 'stripe' | 'code';
@@ -287,6 +324,8 @@ export const EVENT_TYPES = [
   'DisputeClosed',
   'RedemptionCodesMinted',
   'PaymentUnmatched',
+  'UpstreamCostRateSet',
+  'UpstreamBillImported',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -316,6 +355,10 @@ export const streams = {
   codeBatch: (batchId: string) => `codes-${batchId}`,
   /** Processor payments that matched nothing (src/money/unmatched.ts). */
   unmatchedPayments: () => 'unmatched-payments',
+  /** Upstream cost rates, every channel's (src/money/cost-rates.ts). */
+  upstreamCosts: () => 'upstream-costs',
+  /** An imported upstream bill (src/money/cost-bills.ts). */
+  upstreamBill: (billId: string) => `upstream-bill-${billId}`,
 };
 
 /** The fields that are set: optional event fields are left out, never stored as undefined or null. */

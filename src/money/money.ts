@@ -81,9 +81,11 @@ export function rateOf(price: Money, tokens: number): Rate {
 
 /** round(rate x tokens) to the minor unit, half up: the value of `tokens` tokens as one whole. */
 export function valueOf(rate: Rate, tokens: number): number {
-  const exact = BigInt(rate.amount) * BigInt(tokens);
-  return Number(halfUp(exact, BigInt(rate.per), calculator));
+  return Number(roundExact(BigInt(rate.amount) * BigInt(tokens), BigInt(rate.per)));
 }
+
+/** round(numerator / denominator) to the minor unit, half up (an exact value finer than a minor unit, rounded). */
+export const roundExact = (numerator: bigint, denominator: bigint): bigint => halfUp(numerator, denominator, calculator);
 
 /**
  * THE rounding rule. The amount to book for the tokens from `tokensBefore` to `tokensAfter` at
@@ -92,7 +94,13 @@ export function valueOf(rate: Rate, tokens: number): number {
  * value of the whole series, whatever the order or size of the parts.
  */
 export function bookedAmount(rate: Rate, tokensBefore: number, tokensAfter: number): number {
-  return valueOf(rate, tokensAfter) - valueOf(rate, tokensBefore);
+  const [amount, per] = [BigInt(rate.amount), BigInt(rate.per)];
+  return Number(bookedExact(amount * BigInt(tokensBefore), amount * BigInt(tokensAfter), per));
+}
+
+/** The same rule on exact running totals (numerators over one `denominator`), for sums too large for a number. */
+export function bookedExact(totalBefore: bigint, totalAfter: bigint, denominator: bigint): bigint {
+  return roundExact(totalAfter, denominator) - roundExact(totalBefore, denominator);
 }
 
 /** The tokens that `part` of the money paid for `tokens` bought, by the same rule (round half up). */

@@ -1,0 +1,59 @@
+// The upstream cost of a call: the upstream's own usage on its charge times the rate in force at
+// the call's time, exact (a numerator over COST_DENOMINATOR), rounded only where it is booked. A
+// call is booked in its series (one UTC day of one channel and upstream model, in log order) by
+// the one rounding rule, so a day's calls add up to the rounded cost of the whole day: the figure
+// a provider's daily bill shows.
+import { bookedExact } from './money.ts';
+import { COST_DENOMINATOR, scaledPrice, type CostRate } from './cost-rates.ts';
+
+/** What the upstream counted for one call, split the way rates price it (prompt parts are disjoint). */
+export interface CallUsage {
+  /** Prompt tokens neither read from nor written to the cache. */
+  input: number;
+  cacheRead: number;
+  cacheWrite5m: number;
+  cacheWrite1h: number;
+  output: number;
+  images: number;
+}
+
+/** An image's price is per image; scaledPrice gives 10^-6 minor units, costs are in 10^-12. */
+const IMAGE_SCALE = 10n ** 6n;
+
+/** The exact cost of `u` at `rate` (10^-12 minor units), or null when the rate does not price something the call used. */
+export function exactCost(rate: CostRate, u: CallUsage): bigint | null {
+  const p = (text: string) => scaledPrice(text, rate.currency);
+  let n =
+    BigInt(u.input) * p(rate.input) +
+    BigInt(u.cacheRead) * p(rate.cacheRead) +
+    BigInt(u.cacheWrite5m) * p(rate.cacheWrite5m) +
+    BigInt(u.cacheWrite1h) * p(rate.cacheWrite1h) +
+    BigInt(u.output) * p(rate.output);
+  if (u.images > 0) {
+    if (rate.image === null) return null;
+    n += BigInt(u.images) * p(rate.image) * IMAGE_SCALE;
+  }
+  return n;
+}
+
+/**
+ * Books the exact costs of one series in order: each call gets round(total so far) - round(total
+ * before it) minor units; an unpriced call (null) gets null and leaves the running total alone.
+ */
+export function bookSeries(exact: ReadonlyArray<bigint | null>): Array<bigint | null> {
+  let total = 0n;
+  return exact.map((n) => {
+    if (n === null) return null;
+    const before = total;
+    total += n;
+    return bookedExact(before, total, COST_DENOMINATOR);
+  });
+}
+
+/** The exact cost as a decimal of minor units ("1.234567890123"), for per-call listings. */
+export function exactMinorText(n: bigint): string {
+  const digits = String(COST_DENOMINATOR).length - 1;
+  const s = n.toString().padStart(digits + 1, '0');
+  const frac = s.slice(-digits).replace(/0+$/, '');
+  return frac ? `${s.slice(0, -digits)}.${frac}` : s.slice(0, -digits);
+}
