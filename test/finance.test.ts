@@ -134,7 +134,7 @@ test('the finance report, the reconciliation and the hledger journal agree to th
   const csv = await admin(`/finance/report?${window()}&format=csv`);
   assert.is(
     csv.text.split('\n')[0],
-    'day,account_id,model,channel,payments,fees,refunds,disputes,dispute_fees,revenue,refunded_revenue,breakage,promotional_tokens',
+    'day,account_id,model,channel,payments,fees,refunds,disputes,dispute_fees,revenue,refunded_revenue,breakage,promotional_tokens,upstream_cost,unpriced_calls,margin',
   );
 
   const rec = await ok(`/finance/reconciliation?${window()}`);
