@@ -19,7 +19,8 @@ import { assertBalanced, type JournalEntry } from '../src/admin/finance-journal.
 import { valueOf } from '../src/money/money.ts';
 
 const ADMIN = 'tg_admin_finance_test_token_0123456789abcdef';
-const admin = (path: string, body?: unknown, method?: string) => call(gw, `/admin/v1${path}`, { key: ADMIN, body, method: method ?? (body === undefined ? 'GET' : 'POST') });
+const admin = (path: string, body?: unknown, method?: string) =>
+  call(gw, `/admin/v1${path}`, { key: ADMIN, body, method: method ?? (body === undefined ? 'GET' : 'POST') });
 const MODEL = 'cx/gen-6-luna';
 const accountId = 'acct_fin';
 let gw: TestGateway;
@@ -131,7 +132,10 @@ test('the finance report, the reconciliation and the hledger journal agree to th
   // Usage rows carry their model; payments rows none.
   assert.ok(report.rows.some((r: any) => r.model === MODEL && r.revenue > 0));
   const csv = await admin(`/finance/report?${window()}&format=csv`);
-  assert.is(csv.text.split('\n')[0], 'day,account_id,model,channel,payments,fees,refunds,disputes,dispute_fees,revenue,refunded_revenue,breakage,promotional_tokens');
+  assert.is(
+    csv.text.split('\n')[0],
+    'day,account_id,model,channel,payments,fees,refunds,disputes,dispute_fees,revenue,refunded_revenue,breakage,promotional_tokens,upstream_cost,unpriced_calls,margin',
+  );
 
   const rec = await ok(`/finance/reconciliation?${window()}`);
   const line = rec.lines.find((l: any) => l.account_id === accountId);
@@ -186,6 +190,28 @@ test('after a rebuild from zero every figure is the same; verify checks every lo
   assert.equal(await ok(`/finance/reconciliation?${window()}`), rec);
   const v = await ok('/verify', {});
   assert.equal([v.ok, v.lotProblems], [true, []]);
+  // The CLI's reconciliation: every line's difference zero.
+  const { stdout } = await promisify(execFile)(process.execPath, ['bin/tollgate.js', 'finance', 'reconcile', '--from', today(), '--to', today()], {
+    env: { ...process.env, TOLLGATE_URL: gw.url, TOLLGATE_ADMIN_TOKEN: ADMIN },
+  });
+  assert.ok(stdout.includes(`${accountId}\tpayments-refunds=4450\t`), stdout);
+  assert.is(
+    stdout
+      .trim()
+      .split('\n')
+      .filter((l) => !l.includes('\tdifference=0')).length,
+    0,
+    stdout,
+  );
+  if (process.env.FINANCE_EXAMPLE)
+    writeFileSync(
+      process.env.FINANCE_EXAMPLE,
+      JSON.stringify(
+        { used: usedFirstPeriod, report: before, rec, lots: await lotsOf(), journal: (await admin(`/finance/journal?${window()}`)).text },
+        null,
+        1,
+      ),
+    );
 });
 
 test('the invariant checks catch a lot that does not sum and a journal that does not balance', () => {
@@ -224,7 +250,10 @@ test('the invariant checks catch a lot that does not sum and a journal that does
     ],
   };
   assertBalanced([entry]);
-  assert.throws(() => assertBalanced([entry, { ...entry, eventIds: ['e2'], postings: [entry.postings[0], { ...entry.postings[1], credit: 4 }] }]), /e2 .*debits 5 != credits 4/);
+  assert.throws(
+    () => assertBalanced([entry, { ...entry, eventIds: ['e2'], postings: [entry.postings[0], { ...entry.postings[1], credit: 4 }] }]),
+    /e2 .*debits 5 != credits 4/,
+  );
 });
 
 test.run();

@@ -82,7 +82,19 @@ export function assertBalanced(entries: JournalEntry[]): void {
   }
 }
 
-export function journalEntries(f: Folded, w: Window, extra: JournalEntry[] = []): JournalEntry[] {
+/** An upstream's calls of a day, channel and model: Dr upstream cost, Cr upstream payable. */
+const costEntries = (f: Folded): JournalEntry[] =>
+  f.costs
+    .filter((c) => c.cost_minor !== '0')
+    .map((c) => ({
+      date: c.day,
+      memo: `upstream cost, account ${c.account_id}, model ${c.model}, channel ${c.channel}, upstream model ${c.upstream_model}, ${c.calls} calls`,
+      currency: f.currency,
+      eventIds: [],
+      postings: [dr(ACCOUNTS.upstreamCost, Number(c.cost_minor)), cr(ACCOUNTS.upstreamPayable, Number(c.cost_minor))],
+    }));
+
+export function journalEntries(f: Folded, w: Window): JournalEntry[] {
   const entries: JournalEntry[] = f.book.bookings
     .filter((b) => inWindow(w, b.at))
     .map((b) => ({
@@ -93,7 +105,7 @@ export function journalEntries(f: Folded, w: Window, extra: JournalEntry[] = [])
       postings: postingsOf(b).filter((p) => p.debit !== 0 || p.credit !== 0),
     }))
     .filter((e) => e.postings.length > 0);
-  const all = [...entries, ...extra].sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
+  const all = [...entries, ...costEntries(f)].sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
   assertBalanced(all);
   return all;
 }

@@ -7,6 +7,8 @@ import type { Ledger } from '../ledger/ledger.ts';
 import { DEFAULT_CURRENCY } from '../money/money.ts';
 import { applyEvent, emptyLotBook, expireLots, type Booking, type LotBook } from '../money/lot-book.ts';
 import { readLogPage } from './log-pages.ts';
+import { upstreamCostBetween, type UpstreamCostRow } from '../../projections/upstream-cost.ts';
+import { UNRECORDED } from '../../projections/upstream-report.ts';
 
 export interface Window {
   /** First and last UTC day, inclusive (YYYY-MM-DD). */
@@ -21,6 +23,8 @@ export interface Folded {
   deferredAt: Map<string, Map<string, number>>;
   /** Deferred revenue per account when the window opened. */
   deferredBefore: Map<string, number>;
+  /** Upstream cost of the window's calls (projections/upstream-cost.ts). */
+  costs: UpstreamCostRow[];
 }
 
 const dayOf = (iso: string): string => iso.slice(0, 10);
@@ -67,7 +71,9 @@ export async function foldFinance(ledger: Ledger, w: Window): Promise<Folded> {
     if (seen) last = seen;
     else deferredAt.set(d, last);
   }
-  return { currency, book, deferredAt, deferredBefore };
+  await ledger.readYourWrites();
+  const costs = await upstreamCostBetween(ledger.readModels.db, ledger.readModels.schema, w.from, w.to);
+  return { currency, book, deferredAt, deferredBefore, costs };
 }
 
 export interface FinanceRow {
@@ -85,6 +91,10 @@ export interface FinanceRow {
   refunded_revenue: number;
   breakage: number;
   promotional_tokens: number;
+  /** Upstream cost (minor units) of the calls priced, the calls no rate prices, and revenue - cost. */
+  upstream_cost: number;
+  unpriced_calls: number;
+  margin: number;
 }
 
 const zeroRow = (day: string, account_id: string, model: string, channel: string): FinanceRow => ({
@@ -101,6 +111,9 @@ const zeroRow = (day: string, account_id: string, model: string, channel: string
   refunded_revenue: 0,
   breakage: 0,
   promotional_tokens: 0,
+  upstream_cost: 0,
+  unpriced_calls: 0,
+  margin: 0,
 });
 
 /** What one booking adds to its row of the report. */
@@ -134,13 +147,22 @@ export const inWindow = (w: Window, at: string): boolean => dayOf(at) >= w.from 
 /** The report's rows: one per day, account, model and channel that moved money (usage rows carry model and channel). */
 export function financeRows(f: Folded, w: Window): FinanceRow[] {
   const rows = new Map<string, FinanceRow>();
-  for (const b of f.book.bookings) {
-    if (!inWindow(w, b.at)) continue;
-    const key = `${dayOf(b.at)}|${b.accountId}|${b.model}|${b.channel}`;
+  const rowOf = (day: string, account: string, model: string, channel: string): FinanceRow => {
+    const key = JSON.stringify([day, account, model, channel]);
     let r = rows.get(key);
-    if (!r) rows.set(key, (r = zeroRow(dayOf(b.at), b.accountId, b.model, b.channel)));
-    addBooking(r, b);
+    if (!r) rows.set(key, (r = zeroRow(day, account, model, channel)));
+    return r;
+  };
+  for (const b of f.book.bookings) {
+    // A call without a recorded channel is reported as the upstream cost read model names it.
+    if (inWindow(w, b.at)) addBooking(rowOf(dayOf(b.at), b.accountId, b.model, b.model && !b.channel ? UNRECORDED : b.channel), b);
   }
+  for (const c of f.costs) {
+    const r = rowOf(c.day, c.account_id, c.model, c.channel);
+    r.upstream_cost += Number(c.cost_minor);
+    r.unpriced_calls += c.unpriced_calls;
+  }
+  for (const r of rows.values()) r.margin = r.revenue - r.upstream_cost;
   return [...rows.values()].sort((a, b) => (a.day + a.account_id + a.model + a.channel < b.day + b.account_id + b.model + b.channel ? -1 : 1));
 }
 

@@ -78,6 +78,12 @@ export interface CliArgs {
 export type CliOut = (human: string, data: unknown) => void;
 
 /** The positional argument `i`, named `name` in the usage error when it is missing. */
+/** A required --option's value. */
+export const requiredOption = (v: string | boolean | undefined, name: string): string => {
+  if (typeof v !== 'string' || v === '') throw new CliError(`Missing --${name}.`, 2);
+  return v;
+};
+
 export const requiredArg = (p: string[], i: number, name: string): string => {
   if (!p[i]) throw new CliError(`Missing <${name}>.`, 2);
   return p[i];

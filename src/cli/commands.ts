@@ -1,10 +1,11 @@
 // The operator commands: each maps to one admin API call and prints a line or JSON.
 import { createWriteStream } from 'node:fs';
 import cliProgress from 'cli-progress';
-import { adminClient, CliError } from './admin-client.ts';
+import { adminClient, CliError, requiredOption } from './admin-client.ts';
 import { runWebhookCommand } from './webhook-commands.ts';
 import { runKeyCommand } from './key-commands.ts';
 import { runPaymentCommand } from './payment-commands.ts';
+import { runFinanceCommand } from './finance-commands.ts';
 
 export interface Parsed {
   positionals: string[];
@@ -13,10 +14,7 @@ export interface Parsed {
 
 type Out = (human: string, data: unknown) => void;
 
-const need = (v: string | boolean | undefined, name: string): string => {
-  if (typeof v !== 'string' || v === '') throw new CliError(`Missing --${name}.`, 2);
-  return v;
-};
+const need = requiredOption;
 const arg = (p: string[], i: number, name: string): string => {
   if (!p[i]) throw new CliError(`Missing <${name}>.`, 2);
   return p[i];
@@ -61,7 +59,10 @@ export const COMMAND_HELP = `tollgate <command> [options]
           [--also-from-now (then --to may be left out: up to now)] [--id CORRECTION-ID]
   statement <account> --from ISO --to ISO [--format csv|json]
   upstream-report --from ISO --to ISO [--format csv|json]   per UTC day, channel and upstream model: calls, tokens, billed
-  verify                                  hash chains + read models vs a rebuild
+  finance report --from DAY --to DAY [--format json|csv]      payments, fees, refunds, disputes, revenue, breakage per day/account/model/channel
+  finance reconcile --from DAY --to DAY                       payments - refunds = revenue + refunded revenue + breakage + change in deferred
+  finance journal --from DAY --to DAY [--format hledger|csv|json]   the double-entry journal
+  verify                                  hash chains + read models vs a rebuild + every lot sums
   export [--out FILE]                     every event as NDJSON
   replay                                  rebuild the read models (progress bar)
   sweep                                   release expired holds now
@@ -327,6 +328,10 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
     case 'codes mint':
     case 'unmatched list':
       return runPaymentCommand(cmd, sub, p, c, out);
+    case 'finance report':
+    case 'finance reconcile':
+    case 'finance journal':
+      return runFinanceCommand(sub, p, c, out);
     default:
       throw new CliError(`Unknown command '${p.positionals.join(' ')}'.\n\n${COMMAND_HELP}`, 2);
   }

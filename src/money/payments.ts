@@ -82,11 +82,7 @@ function decideRefund(s: AccountState, lot: PaidLot, refundId: string, amount: n
   const bought = tokensFor(lot.refunded + amount, lot.amount, lot.tokens) - tokensFor(lot.refunded, lot.amount, lot.tokens);
   const b = balanceOf(s);
   const unused =
-    lot.kind === 'plan'
-      ? s.subscription?.startsAt === lot.periodStartsAt && balance.isPlanActive(b, now)
-        ? balance.mainRemaining(b)
-        : 0
-      : packUnused(lot, b);
+    lot.kind === 'plan' ? (s.subscription?.startsAt === lot.periodStartsAt && balance.isPlanActive(b, now) ? balance.mainRemaining(b) : 0) : packUnused(lot, b);
   const tokensWithdrawn = Math.min(bought, unused);
   const fromDeferred = Math.min(
     amount,

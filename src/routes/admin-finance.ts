@@ -24,6 +24,9 @@ const REPORT_COLUMNS: Array<keyof FinanceRow> = [
   'refunded_revenue',
   'breakage',
   'promotional_tokens',
+  'upstream_cost',
+  'unpriced_calls',
+  'margin',
 ];
 
 /** from, to (UTC days) and a format among `formats` (the first is the default). */

@@ -1,0 +1,33 @@
+// `tollgate finance report|reconcile|journal`: the finance admin API (src/routes/admin-finance.ts)
+// from the command line; from and to are UTC days.
+import type { MoneyLine as Line } from '../admin/finance-reconcile.ts';
+import { CliError, requiredOption, type AdminClient, type CliArgs as Args, type CliOut as Out } from './admin-client.ts';
+
+const FORMATS: Record<string, string[]> = { report: ['json', 'csv'], reconcile: ['json'], journal: ['hledger', 'csv', 'json'] };
+const PATHS: Record<string, string> = { report: '/finance/report', reconcile: '/finance/reconciliation', journal: '/finance/journal' };
+
+export async function runFinanceCommand(sub: string, p: Args, c: AdminClient, out: Out): Promise<void> {
+  const v = p.values;
+  const format = (v.format as string | undefined) ?? FORMATS[sub][0];
+  if (!FORMATS[sub].includes(format)) throw new CliError(`--format must be ${FORMATS[sub].join(' or ')}, got '${format}'.`, 2);
+  const q = new URLSearchParams({ from: requiredOption(v.from, 'from'), to: requiredOption(v.to, 'to'), format });
+  const text = await (await c.request('GET', `${PATHS[sub]}?${q}`)).text();
+  if (format !== 'json') {
+    process.stdout.write(text);
+    return;
+  }
+  const r = JSON.parse(text);
+  if (sub === 'reconcile') {
+    const show = (l: Line) =>
+      `${l.account_id}\tpayments-refunds=${l.payments - l.refunds}\trevenue=${l.revenue}\trefunded_revenue=${l.refunded_revenue}\tbreakage=${l.breakage}\tdeferred_change=${l.deferred_change}\tdifference=${l.difference}${l.event_ids.length ? `\tevents=${l.event_ids.join(',')}` : ''}`;
+    return out([...r.lines.map(show), show(r.total)].join('\n'), r);
+  }
+  if (sub === 'report') {
+    const t = r.totals;
+    return out(
+      `${r.rows.length} rows (${r.currency} minor units); payments ${t.payments}, fees ${t.fees}, refunds ${t.refunds}, disputes ${t.disputes}, revenue ${t.revenue}, breakage ${t.breakage}`,
+      r,
+    );
+  }
+  return out(`${r.entries.length} journal entries`, r);
+}
