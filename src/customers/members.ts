@@ -37,7 +37,7 @@ export async function invite(ledger: Ledger, accountId: string, email: string, r
   if (!acct.opened) throw new DomainError('not_found', `account ${accountId} not found`);
   const memberId = newMemberId();
   await command(ledger, accountId, { type: 'Invite', accountId, memberId, email, role, actorRole: by.actorRole }, by.actor);
-  return { memberId, email: normalEmail(email), role, status: 'invited' as const };
+  return { member_id: memberId, email: normalEmail(email), role, status: 'invited' as const };
 }
 
 export async function changeRole(ledger: Ledger, accountId: string, memberId: string, role: Role, by: { actorRole: ActorRole; actor: string }) {

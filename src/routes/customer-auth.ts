@@ -30,7 +30,7 @@ export interface CustomerAuthDeps {
 }
 
 /** The origin people reach /app at: the operator's, else the request's own. */
-export const publicOrigin = (ctx: Context, settings: CustomerSettings) => settings.publicUrl ?? ctx.origin;
+export const publicOrigin = (ctx: Context, settings: CustomerSettings) => settings.publicUrl ?? `${ctx.protocol}://${ctx.host}`;
 
 /** Cookies are Secure whenever /app is served over https (directly or behind TOLLGATE_PUBLIC_URL). */
 function cookieOptions(ctx: Context, settings: CustomerSettings) {

@@ -1,0 +1,62 @@
+// The servers the customer tests run against, installed on first use from their own lock file
+// (never dependencies of Tollgate): a real SMTP server (smtp-server, by nodemailer's authors) whose
+// mail is parsed with mailparser, and a certified OpenID provider (oidc-provider).
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+
+const DIR = new URL('./customer-servers/', import.meta.url).pathname;
+
+export function ensureCustomerServers(): void {
+  if (existsSync(`${DIR}node_modules/smtp-server/package.json`) && existsSync(`${DIR}node_modules/oidc-provider/package.json`)) return;
+  execFileSync('npm', ['ci', '--prefix', DIR, '--no-audit', '--no-fund', '--ignore-scripts'], { stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+/** A package of that folder, through its own resolution (its package.json's exports). */
+export const load = async (name: string): Promise<any> => import(pathToFileURL(createRequire(`${DIR}package.json`).resolve(name)).href);
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+/** An SMTP server on loopback that keeps every mail it is given. */
+export async function startSmtpServer() {
+  ensureCustomerServers();
+  const { SMTPServer } = await load('smtp-server');
+  const { simpleParser } = await load('mailparser');
+  const mails: Mail[] = [];
+  const waiters: Array<() => void> = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream: NodeJS.ReadableStream, _session: unknown, done: (err?: Error) => void) {
+      simpleParser(stream)
+        .then((m: { to: { text: string }; subject: string; text: string }) => {
+          mails.push({ to: m.to.text, subject: m.subject, text: m.text });
+          for (const w of waiters.splice(0)) w();
+          done();
+        })
+        .catch(done);
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.server.address() as AddressInfo).port;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    mails,
+    /** The next mail to this address (waits for it; the test's own timeout bounds the wait). */
+    async mailTo(address: string, after = 0): Promise<Mail> {
+      for (;;) {
+        const found = mails.slice(after).find((m) => m.to.includes(address));
+        if (found) return found;
+        await new Promise<void>((r) => waiters.push(r));
+      }
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
