@@ -4,8 +4,10 @@
 // (web/admin/) is served the same way and calls /admin/v1 with the admin token typed into it.
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
 import type { Context, Middleware, Next } from 'koa';
 import { ApiError } from '../http/errors.ts';
+import { BUNDLE_DIR, ENTRIES, ensureBundle } from './web-bundle.ts';
 
 const WEB_DIR = new URL('../../web/', import.meta.url);
 
@@ -59,10 +61,15 @@ function securityHeaders(ctx: Context): void {
 /** Asset names are flat: letters, digits, dot, dash, underscore; never a path. */
 const ASSET = /^\/app\/assets\/([a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*\.(js|css|svg))$/i;
 
+const BUNDLE_URL = pathToFileURL(BUNDLE_DIR + '/');
+
+/** A page's bundled script (web/.bundle/, built from web/src/ when stale) or a file under web/. */
 async function serveFile(ctx: Context, file: string, ext: string): Promise<boolean> {
+  const bundled = file.startsWith('assets/') && Object.hasOwn(ENTRIES, file.slice('assets/'.length));
+  if (bundled) await ensureBundle();
   let bytes: Buffer;
   try {
-    bytes = await readFile(new URL(file, WEB_DIR));
+    bytes = await readFile(bundled ? new URL(file.slice('assets/'.length), BUNDLE_URL) : new URL(file, WEB_DIR));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
@@ -96,6 +103,8 @@ async function adminConsole(ctx: Context, next: Next): Promise<void> {
 }
 
 export function webRoutes(): Middleware {
+  // Build a stale bundle while the server starts; a failure shows on the first request for it.
+  ensureBundle().catch(() => undefined);
   return async (ctx: Context, next: Next) => {
     const path = ctx.path;
     if (path === '/admin' || path === '/admin/' || CONSOLE_ASSET.test(path)) return adminConsole(ctx, next);

@@ -8,7 +8,7 @@ import globals from 'globals';
 
 export default tseslint.config(
   { basePath: fileURLToPath(new URL('../..', import.meta.url)) },
-  { ignores: ['**/node_modules/**', 'dist/**', 'artifacts/**', '.data/**', 'web/vendor/**', 'coverage/**'] },
+  { ignores: ['**/node_modules/**', 'web/.bundle/**', 'dist/**', 'artifacts/**', '.data/**', 'web/vendor/**', 'coverage/**'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {
