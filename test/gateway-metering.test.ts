@@ -84,8 +84,12 @@ test('30 concurrent calls on a small quota never spend the same tokens twice nor
     // Refused only when the balance left beside the other calls' holds cannot pay for even one
     // completion token: a call is never turned away because a concurrent call raced it.
     const [, needed, available] = /needs at least (\d+) tokens; (\d+) are available/.exec(r.json.error.message) ?? [];
-    const minimum = charge(countMessageTokens(bodies[i].messages as never) + 1, bodies[i].model === 'cx/gen-6-astra' ? 2000 : 1000);
-    assert.is(Number(needed), minimum, r.json.error.message);
+    const milli = bodies[i].model === 'cx/gen-6-astra' ? 2000 : 1000;
+    const minimum = charge(countMessageTokens(bodies[i].messages as never) + 1, milli);
+    // When not even one completion token without the prompt fits, the call is refused before its
+    // prompt is counted, and says so: it needs the smallest hold of all.
+    const beforeCounting = charge(1, milli);
+    assert.ok(Number(needed) === minimum || (Number(needed) === beforeCounting && Number(available) < beforeCounting), r.json.error.message);
     assert.ok(Number(available) < minimum, r.json.error.message);
   });
 
@@ -538,6 +542,18 @@ test("the plan's call rate is enforced per account, across its keys, and refused
   assert.is(view.chatCharges.length, 3);
   assert.is(view.reservations.length, 3, 'the refused call took no hold');
   assert.is(view.row.reserved, 0);
+});
+
+test('a call its account refuses anyway is refused before its prompt is counted (a large prompt costs a zero-quota key nothing)', async () => {
+  const acct = await openAccount(gw, { quota: 0 });
+  // Counting 400,000 words would take the event loop for a good while; the refusal names the
+  // smallest hold of all (one completion token, no prompt), so nothing was counted.
+  const body = { model: 'alpha-haiku-4.5', messages: userMessage('toll '.repeat(400_000)), max_tokens: 10 };
+  const r = await chat(gw, acct.key, body);
+  assert.is(r.status, 402, r.text);
+  assert.is(r.json.error.code, 'insufficient_quota');
+  assert.match(r.json.error.message, /needs at least 1 tokens; 0 are available/);
+  assert.is((await ledgerView(gw, acct.accountId)).chatCharges.length, 0);
 });
 
 test.run();
