@@ -52,11 +52,19 @@ function checkOnThread(source: { url: string; schema: string }, upTo: number, on
  * Walks all events in global order, recomputing each stream's chain. `onProgress` hears after
  * each page the events checked so far and the position reached (awaited, so it may read the head).
  */
-export async function verifyHashChains(ledger: Ledger, onProgress?: ChainProgress): Promise<{ events: number; streams: number; problems: ChainProblem[] }> {
+export async function verifyHashChains(
+  ledger: Ledger,
+  onProgress?: ChainProgress,
+  /** Awaited, after the thread, before the rest is read here (see verifyLedger). */
+  tailAfter?: Promise<unknown>,
+): Promise<{ events: number; streams: number; problems: ChainProblem[] }> {
   const source = ledger.events.workerSource;
   let check = new ChainCheck();
   let position = 0;
-  if (source) ({ check, position } = await checkOnThread(source, await ledger.events.readableHead(), onProgress));
+  if (source) {
+    ({ check, position } = await checkOnThread(source, await ledger.events.readableHead(), onProgress));
+    await tailAfter;
+  }
   // What the thread did not reach (appended since, or all of it on PGlite), here, a page a turn.
   const pacer = new Pacer();
   try {
@@ -136,6 +144,9 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
     if (chainsDone !== null) report?.({ phase: 'read models', done: events, total: Math.max(chainsDone, events) });
   });
   readModelsRun.catch(() => undefined); // awaited below, after the chains; a failure then is the caller's
+  // The rest of the chains (events committed since verify began) is read once the replay is over:
+  // its long transactions (tables made durable, indexes) hold back the log's readable horizon, and
+  // a read of the log's head meanwhile waits, and then gives up.
   const chains = await verifyHashChains(
     ledger,
     report &&
@@ -144,6 +155,7 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
         if (position >= head) head = Math.max(position, await ledger.events.headPosition());
         report({ phase: 'chains', done: events, total: estimateTotal(events, position, head) });
       }),
+    readModelsRun.catch(() => undefined),
   );
   report?.({ phase: 'chains', done: chains.events, total: chains.events });
   chainsDone = chains.events;
