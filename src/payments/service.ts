@@ -205,7 +205,12 @@ export function createPayments(ledger: Ledger) {
     /** Counts a refused code; false when the hour's limit was reached already (nothing recorded: answer 429). */
     async countRefusedCode(accountId: string, limit: number, actor: string, now = new Date()): Promise<boolean> {
       const hour = utcHour(now);
-      const res = await ledger.command(codeAttemptsDecider, streams.codeAttempts(accountId, hour), { type: 'Refuse', accountId, hour, limit }, metadataFor(actor));
+      const res = await ledger.command(
+        codeAttemptsDecider,
+        streams.codeAttempts(accountId, hour),
+        { type: 'Refuse', accountId, hour, limit },
+        metadataFor(actor),
+      );
       return res.events.length > 0;
     },
     /** Mints a batch: the codes are returned once, only their hashes are kept. */

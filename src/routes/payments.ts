@@ -11,7 +11,9 @@ import { secondsToNextHour } from '../money/code-attempts.ts';
 /** 429 to an account past its hour's wrong or used codes (counted across gateways, src/money/code-attempts.ts). */
 function tooManyCodes(now = new Date()): ApiError {
   const retry = secondsToNextHour(now);
-  return new ApiError(429, `Too many wrong or used codes: try again in ${retry}s.`, 'requests', 'rate_limit_exceeded', 'code', { 'retry-after': String(retry) });
+  return new ApiError(429, `Too many wrong or used codes: try again in ${retry}s.`, 'requests', 'rate_limit_exceeded', 'code', {
+    'retry-after': String(retry),
+  });
 }
 
 /** The price list as customers and operators read it: amounts in minor units and as decimals. */
