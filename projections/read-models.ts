@@ -11,6 +11,7 @@ import { models } from './models.ts';
 import { plans } from './plans.ts';
 import { upstreamDaily } from './upstream-report.ts';
 import { upstreamCalls, upstreamCostRates } from './upstream-cost.ts';
+import { upstreamBillLines } from './upstream-bills.ts';
 import { usageDaily } from './usage-daily.ts';
 import { usageKeys } from './usage-keys.ts';
 
@@ -215,4 +216,17 @@ const kindList = (kinds: ReadonlyArray<'chat' | 'image'>) =>
     .map((k) => `'${k}'`)
     .join(', ') || 'NULL';
 
-export const ALL_PROJECTIONS = [keys, accounts, holds, usageDaily, models, plans, charges, upstreamDaily, usageKeys, upstreamCalls, upstreamCostRates];
+export const ALL_PROJECTIONS = [
+  keys,
+  accounts,
+  holds,
+  usageDaily,
+  models,
+  plans,
+  charges,
+  upstreamDaily,
+  usageKeys,
+  upstreamCalls,
+  upstreamCostRates,
+  upstreamBillLines,
+];

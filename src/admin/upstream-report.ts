@@ -78,7 +78,7 @@ export async function buildUpstreamReport(ledger: Ledger, range: { from: string;
 export const UPSTREAM_REPORT_COLUMNS = ['day', 'channel', 'upstream_model', ...UPSTREAM_COUNTS] as const;
 
 // Quoted when it holds a separator, or starts like a spreadsheet formula.
-const cell = (v: string | number) => {
+export const csvCell = (v: string | number) => {
   const s = String(v);
   return /[",\r\n]/.test(s) || /^[=+\-@\t]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 };
@@ -86,6 +86,6 @@ const cell = (v: string | number) => {
 /** A header line, then one line per row. */
 export function upstreamReportCsv(report: UpstreamReport): string {
   const lines = [UPSTREAM_REPORT_COLUMNS.join(',')];
-  for (const r of report.rows) lines.push(UPSTREAM_REPORT_COLUMNS.map((c) => cell(r[c])).join(','));
+  for (const r of report.rows) lines.push(UPSTREAM_REPORT_COLUMNS.map((c) => csvCell(r[c])).join(','));
   return lines.join('\n') + '\n';
 }
