@@ -121,6 +121,33 @@ test('every lot is exact: revenue at its rate by the rounding rule, breakage, de
   assert.equal([code.source, code.paid, code.recognised], ['code', 250, valueOf({ amount: 250, per: 300 }, code.used)]);
 });
 
+test('upstream cost, and a cost rate fixed after the fact re-prices it: margin = revenue - cost', async () => {
+  const rows = (await ok(`/finance/report?${window()}`)).rows.filter((r: any) => r.model === MODEL);
+  const channels = [...new Set(rows.map((r: any) => r.channel as string))];
+  assert.ok(channels.length > 0);
+  assert.ok(
+    rows.every((r: any) => r.upstream_cost === 0 && r.unpriced_calls > 0),
+    'no rate yet: unpriced, never free',
+  );
+  const rate = async (input: string, output: string) => {
+    for (const channel of channels) await ok('/cost-rates', { channel, effective_at: '2000-01-01T00:00:00Z', input, output });
+  };
+  await rate('1000', '2000');
+  const first = (await ok(`/finance/report?${window()}`)).totals;
+  assert.ok(first.upstream_cost > 0 && first.unpriced_calls === 0, JSON.stringify(first));
+  // Fixed later for the same effective time: the same calls re-priced at twice the rate.
+  await rate('2000', '4000');
+  const fixed = (await ok(`/finance/report?${window()}`)).totals;
+  assert.ok(Math.abs(fixed.upstream_cost - 2 * first.upstream_cost) <= channels.length * 2, `${fixed.upstream_cost} vs ${first.upstream_cost}`);
+  assert.is(fixed.margin, fixed.revenue - fixed.upstream_cost);
+  // The cost read model's own figure.
+  const costs = await ok(`/upstream-costs?${window()}`);
+  assert.is(
+    costs.data.reduce((sum: number, c: any) => sum + Number(c.cost_minor), 0),
+    fixed.upstream_cost,
+  );
+});
+
 test('the finance report, the reconciliation and the hledger journal agree to the cent', async () => {
   const report = await ok(`/finance/report?${window()}`);
   const t = report.totals;
@@ -161,6 +188,8 @@ test('the finance report, the reconciliation and the hledger journal agree to th
     'liabilities:deferred-revenue': -deferred,
     'revenue:recognised': -t.revenue,
     'revenue:breakage': -t.breakage,
+    'expenses:upstream-cost': t.upstream_cost,
+    'liabilities:upstream-payable': -t.upstream_cost,
   };
   for (const [account, figure] of Object.entries(expected)) assert.is(b[account] ?? 0, figure, account);
   assert.is(

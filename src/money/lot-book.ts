@@ -385,7 +385,9 @@ function returnTokens(
 function refund(b: LotBook, e: ProjectedEvent, l: Lot, d: EventDataByType['PaymentRefunded']): void {
   // The refund withdraws from its own lot; the decider's figures say how much was still unused.
   const withdrawn = Math.min(d.tokensWithdrawn, l.tokens - l.withdrawn - l.used);
-  const fromDeferred = Math.min(d.fromDeferred, l.deferred);
+  // Deferred first: never more revenue taken back than the lot recognised (the decider's split
+  // reads the pool's use, which a correction's give-back on the charge's own lots can leave uneven).
+  const fromDeferred = Math.min(Math.max(d.fromDeferred, d.amount - l.recognised), l.deferred, d.amount);
   const refundedRevenue = d.amount - fromDeferred;
   l.withdrawn += withdrawn;
   l.refunded += d.amount;
