@@ -36,6 +36,8 @@ export function createOidc(settings: NonNullable<CustomerSettings['oidc']>) {
 
   return {
     name: settings.name,
+    /** TOLLGATE_OIDC_REDIRECT_URI, when /app is reached at another origin than the request's. */
+    redirectUri: settings.redirectUri,
     /** The provider's authorization URL and the checks the callback needs. */
     async start(redirectUri: string): Promise<{ url: string; transaction: OidcTransaction }> {
       const transaction = { state: oidc.randomState(), nonce: oidc.randomNonce(), verifier: oidc.randomPKCECodeVerifier() };
@@ -61,7 +63,14 @@ export function createOidc(settings: NonNullable<CustomerSettings['oidc']>) {
         .catch((err: Error) => {
           throw new DomainError('invalid', `The sign-in with ${settings.name} failed: ${err.message.slice(0, 200)}`);
         });
-      const claims = tokens.claims();
+      const idToken = tokens.claims();
+      // Providers that keep scope claims out of the ID token give them at the userinfo endpoint (for the same subject).
+      const claims =
+        idToken && typeof idToken.email === 'string'
+          ? idToken
+          : idToken
+            ? await oidc.fetchUserInfo(await configuration(), tokens.access_token, idToken.sub)
+            : null;
       if (!claims || typeof claims.email !== 'string' || claims.email_verified !== true)
         throw new DomainError('forbidden', `${settings.name} did not vouch for an email address (email and email_verified claims).`);
       return claims.email;

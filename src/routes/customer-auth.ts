@@ -84,7 +84,7 @@ export function customerAuthRoutes(deps: CustomerAuthDeps): Router {
 
   r.get('/sign-in/oidc', async (ctx) => {
     if (!oidc) throw new ApiError(404, 'No OpenID Connect provider is configured here.', 'invalid_request_error', 'oidc_off');
-    const { url, transaction } = await oidc.start(`${publicOrigin(ctx, settings)}/app/api/sign-in/oidc/callback`);
+    const { url, transaction } = await oidc.start(oidc.redirectUri ?? `${publicOrigin(ctx, settings)}/app/api/sign-in/oidc/callback`);
     // Lax: the provider's redirect back is a cross-site top-level GET, which must carry it.
     ctx.cookies.set(OIDC_COOKIE, Buffer.from(JSON.stringify(transaction)).toString('base64url'), {
       ...cookieOptions(ctx, settings),
