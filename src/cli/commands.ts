@@ -329,7 +329,7 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
     case 'cost rates':
     case 'cost import':
     case 'cost reconcile':
-      return runCostCommand(sub, p, c, out);
+      return runCostCommand(`${cmd} ${sub}`, p, c, out);
     default:
       throw new CliError(`Unknown command '${p.positionals.join(' ')}'.\n\n${COMMAND_HELP}`, 2);
   }
