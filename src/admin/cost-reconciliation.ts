@@ -93,7 +93,7 @@ export async function reconcileBills(ledger: Ledger, range: { from: string; to: 
       const diff = cost - BigInt(l.bill_cost_minor);
       billed += BigInt(l.bill_cost_minor);
       l.difference_minor = diff.toString();
-      l.status = l.calls === 0 ? 'no_calls' : l.unpriced_calls > 0 ? 'unpriced' : abs(diff) <= BigInt(toleranceMinor) ? 'agrees' : 'differs';
+      l.status = l.unpriced_calls > 0 ? 'unpriced' : abs(diff) <= BigInt(toleranceMinor) ? 'agrees' : l.calls === 0 ? 'no_calls' : 'differs';
     } else if (l.unpriced_calls > 0) l.status = 'unpriced';
     if (l.status !== 'agrees') {
       differing++;

@@ -6,6 +6,7 @@ import { runWebhookCommand } from './webhook-commands.ts';
 import { runKeyCommand } from './key-commands.ts';
 import { runPaymentCommand } from './payment-commands.ts';
 import { runFinanceCommand } from './finance-commands.ts';
+import { runCostCommand } from './cost-commands.ts';
 
 export interface Parsed {
   positionals: string[];
@@ -58,6 +59,11 @@ export const COMMAND_HELP = `tollgate <command> [options]
           [--component multiplier|cache_read_weight|cache_write_weight|image_tokens --value V]
           [--also-from-now (then --to may be left out: up to now)] [--id CORRECTION-ID]
   statement <account> --from ISO --to ISO [--format csv|json]
+  cost rate <channel> --input P --output P [--cache-read P] [--cache-write-5m P] [--cache-write-1h P] [--image P] [--effective-at ISO]
+                                          an upstream cost rate (decimal major units per million tokens; image: per image)
+  cost rates                              every cost rate set
+  cost import <openai|anthropic> <channel> <file>   a provider's cost export (JSON)
+  cost reconcile --from ISO --to ISO [--format csv|json]   Tollgate's upstream cost against the imported bills
   upstream-report --from ISO --to ISO [--format csv|json]   per UTC day, channel and upstream model: calls, tokens, billed
   finance report --from DAY --to DAY [--format json|csv]      payments, fees, refunds, disputes, revenue, breakage per day/account/model/channel
   finance reconcile --from DAY --to DAY                       payments - refunds = revenue + refunded revenue + breakage + change in deferred
@@ -332,6 +338,11 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
     case 'finance reconcile':
     case 'finance journal':
       return runFinanceCommand(sub, p, c, out);
+    case 'cost rate':
+    case 'cost rates':
+    case 'cost import':
+    case 'cost reconcile':
+      return runCostCommand(`${cmd} ${sub}`, p, c, out);
     default:
       throw new CliError(`Unknown command '${p.positionals.join(' ')}'.\n\n${COMMAND_HELP}`, 2);
   }

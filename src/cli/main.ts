@@ -89,6 +89,13 @@ const options = {
   reference: { type: 'string' },
   currency: { type: 'string' },
   count: { type: 'string' },
+  input: { type: 'string' },
+  output: { type: 'string' },
+  'cache-read': { type: 'string' },
+  'cache-write-5m': { type: 'string' },
+  'cache-write-1h': { type: 'string' },
+  image: { type: 'string' },
+  'effective-at': { type: 'string' },
 } as const;
 
 async function main(): Promise<void> {
