@@ -46,6 +46,8 @@ test('property: booked parts of any split sum to the rounded whole, and none is 
       fc.array(fc.integer({ min: 0, max: 200_000_000 }), { maxLength: 40 }),
       (amount, per, parts) => {
         const rate = { amount, per };
+        // Amounts are exact up to 2^53 minor units; past that valueOf refuses (tested below).
+        fc.pre((BigInt(amount) * BigInt(parts.reduce((a, b) => a + b, 0))) / BigInt(per) < BigInt(Number.MAX_SAFE_INTEGER));
         let before = 0;
         let sum = 0;
         for (const p of parts) {
@@ -60,6 +62,17 @@ test('property: booked parts of any split sum to the rounded whole, and none is 
       },
     ),
     { numRuns: 300 },
+  );
+});
+
+test('a value beyond 2^53 minor units is refused, never rounded', () => {
+  assert.throws(
+    () => valueOf({ amount: 83_684_033, per: 1 }, 109_819_982),
+    (e: unknown) => e instanceof Error && e.name === 'InvariantViolation',
+  );
+  assert.throws(
+    () => bookedAmount({ amount: 83_684_033, per: 1 }, 90_647_397, 109_819_982),
+    (e: unknown) => e instanceof Error && e.name === 'InvariantViolation',
   );
 });
 

@@ -7,6 +7,7 @@
 import * as currencies from 'dinero.js/currencies';
 import { allocate, calculator, dinero, halfUp, toDecimal, toSnapshot, type DineroCurrency } from 'dinero.js/bigint';
 import { invalid } from '../ledger/errors.ts';
+import { InvariantViolation } from '../ledger/balance.ts';
 
 /** An amount in minor units of an ISO 4217 currency. */
 export interface Money {
@@ -81,7 +82,14 @@ export function rateOf(price: Money, tokens: number): Rate {
 
 /** round(rate x tokens) to the minor unit, half up: the value of `tokens` tokens as one whole. */
 export function valueOf(rate: Rate, tokens: number): number {
-  return Number(roundExact(BigInt(rate.amount) * BigInt(tokens), BigInt(rate.per)));
+  return safeAmount(roundExact(BigInt(rate.amount) * BigInt(tokens), BigInt(rate.per)));
+}
+
+/** A booked amount as a number: exact only up to 2^53 minor units, so anything larger is a defect, never a rounded figure. */
+function safeAmount(minor: bigint): number {
+  if (minor > BigInt(Number.MAX_SAFE_INTEGER) || minor < -BigInt(Number.MAX_SAFE_INTEGER))
+    throw new InvariantViolation(`an amount of ${minor} minor units is beyond what is kept exactly`);
+  return Number(minor);
 }
 
 /** round(numerator / denominator) to the minor unit, half up (an exact value finer than a minor unit, rounded). */
@@ -95,7 +103,8 @@ export const roundExact = (numerator: bigint, denominator: bigint): bigint => ha
  */
 export function bookedAmount(rate: Rate, tokensBefore: number, tokensAfter: number): number {
   const [amount, per] = [BigInt(rate.amount), BigInt(rate.per)];
-  return Number(bookedExact(amount * BigInt(tokensBefore), amount * BigInt(tokensAfter), per));
+  safeAmount(roundExact(amount * BigInt(tokensAfter), per)); // the whole so far must itself be exact
+  return safeAmount(bookedExact(amount * BigInt(tokensBefore), amount * BigInt(tokensAfter), per));
 }
 
 /** The same rule on exact running totals (numerators over one `denominator`), for sums too large for a number. */
