@@ -5,6 +5,7 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Ledger } from '../ledger/ledger.ts';
+import { ReadModelsBehind } from '../ledger/read-your-writes.ts';
 import { readLogPage } from './log-pages.ts';
 import { foldFinance } from './finance.ts';
 import { journalEntries } from './finance-journal.ts';
@@ -91,7 +92,10 @@ export async function compareWithRebuild(ledger: Ledger, onReplayed?: (events: n
   const scratch = `${ledger.rmSchema}_verify`;
   try {
     const position = await replayInto(ledger.readModels.db, ledger.events, scratch, { onProgress: onReplayed && ((p) => onReplayed(p.events)) });
-    await ledger.waitForPosition(position, 10_000);
+    // Live read models that have not reached the rebuild (a projector still taking its lease back
+    // after a failover) cannot be compared yet: a 503 to ask again, never a false difference.
+    if (!(await ledger.waitForPosition(position, 10_000)))
+      throw new ReadModelsBehind(`the read models have not reached position ${position} yet: verify again shortly`);
     const differences = await differingRows(ledger.readModels.db, ledger.rmSchema, scratch, MAX_DIFFERENCES);
     if (differences.length === 0) return differences;
     // Live traffic moved the live read models past the rebuild meanwhile: the rows its events

@@ -59,7 +59,17 @@ export interface Verification {
   readModelDifferences: Array<{ table: string; key: string; live: unknown; rebuilt: unknown }>;
 }
 
-export const verify = (admin: AdminClient) => admin.request<Verification>('POST', '/verify');
+/** Verify; a 503 (the read models have not caught up with the log yet) is asked again, for up to a minute. */
+export async function verify(admin: AdminClient): Promise<Verification> {
+  for (const deadline = Date.now() + 60_000; ;) {
+    try {
+      return await admin.request<Verification>('POST', '/verify');
+    } catch (err) {
+      if (!/: 503 /.test(String(err)) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+}
 
 export interface AccountRow {
   account_id: string;
