@@ -1,7 +1,8 @@
 // The event catalogue as TypeScript types. schemas/events/*.json is the source of truth at run
 // time (ajv checks every append); these types keep the deciders honest at compile time.
 
-import type { Role } from './roles.ts';
+import type { MemberEvents } from './member-events.ts';
+import type { CostPrices, UpstreamBillLine } from './cost-events.ts';
 
 export interface PlanTerms {
   planId: string;
@@ -260,41 +261,7 @@ export interface EventDataByType extends MemberEvents {
   RedemptionCodeRefused: { accountId: string; hour: string };
 }
 
-/** Prices of one upstream model on one channel: decimal major units per million tokens. */
-export interface CostPrices {
-  input: string;
-  cacheRead: string;
-  cacheWrite5m: string;
-  cacheWrite1h: string;
-  output: string;
-  image: string | null;
-}
 
-/** One line of an imported bill: a UTC day and upstream model, the cost in minor units and the tokens it names. */
-export interface UpstreamBillLine {
-  day: string;
-  upstreamModel: string;
-  costMinor: number;
-  inputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  outputTokens: number;
-}
-
-// Customers (src/customers): members of an account on its members stream; sign-in links and
-// sessions on streams of their own. Secrets are stored only as SHA-256 hashes.
-export interface MemberEvents {
-  MemberInvited: { accountId: string; memberId: string; email: string; role: Role };
-  /** The invited address signed in (invitationId) or founded the account by sign-up (null). */
-  MemberJoined: { accountId: string; memberId: string; email: string; role: Role; invited: boolean };
-  MemberRoleChanged: { accountId: string; memberId: string; email: string; from: Role; to: Role };
-  /** A member removed, or an invitation withdrawn (status says which). */
-  MemberRemoved: { accountId: string; memberId: string; email: string; role: Role; status: 'invited' | 'active' };
-  SignInLinkIssued: { linkId: string; email: string; hash: string; expiresAt: string };
-  SignInLinkUsed: { linkId: string; email: string };
-  SessionStarted: { sessionId: string; email: string; hash: string; method: 'email' | 'oidc'; expiresAt: string };
-  SessionEnded: { sessionId: string; email: string; reason: 'sign_out' | 'ended_by_member' | 'ended_by_operator' };
-}
 
 export type PaymentProcessor = 'manual' | 'stripe' | 'code';
 

@@ -6,7 +6,8 @@
 // the same channel appends nothing.
 import { createHash } from 'node:crypto';
 import type { Decider } from '../ledger/decider.ts';
-import type { EventDataByType, UpstreamBillLine } from '../ledger/events.ts';
+import type { EventDataByType } from '../ledger/events.ts';
+import type { UpstreamBillLine } from '../ledger/cost-events.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
 import { minorDigits, roundExact } from './money.ts';
 

@@ -3,7 +3,8 @@
 // units per million tokens (an image: per image), kept exact: at most the currency's minor digits
 // plus six decimals, so it is always a whole number of 10^-12 minor units per token.
 import type { Decider } from '../ledger/decider.ts';
-import type { CostPrices, EventDataByType } from '../ledger/events.ts';
+import type { EventDataByType } from '../ledger/events.ts';
+import type { CostPrices } from '../ledger/cost-events.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
 import { currencyOf, minorDigits } from './money.ts';
 
