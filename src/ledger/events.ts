@@ -261,8 +261,6 @@ export interface EventDataByType extends MemberEvents {
   RedemptionCodeRefused: { accountId: string; hour: string };
 }
 
-
-
 export type PaymentProcessor = 'manual' | 'stripe' | 'code';
 
 /** What the processor says of a payment: who took it, its own id, how much, and its fee. */
