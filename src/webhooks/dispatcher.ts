@@ -24,10 +24,9 @@ import { streams, type DomainEvent, type EventDataByType } from '../ledger/event
 import type { WebhookSettings } from '../config.ts';
 import { mergeNotices, NOTIFICATION_KINDS, type Notice, type WebhookOptions } from './kinds.ts';
 import type { MasterKey } from './signing.ts';
-import { signatureHeader } from './signing.ts';
-import { postNotification } from './post.ts';
 import type { EndpointPolicy } from './endpoint.ts';
 import * as storage from './storage.ts';
+import { startSender } from './sender.ts';
 
 export type LogReader = Pick<EventStore, 'readStream' | 'readSnapshot' | 'subscribe' | 'headPosition'>;
 
@@ -68,10 +67,6 @@ interface Watch {
   subscribers: ReadonlyMap<string, Subscriber>;
 }
 
-/** Deliveries sent at the same time (each to a different webhook). */
-const MAX_PARALLEL = 16;
-/** How often the outbox is looked at when nothing wakes the sender. */
-const SENDER_POLL_MS = 1000;
 const LINGER_MS = 50;
 /** How often the checkpoint is stored when the events read queue nothing. */
 const CHECKPOINT_EVERY_MS = 1000;
@@ -92,34 +87,6 @@ const subscriberOf = (d: EventDataByType['WebhookRegistered']): Subscriber => ({
 });
 
 const domainEvent = (e: StoredEvent) => ({ type: e.type, data: e.data }) as DomainEvent;
-
-/** Wakes a loop that sleeps; a wake while it is busy is not lost. */
-function waker() {
-  let pending = false;
-  let resolve: (() => void) | null = null;
-  let timer: NodeJS.Timeout | null = null;
-  return {
-    wake() {
-      pending = true;
-      resolve?.();
-    },
-    sleep(ms: number): Promise<void> {
-      if (pending) {
-        pending = false;
-        return Promise.resolve();
-      }
-      return new Promise<void>((r) => {
-        resolve = () => {
-          if (timer) clearTimeout(timer);
-          resolve = null;
-          pending = false;
-          r();
-        };
-        timer = setTimeout(() => resolve?.(), Math.max(5, ms));
-      });
-    },
-  };
-}
 
 export async function startDispatcher(o: DispatcherOptions): Promise<Dispatcher> {
   const { db, store, schema, log } = o;
@@ -305,105 +272,7 @@ export async function startDispatcher(o: DispatcherOptions): Promise<Dispatcher>
       return queued;
     });
 
-  // ---- sending ------------------------------------------------------------------------------
-  const sender = waker();
-  const inFlight = new Map<string, { abort: AbortController; done: Promise<void> }>();
-
-  function backoffMs(attempts: number): number {
-    const exp = o.settings.retryBaseMs * 2 ** Math.min(30, attempts - 1);
-    return Math.round(Math.min(o.settings.retryMaxMs, exp) * (0.8 + Math.random() * 0.4));
-  }
-
-  async function attempt(h: storage.HeadRow, signal: AbortSignal): Promise<storage.AttemptOutcome | null> {
-    let status: number | null = null;
-    let error: string | null;
-    if (h.signingKeyId !== o.master.keyId) {
-      // Signing with another master secret would only produce signatures nobody can verify.
-      error =
-        'not sent: this gateway has another webhook master secret than the one the webhook was registered with (set the same TOLLGATE_WEBHOOK_SECRET everywhere)';
-    } else {
-      const headers = {
-        'Tollgate-Webhook-Id': h.webhookId,
-        'Tollgate-Delivery-Id': h.deliveryId,
-        'Tollgate-Notification-Type': h.type,
-        'Tollgate-Attempt': String(h.attempts + 1),
-        // The real time, whatever the dispatcher's clock: receivers check it against theirs.
-        'Tollgate-Signature': signatureHeader(o.master.secretFor(h.webhookId), h.body, Date.now() / 1000),
-      };
-      const res = await postNotification(h.url, h.body, headers, { policy: o.policy, timeoutMs: o.settings.timeoutMs, signal, ca: o.ca });
-      if (signal.aborted) return null; // shutting down: still pending, sent again by whoever leads next
-      status = res.status;
-      error = res.error;
-    }
-    const at = o.clock();
-    if (error === null) {
-      log.debug({ webhookId: h.webhookId, deliveryId: h.deliveryId, attempt: h.attempts + 1, status }, 'webhook delivered');
-      return {
-        deliveryId: h.deliveryId,
-        attemptsBefore: h.attempts,
-        atMs: at,
-        status: 'delivered',
-        responseStatus: status,
-        error: null,
-        nextAttemptMs: h.nextAttemptMs,
-      };
-    }
-    const next = at + backoffMs(h.attempts + 1);
-    const giveUp = next > h.deadlineMs;
-    log.warn(
-      { webhookId: h.webhookId, deliveryId: h.deliveryId, attempt: h.attempts + 1, status, error, giveUp },
-      giveUp ? 'webhook delivery failed; giving up' : 'webhook delivery failed; will retry',
-    );
-    return {
-      deliveryId: h.deliveryId,
-      attemptsBefore: h.attempts,
-      atMs: at,
-      status: giveUp ? 'failed' : 'pending',
-      responseStatus: status,
-      error,
-      nextAttemptMs: giveUp ? h.nextAttemptMs : next,
-    };
-  }
-
-  function send(h: storage.HeadRow): void {
-    const abort = new AbortController();
-    const done = (async () => {
-      try {
-        const outcome = await attempt(h, abort.signal);
-        if (outcome) await storage.recordAttempt(db, schema, outcome);
-      } catch (err) {
-        log.warn({ webhookId: h.webhookId, deliveryId: h.deliveryId, err: (err as Error).message }, 'webhook delivery could not be recorded');
-      } finally {
-        inFlight.delete(h.webhookId);
-        sender.wake();
-      }
-    })();
-    inFlight.set(h.webhookId, { abort, done });
-  }
-
-  const outbox = outageReporter(log, 'webhook sender: reading the outbox');
-  const sending = (async () => {
-    while (!stopping) {
-      let waitMs = SENDER_POLL_MS;
-      try {
-        const now = o.clock();
-        for (const h of await storage.pendingHeads(db, schema, [...inFlight.keys()], 200)) {
-          if (stopping) break;
-          if (h.nextAttemptMs > now) {
-            waitMs = Math.min(waitMs, h.nextAttemptMs - now);
-            continue;
-          }
-          if (inFlight.size < MAX_PARALLEL) send(h);
-        }
-        outbox.ok();
-      } catch (err) {
-        if (!stopping) waitMs = Math.max(waitMs, outbox.failed(err));
-      }
-      if (!stopping) await sender.sleep(waitMs);
-    }
-  })();
-
-  // ---- reading the log ------------------------------------------------------------------------
+  const sender = startSender(o);
   await loadWatches();
   const batches = outageReporter(log, 'webhook dispatcher: reading the log');
   const subscription: Subscription = store.subscribe(
@@ -450,10 +319,7 @@ export async function startDispatcher(o: DispatcherOptions): Promise<Dispatcher>
       await subscription.close().catch(() => undefined);
       await turn;
       await persist().catch((err) => log.warn({ err: (err as Error).message }, 'webhook dispatcher: checkpoint not stored'));
-      for (const f of inFlight.values()) f.abort.abort();
-      sender.wake();
-      await sending;
-      await Promise.all([...inFlight.values()].map((f) => f.done));
+      await sender.stop();
     },
   };
 }
