@@ -8,7 +8,8 @@ import { prepareChat } from '../gateway/chat-call.ts';
 import { withBilledTokens } from '../gateway/billed-usage.ts';
 import { openSse } from '../gateway/sse.ts';
 import { setRemainingHeader } from '../gateway/billing-headers.ts';
-import { completedResponse, newId, responsesStreamRenderer, toCanonical, type ResponseShell, type ResponsesBody } from '../dialects/responses/render.ts';
+import { completedResponse, newId, responsesStreamRenderer, type ResponseShell } from '../dialects/responses/render.ts';
+import { toCanonical, type ResponsesBody } from '../dialects/responses/request.ts';
 
 export function responses(deps: GatewayDeps) {
   return async (ctx: Context) => {
