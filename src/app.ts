@@ -15,6 +15,7 @@ import { requireApiKey } from './http/auth.ts';
 import { adminTokenMatches } from './admin/admin-token.ts';
 import { idempotency } from './http/idempotency.ts';
 import { limitInvalidRequests } from './http/invalid-requests.ts';
+import { invalidRequestStore } from './eventstore/invalid-request-store.ts';
 import { validateBody } from './http/validate.ts';
 import { chatCompletions } from './routes/chat.ts';
 import { anthropicErrors, countTokens, messages } from './routes/messages.ts';
@@ -79,9 +80,9 @@ export function createApp(
   // server decompress or parse anything (it gets its 401 first). See http/body.ts for the limits.
   const body = jsonBody(MODEL_CALL_LIMITS);
   const withUploads = jsonOrMultipartBody(MODEL_CALL_LIMITS);
-  // Invalid requests count per key (429 past the limit); valid calls count against the plan's
-  // call rate, decided with the call's hold (the account decider), not here.
-  const invalid = limitInvalidRequests(opts.invalidRequestsPerMinute ?? 60);
+  // Invalid requests count per key across gateways (429 past the limit); valid calls count against
+  // the plan's call rate, decided with the call's hold (the account decider), not here.
+  const invalid = limitInvalidRequests(invalidRequestStore(deps.db, deps.ledger.schema), opts.invalidRequestsPerMinute ?? 60);
   // A body that fails its schema is refused before an Idempotency-Key is claimed: it stores nothing.
   const idempotent = (schemaName?: string) =>
     idempotency(deps.db, deps.ledger.schema, {

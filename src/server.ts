@@ -21,6 +21,7 @@ import { caughtUpWithin, pollingEventFeed } from './eventstore/event-feed.ts';
 import { createKeyDirectory } from './http/key-directory.ts';
 import { createMetrics } from './gateway/metrics.ts';
 import { ensureIdempotencyTable } from './eventstore/idempotency-store.ts';
+import { ensureInvalidRequestTable } from './eventstore/invalid-request-store.ts';
 import { startProcessLease } from './eventstore/process-lease.ts';
 import { warmValidators } from './http/validate.ts';
 import { warmTokenizer } from './upstream/tokenizer.ts';
@@ -117,6 +118,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     holdLingerMs: settings.holdLingerMs,
   });
   await ensureIdempotencyTable(db, settings.schema);
+  await ensureInvalidRequestTable(db, settings.schema);
   // This process's lease: its holds name it, so they are released soon after it dies.
   const lease = await startProcessLease(db, settings.schema, `gw-${randomUUID()}`, {
     ttlMs: settings.processLeaseMs,

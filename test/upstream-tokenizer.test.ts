@@ -1,6 +1,15 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { IMAGE_PART_TOKENS, countMessageTokens, countTextTokens, decodeTokens, encodeText, tokenPieces, warmTokenizer } from '../src/upstream/tokenizer.ts';
+import {
+  IMAGE_PART_TOKENS,
+  countMessageTokens,
+  countMessageTokensYielding,
+  countTextTokens,
+  decodeTokens,
+  encodeText,
+  tokenPieces,
+  warmTokenizer,
+} from '../src/upstream/tokenizer.ts';
 import type { ChatMessage, ToolDefinition } from '../src/upstream/port.ts';
 import { Tiktoken } from 'js-tiktoken/lite';
 import o200k from 'js-tiktoken/ranks/o200k_base';
@@ -75,6 +84,34 @@ test('image parts, tool calls and tool definitions are counted', () => {
   const tools: ToolDefinition[] = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }];
   const base = countMessageTokens([{ role: 'user', content: 'hi' }]);
   assert.is(countMessageTokens([{ role: 'user', content: 'hi' }], tools), base + 7 + 3 + countTextTokens(JSON.stringify(tools[0]!.function)));
+});
+
+test('a long prompt is counted in slices: other work runs in between, and the count is the same', async () => {
+  const prose =
+    "It's 12:30 now; the quick brown fox (aged 7) jumps over the lazy dog.\nThen: 'quotes', URLs like https://example.com/a?b=1 and émigré café naïveté. ".repeat(
+      6_000,
+    );
+  const messages: ChatMessage[] = [
+    { role: 'system', content: prose.slice(0, 40_000) },
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: prose },
+        { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } },
+      ],
+    },
+  ];
+  const tools: ToolDefinition[] = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }];
+  let ticks = 0;
+  const ticker = setInterval(() => ticks++, 0);
+  const sliced = await countMessageTokensYielding(messages, tools);
+  clearInterval(ticker);
+  assert.is(sliced, countMessageTokens(messages, tools), 'cut only where a piece starts: the same count');
+  assert.ok(ticks > 0, 'the event loop ran other work while the prompt was counted');
+  // No space between letters to cut at (CJK): cut anyway, off by at most a token per slice.
+  const cjk: ChatMessage[] = [{ role: 'user', content: '漢字仮名交じり文を数える。'.repeat(20_000) }];
+  const whole = countMessageTokens(cjk);
+  assert.ok(Math.abs((await countMessageTokensYielding(cjk)) - whole) <= 20, `${whole}`);
 });
 
 test('ordinary text is counted exactly (its speed is measured by npm run bench)', () => {

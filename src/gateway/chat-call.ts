@@ -7,7 +7,7 @@ import { abortWhenClientGone } from '../http/client-gone.ts';
 import type { Context } from 'koa';
 import type { GatewayDeps } from './deps.ts';
 import { resolveCallerModel } from './model-access.ts';
-import { countMessageTokens, countTextTokens } from '../upstream/tokenizer.ts';
+import { countMessageTokensYielding, countTextTokens } from '../upstream/tokenizer.ts';
 import {
   UpstreamError,
   type ChatCall,
@@ -107,7 +107,8 @@ export async function prepareChat(deps: GatewayDeps, ctx: Context, req: ChatRequ
   const caller = { keyId: ctx.state.auth.keyId, accountId: ctx.state.auth.accountId, requestId: ctx.state.requestId };
   // A call the account refuses anyway is refused before its prompt is counted.
   await deps.metering.refuseEarly(caller, model.id, model);
-  const promptTokens = countMessageTokens(req.messages, req.tools);
+  // Counted in slices: a long prompt does not hold the event loop for other requests.
+  const promptTokens = await countMessageTokensYielding(req.messages, req.tools);
   // A streamed reply commits its status with its first byte, so its hold is committed first; a
   // whole reply is only sent once settled, so its upstream call may start as soon as the hold is
   // decided (complete() below).

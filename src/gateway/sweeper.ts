@@ -12,6 +12,7 @@ import { outageReporter, type OutageLog } from '../eventstore/outage.ts';
 import { holdEventId } from '../ledger/event-ids.ts';
 import { DomainError } from '../ledger/errors.ts';
 import { purgeExpiredIdempotency } from '../eventstore/idempotency-store.ts';
+import { purgeOldInvalidRequests } from '../eventstore/invalid-request-store.ts';
 
 /** Where the gateway processes' leases are kept (src/eventstore/process-lease.ts). */
 export interface LeaseTable {
@@ -92,6 +93,7 @@ export function startSweeper(
         await sweepOrphanedHolds(ledger, opts.leases);
         await forgetOldLeases(opts.leases.db, opts.leases.schema);
         if (opts.idempotencyTtlS !== undefined) await purgeExpiredIdempotency(opts.leases.db, opts.leases.schema, opts.idempotencyTtlS);
+        await purgeOldInvalidRequests(opts.leases.db, opts.leases.schema);
       }
       await sweepExpiredHolds(ledger);
       await revokeRotatedKeys(ledger);

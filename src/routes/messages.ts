@@ -10,7 +10,7 @@ import { prepareChat } from '../gateway/chat-call.ts';
 import { withBilledTokens } from '../gateway/billed-usage.ts';
 import { openSse } from '../gateway/sse.ts';
 import { setRemainingHeader } from '../gateway/billing-headers.ts';
-import { countMessageTokens } from '../upstream/tokenizer.ts';
+import { countMessageTokensYielding } from '../upstream/tokenizer.ts';
 import { withFailover } from '../upstream/channels/failover.ts';
 import { abortWhenClientGone } from '../http/client-gone.ts';
 import {
@@ -95,6 +95,6 @@ export function countTokens(deps: GatewayDeps) {
       (r) => r.value,
       () => null,
     );
-    ctx.body = { input_tokens: counted ?? countMessageTokens(toCanonicalMessages(body), toCanonicalTools(body.tools)) };
+    ctx.body = { input_tokens: counted ?? (await countMessageTokensYielding(toCanonicalMessages(body), toCanonicalTools(body.tools))) };
   };
 }

@@ -3,7 +3,7 @@ import type { ChatCall, ChatOutcome, ChatStreamPart, ImageCall, ImageOutcome, Pr
 import { pause, throwIfAborted } from '../abort.ts';
 import { planReply } from './text.ts';
 import { drawImage, editImage } from './image.ts';
-import { countMessageTokens } from '../tokenizer.ts';
+import { countMessageTokensYielding } from '../tokenizer.ts';
 
 export { InvalidImageError } from '../image-error.ts';
 
@@ -21,7 +21,7 @@ export function createSimulatedProvider(options: SimulatedOptions = {}): Provide
   async function chat(call: ChatCall): Promise<ChatOutcome> {
     throwIfAborted(call.signal);
     const plan = planReply(call);
-    const usage = { prompt_tokens: countMessageTokens(call.messages, call.tools), completion_tokens: plan.completionTokens };
+    const usage = { prompt_tokens: await countMessageTokensYielding(call.messages, call.tools), completion_tokens: plan.completionTokens };
     await pause(tokenDelayMs * plan.completionTokens, call.signal);
     return { content: plan.content, toolCalls: plan.toolCall ? [plan.toolCall] : [], finishReason: plan.finishReason, usage };
   }
@@ -29,7 +29,7 @@ export function createSimulatedProvider(options: SimulatedOptions = {}): Provide
   async function* chatStream(call: ChatCall): AsyncGenerator<ChatStreamPart> {
     throwIfAborted(call.signal);
     const plan = planReply(call);
-    const usage = { prompt_tokens: countMessageTokens(call.messages, call.tools), completion_tokens: plan.completionTokens };
+    const usage = { prompt_tokens: await countMessageTokensYielding(call.messages, call.tools), completion_tokens: plan.completionTokens };
     const tool = plan.toolCall;
     if (tool) yield { type: 'tool_call', index: 0, id: tool.id, name: tool.function.name, arguments: '' };
     for (const piece of plan.pieces) {
