@@ -12,15 +12,16 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { openPostgres } from '../src/eventstore/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { validateEvent } from '../src/ledger/catalogue.ts';
-import type { AppendRequest } from '../src/eventstore/port.ts';
 import { replayInto } from '../projections/rebuild.ts';
-import { catalogueSetup, SimAccount } from './ledger-traffic.ts';
-import { mustAppendMany } from './ledger.ts';
+import { SimAccount } from './ledger-traffic.ts';
+import { seedCharges } from './corrections-seed.ts';
 import { openBenchAccount, startMock, startTollgate, tollgateRequest, type Mock, type Tollgate } from './targets.ts';
 
 const CORRECTED_MODEL = 'cx/gen-6-astra'; // priced ×2; corrected to ×1.5
 const ACCOUNTS = 50;
 const BIG_SHARE = 0.4;
+/** A call rate no seeding or probe reaches (the most a plan may have: a million a minute). */
+const UNLIMITED_RATE = 1_000_000;
 
 export interface PhaseFigure {
   seconds: number;
@@ -115,35 +116,21 @@ async function oneSize(url: string, charges: number, log: (l: string) => void): 
   let mock: Mock | null = null;
   let gw: Tollgate | null = null;
   try {
-    const store = await createPostgresEventStore(db, { schema, validate: validateEvent });
     const tag = randomBytes(3).toString('hex');
     const accounts = Array.from({ length: ACCOUNTS }, (_, i) => new SimAccount(tag, i, CORRECTED_MODEL));
-    for (const a of accounts) a.spacingMs = 101; // the seed plan's 600 calls a minute
+    // No call rate to speak of: the seeded calls all fall in the seeding's minutes, and the big
+    // account's own calls (the probe) must be answered, not refused as over its rate.
+    for (const a of accounts) a.requestsPerMinute = UNLIMITED_RATE;
     const from = new Date(Date.now() - 1000);
     let t = performance.now();
-    const setup = [...catalogueSetup(), ...accounts.flatMap((a) => a.setup(new Date()))];
-    await mustAppendMany(store, setup);
-    // 1,000 charges per append request: 40 % on account 0, the rest spread over the others.
-    for (let done = 0; done < charges;) {
-      const k = Math.min(1000, charges - done);
-      const big = Math.round(k * BIG_SHARE);
-      const batch: AppendRequest[] = [accounts[0].nextBulk(big)];
-      const each = Math.floor((k - big) / (ACCOUNTS - 1));
-      let left = k - big;
-      for (let i = 1; i < ACCOUNTS && left > 0; i++) {
-        const m = i === ACCOUNTS - 1 ? left : Math.min(left, each);
-        if (m > 0) batch.push(accounts[i].nextBulk(m));
-        left -= m;
-      }
-      await mustAppendMany(store, batch);
-      done += k;
-    }
+    const events = await seedCharges(db, schema, accounts, charges, BIG_SHARE);
     const seedSeconds = (performance.now() - t) / 1000;
-    const events = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".events`))[0].n);
     log(`corrections ${charges}: seeded ${events} events in ${seedSeconds.toFixed(1)} s`);
     t = performance.now();
+    const store = await createPostgresEventStore(db, { schema, validate: validateEvent });
     await replayInto(db, store, `${schema}_rm`);
     const replaySeconds = (performance.now() - t) / 1000;
+    log(`corrections ${charges}: read models built in ${replaySeconds.toFixed(1)} s`);
     await store.close();
     const to = new Date(Date.now() + 1000);
 

@@ -28,6 +28,8 @@ export class SimAccount {
   revision = -1;
   private n = 0;
   private openHold: string | null = null;
+  /** The subscription's call rate (default the bench plan's 600 a minute). */
+  requestsPerMinute = PLAN.requestsPerMinute;
 
   constructor(
     readonly tag: string,
@@ -55,7 +57,7 @@ export class SimAccount {
     const admin: EventMetadata = { correlationId: randomUUID(), causationId: null, actor: 'admin:bench' };
     const events = [
       ...this.decide({ type: 'Open', accountId: this.accountId, name: `Bench account ${this.index}` }),
-      ...this.decide({ type: 'Subscribe', accountId: this.accountId, plan: PLAN, now }),
+      ...this.decide({ type: 'Subscribe', accountId: this.accountId, plan: { ...PLAN, requestsPerMinute: this.requestsPerMinute }, now }),
     ];
     const expected = this.revision;
     const snapshot = this.snapshotFor(events.length);

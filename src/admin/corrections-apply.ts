@@ -7,6 +7,7 @@ import type { ModelCommand } from '../ledger/model.ts';
 import { definedOnly } from '../ledger/events.ts';
 import { DomainError } from '../ledger/errors.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';
+import type { ChargeToAdjust } from '../ledger/account-adjust.ts';
 import { Pacer } from './pacing.ts';
 import { chargesInWindowCount } from '../../projections/read-models.ts';
 import { adjustmentEventId, correctCommand, correctionIdOf, withCorrection, type CorrectionInput } from './corrections-terms.ts';
@@ -121,11 +122,12 @@ async function applyChecked(
 const needsAdjusting = (p: Plan) => p.item.difference !== 0 && !(p.current && p.owner.revision <= p.current.rank);
 
 /**
- * Brings a pass's pages of charges to their corrected figures. Each account's adjustments are
- * decided on its stream against the figures the charge log has for the charges, at the account's
- * count of adjustments when they were read (see AdjustCommand): this pass keeps that count per
- * account, adding what it appends, so the log is read once per page. When another writer adjusted
- * the account meanwhile, the account refuses, and its charges of the page are read again.
+ * Brings a pass's pages of charges to their corrected figures. Each account's adjustments of a
+ * page are one AdjustPage command (one decision, one append), decided on its stream against the
+ * figures the charge log has for the charges, at the account's count of adjustments when they
+ * were read: this pass keeps that count per account from what its commands leave, so the log is
+ * read once per page. When another writer adjusted the account meanwhile, the account refuses the
+ * page, and its charges of the page are read again.
  */
 class PageAdjuster {
   /** Adjustments each account has, as this pass knows it (the charge log includes all of them). */
@@ -168,17 +170,12 @@ class PageAdjuster {
       await Promise.all(
         [...byAccount].map(async ([accountId, list]) => {
           const base = this.seen.get(accountId)!;
-          // Each command names the one before it: if another writer gets in anywhere, the rest are refused.
-          const results = await Promise.allSettled(
-            list.map((p, i) => this.adjust(p, base.count + i, i === 0 ? base.last : `${list[i - 1].owner.correctionId}|${list[i - 1].item.eventId}`)),
-          );
-          const done = results.filter((r) => r.status === 'fulfilled' && r.value).length;
-          appended += done;
-          const failed = results.find((r) => r.status === 'rejected' && !isStale(r.reason));
-          if (failed) throw (failed as PromiseRejectedResult).reason;
-          const last = list[list.length - 1];
-          if (done === list.length) this.seen.set(accountId, { count: base.count + done, last: `${last.owner.correctionId}|${last.item.eventId}` });
-          else {
+          try {
+            const r = await this.adjustPage(accountId, list, base);
+            appended += r.events.length;
+            this.seen.set(accountId, { count: r.state.adjustments, last: r.state.lastAdjustment });
+          } catch (err) {
+            if (!isStale(err)) throw err;
             this.seen.delete(accountId);
             stale.push(...list);
           }
@@ -190,39 +187,43 @@ class PageAdjuster {
     }
   }
 
-  /** Appends one adjustment; whether it appended one (false: the account decided nothing needs changing). */
-  private async adjust(p: Plan, adjustmentsSeen: number, lastAdjustment: string): Promise<boolean> {
-    const changed = (k: keyof PriceInputs) => (p.inputs[k] !== p.original[k] ? p.inputs[k] : undefined);
-    const r = await this.ledger.account(
-      p.accountId,
-      {
-        type: 'Adjust',
-        correctionId: p.owner.correctionId,
-        correctionRevision: p.owner.revision,
-        chargeEventId: p.item.eventId,
-        requestId: p.item.requestId,
-        model: p.row.model,
-        chargedAt: p.item.at,
-        billedBefore: p.item.billedOriginally,
-        billedCorrected: p.item.corrected,
-        multiplierMilliBefore: p.original.multiplierMilli,
-        multiplierMilliCorrected: p.inputs.multiplierMilli,
-        fromQuotaBefore: p.item.fromQuota,
-        adjustmentsSeen,
-        lastAdjustment,
-        ...definedOnly({
-          keyId: p.row.key_id ?? undefined,
-          current: p.current,
-          cacheReadMilliCorrected: changed('cacheReadMilli'),
-          cacheWriteMilliCorrected: changed('cacheWriteMilli'),
-          tokensPerImageCorrected: changed('tokensPerImage'),
-        }),
-      },
+  /** Appends one account's adjustments of the page, as one command. */
+  private adjustPage(accountId: string, list: Plan[], base: { count: number; last: string }) {
+    return this.ledger.account(
+      accountId,
+      { type: 'AdjustPage', adjustmentsSeen: base.count, lastAdjustment: base.last, charges: list.map(chargeToAdjust) },
       this.md,
-      () => adjustmentEventId(p.owner.correctionId, p.item.eventId),
+      (e) => {
+        const d = e.data as { correctionId: string; chargeEventId: string };
+        return adjustmentEventId(d.correctionId, d.chargeEventId);
+      },
     );
-    return r.events.length > 0;
   }
+}
+
+/** What the account needs to know of a charge to adjust it (see AdjustCommand). */
+function chargeToAdjust(p: Plan): ChargeToAdjust {
+  const changed = (k: keyof PriceInputs) => (p.inputs[k] !== p.original[k] ? p.inputs[k] : undefined);
+  return {
+    correctionId: p.owner.correctionId,
+    correctionRevision: p.owner.revision,
+    chargeEventId: p.item.eventId,
+    requestId: p.item.requestId,
+    model: p.row.model,
+    chargedAt: p.item.at,
+    billedBefore: p.item.billedOriginally,
+    billedCorrected: p.item.corrected,
+    multiplierMilliBefore: p.original.multiplierMilli,
+    multiplierMilliCorrected: p.inputs.multiplierMilli,
+    fromQuotaBefore: p.item.fromQuota,
+    ...definedOnly({
+      keyId: p.row.key_id ?? undefined,
+      current: p.current,
+      cacheReadMilliCorrected: changed('cacheReadMilli'),
+      cacheWriteMilliCorrected: changed('cacheWriteMilli'),
+      tokensPerImageCorrected: changed('tokensPerImage'),
+    }),
+  };
 }
 
 /** The account moved since its figures were read (another writer's adjustment), or the same adjustment is already there. */

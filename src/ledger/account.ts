@@ -24,7 +24,6 @@ import {
   requireOpen,
   reviveAccountState,
   type AccountState,
-  type AdjustedCharge,
   type Hold,
 } from './account-state.ts';
 import {
@@ -39,7 +38,10 @@ import {
   keySpendOf,
   type SetKeyControlsCommand,
 } from './key-controls.ts';
+import { decideAdjust, decideAdjustPage, evolveAdjusted, type AdjustCommand, type AdjustPageCommand } from './account-adjust.ts';
 import { decidePayment, evolvePayment, suspendedByDispute, withPaidPeriod, type PaymentCommand } from '../money/payments.ts';
+
+export type { AdjustCommand, AdjustPageCommand } from './account-adjust.ts';
 
 export type AccountCommand =
   | { type: 'Open'; accountId: string; name: string }
@@ -83,42 +85,8 @@ export type AccountCommand =
   | { type: 'ReleaseOrphaned'; processes: string[] }
   | SetKeyControlsCommand
   | AdjustCommand
+  | AdjustPageCommand
   | PaymentCommand;
-
-/**
- * Re-price one charge to `billedCorrected`. billedBefore, multiplierMilliBefore and fromQuotaBefore
- * are the charge as it was charged (its event); `current` is what is billed for it now (the charge
- * plus earlier adjustments) as the charge log read it, at the account's `adjustmentsSeen`-th
- * adjustment: if the account has had another adjustment since, the figure may be stale and the
- * command is refused (a conflict: read again). The adjustment is the difference from it.
- * With `correctionRevision`, a correction older than the one that last decided the charge is
- * refused (nothing appended): a later-applied older correction never overrides a newer one.
- */
-export interface AdjustCommand {
-  type: 'Adjust';
-  correctionId: string;
-  chargeEventId: string;
-  requestId: string;
-  model: string;
-  chargedAt: string;
-  billedBefore: number;
-  billedCorrected: number;
-  multiplierMilliBefore: number;
-  multiplierMilliCorrected: number;
-  fromQuotaBefore: number;
-  correctionRevision?: number;
-  cacheReadMilliCorrected?: number;
-  cacheWriteMilliCorrected?: number;
-  tokensPerImageCorrected?: number;
-  /** The key of the charge (kept on the adjustment, for usage per key). */
-  keyId?: string;
-  /** The charge's figure now; absent: never adjusted. */
-  current?: AdjustedCharge;
-  /** The account's count of adjustments when `current` was read. */
-  adjustmentsSeen: number;
-  /** The account's last adjustment then (`correctionId|chargeEventId`; '' or absent: none): with the count, two writers interleaving cannot both match. */
-  lastAdjustment?: string;
-}
 
 /** The most a charge of this hold may bill by its key's limit (see balance.keyChargeCap). */
 function keyCap(s: AccountState, hold: Hold): number {
@@ -311,55 +279,10 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
           data: { accountId: s.accountId, holdId, requestId: h.requestId, amount: h.amount, reason: 'process_lost' },
         }));
     }
-    case 'Adjust': {
-      requireOpen(s);
-      requireTokenAmount(c.billedCorrected, 'billed_corrected', { allowZero: true });
-      if (c.adjustmentsSeen !== s.adjustments || (c.lastAdjustment ?? '') !== s.lastAdjustment)
-        throw new DomainError('conflict', `the account has ${s.adjustments} adjustments, not ${c.adjustmentsSeen}: read the charge's figure again`);
-      const now = c.current;
-      // A newer correction (or this one) already decided this charge.
-      if (now && c.correctionRevision !== undefined && c.correctionRevision <= now.rank) return [];
-      const billedNow = now?.billed ?? c.billedBefore;
-      const delta = c.billedCorrected - billedNow;
-      if (delta === 0) return [];
-      // A refund goes back to the main plan up to what that charge (net of its adjustments so far)
-      // took from it; an extra charge is taken like any charge: main plan first, then extra tokens.
-      const fromQuotaNow = Math.max(0, c.fromQuotaBefore + (now?.quotaDelta ?? 0));
-      const quotaDelta = delta < 0 ? -Math.min(-delta, fromQuotaNow, s.quotaUsed) : Math.min(delta, balance.mainRemaining(balanceOf(s)));
-      // The rest of a refund goes back to extra tokens used; what they cannot take (the charge was
-      // made on a plan period since renewed) is credited as extra tokens, never a negative use.
-      const rest = delta - quotaDelta;
-      const extraDelta = rest < 0 ? -Math.min(-rest, s.extraUsed) : rest;
-      const extraCredited = rest < 0 ? -rest + extraDelta : 0;
-      return [
-        {
-          type: 'ChargeAdjusted',
-          data: {
-            accountId: s.accountId,
-            correctionId: c.correctionId,
-            chargeEventId: c.chargeEventId,
-            requestId: c.requestId,
-            model: c.model,
-            chargedAt: c.chargedAt,
-            billedBefore: billedNow,
-            billedCorrected: c.billedCorrected,
-            multiplierMilliBefore: now?.multiplierMilli ?? c.multiplierMilliBefore,
-            multiplierMilliCorrected: c.multiplierMilliCorrected,
-            delta,
-            quotaDelta,
-            extraDelta,
-            ...definedOnly({
-              extraCredited: extraCredited || undefined,
-              keyId: c.keyId,
-              correctionRevision: c.correctionRevision,
-              cacheReadMilliCorrected: c.cacheReadMilliCorrected,
-              cacheWriteMilliCorrected: c.cacheWriteMilliCorrected,
-              tokensPerImageCorrected: c.tokensPerImageCorrected,
-            }),
-          },
-        },
-      ];
-    }
+    case 'Adjust':
+      return decideAdjust(c, s);
+    case 'AdjustPage':
+      return decideAdjustPage(c, s);
   }
 }
 
@@ -416,17 +339,8 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
       };
     case 'ReservationReleased':
       return { ...s, ...withoutHold(s, e.data.holdId) };
-    case 'ChargeAdjusted': {
-      const d = e.data;
-      return {
-        ...s,
-        quotaUsed: s.quotaUsed + d.quotaDelta,
-        extraUsed: s.extraUsed + d.extraDelta,
-        extraGranted: s.extraGranted + (d.extraCredited ?? 0),
-        adjustments: s.adjustments + 1,
-        lastAdjustment: `${d.correctionId}|${d.chargeEventId}`,
-      };
-    }
+    case 'ChargeAdjusted':
+      return evolveAdjusted(s, e.data);
     case 'KeyControlsSet': {
       const d = e.data;
       const { accountId: _a, keyId: _k, changed: _c, rotatedFrom, ...controls } = d;
