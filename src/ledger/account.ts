@@ -293,6 +293,8 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
     case 'RefundPayment':
     case 'OpenDispute':
     case 'CloseDispute':
+    case 'CancelSubscription':
+    case 'ResumeSubscription':
       return decidePayment(c, s, (grant) => decide(grant, s));
     case 'ExpireHolds':
       return [...s.holds.entries()]
@@ -438,6 +440,8 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
     case 'PaymentRefunded':
     case 'PaymentDisputed':
     case 'DisputeClosed':
+    case 'SubscriptionCancelled':
+    case 'SubscriptionResumed':
       return evolvePayment(s, e);
     default:
       return s;
