@@ -1,8 +1,8 @@
 // Recurring plans through Stripe, end to end over real HTTP: Checkout in subscription mode (a Stripe
 // Price per plan period, looked up or created through the official client against the local
 // double), the first period and two renewals by invoice.paid (one renewal replayed, to two gateways
-// at once on PostgreSQL; one overtaken by the next), a failed renewal and a cancellation that grant
-// nothing, a refund of a renewal, every amount exact to the cent, and the same figures after a
+// at once on PostgreSQL; one overtaken by the next), a failed renewal that grants nothing, a
+// cancellation recorded as an event (asked, taken back, asked again, ended), a refund of a renewal, every amount exact to the cent, and the same figures after a
 // rebuild from zero.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -29,8 +29,8 @@ const invoiceIds: string[] = [];
 const admin = (path: string, body?: unknown, method?: string) =>
   call(gw, `/admin/v1${path}`, { key: ADMIN, body, method: method ?? (body === undefined ? 'GET' : 'POST') });
 
-async function deliver(type: string, object: Record<string, unknown>, to: TestGateway = gw) {
-  const { body, signature } = stripe.signed(stripe.event(type, object));
+async function deliver(type: string, object: Record<string, unknown>, to: TestGateway = gw, previous?: Record<string, unknown>) {
+  const { body, signature } = stripe.signed(stripe.event(type, object, previous));
   const r = await call(to, '/webhooks/stripe', { raw: body, headers: { 'content-type': 'application/json', 'stripe-signature': signature } });
   assert.is(r.status, 200, r.text);
   return r.json.outcome as string;
@@ -135,15 +135,63 @@ test('a renewal overtaken by the next: the earlier period is recorded first, rea
   assert.equal([sub.quota.total, sub.quota.used], [1000, 0]);
 });
 
-test('a failed renewal and a cancellation grant nothing and write nothing; the paid period runs on', async () => {
+test('a failed renewal grants nothing and writes nothing; the paid period runs on', async () => {
   const streamsTouched = [streams.account(accountId), streams.unmatchedPayments()];
   const before = await eventsIn(gw.ledger.events, streamsTouched);
   const subBefore = await subscriptionOf(gw, key);
   assert.is(await deliver('invoice.payment_failed', stripe.renew(subscriptionId, { paid: false })), 'failed');
-  assert.is(await deliver('customer.subscription.deleted', stripe.cancel(subscriptionId)), 'cancelled');
   assert.is(await eventsIn(gw.ledger.events, streamsTouched), before);
   const subAfter = await subscriptionOf(gw, key);
   assert.equal([subAfter.quota, subAfter.expires_at, subAfter.status], [subBefore.quota, subBefore.expires_at, subBefore.status]);
+});
+
+test('a cancellation is an event with its actor: the plan stops renewing and ends with its paid period, in every read', async () => {
+  const subBefore = await subscriptionOf(gw, key);
+  assert.is(subBefore.cancellation, null);
+  // The customer asks to stop at the period's end; the notice reaches two gateways at once (on PostgreSQL).
+  const asked = stripe.cancelAtPeriodEnd(subscriptionId);
+  const outcomes = await Promise.all([gw, gw2 ?? gw].map((t) => deliver('customer.subscription.updated', asked.object, t, asked.previous)));
+  assert.equal(outcomes.sort(), ['already_recorded', 'cancelled']);
+  const [cancelled] = await ofType('SubscriptionCancelled');
+  assert.equal(
+    [
+      cancelled.metadata.actor,
+      cancelled.data.processor,
+      cancelled.data.processorSubscriptionId,
+      cancelled.data.planId,
+      cancelled.data.kind,
+      cancelled.data.endsAt,
+    ],
+    ['stripe:webhook', 'stripe', subscriptionId, 'pro', 'at_period_end', subBefore.expires_at],
+  );
+  gw.ledger.forgetAccount(accountId);
+  const sub = await subscriptionOf(gw, key);
+  // Nothing of the paid period changes: it runs to its expiry, where the plan ends.
+  assert.equal([sub.status, sub.quota, sub.expires_at], ['active', subBefore.quota, subBefore.expires_at]);
+  assert.equal([sub.cancellation.kind, sub.cancellation.subscription_id, sub.cancellation.ends_at], ['at_period_end', subscriptionId, sub.expires_at]);
+  assert.equal((await admin(`/accounts/${accountId}/payments`)).json.cancellation, sub.cancellation);
+
+  // Taken back before the end: it renews again. Asked again, then Stripe ends it: that deletion is the same cancellation.
+  const undone = stripe.cancelAtPeriodEnd(subscriptionId, false);
+  assert.is(await deliver('customer.subscription.updated', undone.object, gw, undone.previous), 'resumed');
+  gw.ledger.forgetAccount(accountId);
+  assert.is((await subscriptionOf(gw, key)).cancellation, null);
+  const again = stripe.cancelAtPeriodEnd(subscriptionId);
+  assert.is(await deliver('customer.subscription.updated', again.object, gw, again.previous), 'cancelled');
+  assert.is(await deliver('customer.subscription.deleted', stripe.cancel(subscriptionId)), 'already_recorded');
+  // A later update while it stays cancelled records nothing.
+  assert.is(await deliver('customer.subscription.updated', stripe.cancelAtPeriodEnd(subscriptionId).object, gw, { metadata: {} }), 'already_recorded');
+  assert.equal(
+    (await ofType('SubscriptionCancelled')).map((e) => e.data.kind),
+    ['at_period_end', 'at_period_end'],
+  );
+  assert.is((await ofType('SubscriptionResumed')).length, 1);
+  gw.ledger.forgetAccount(accountId);
+  const after = await subscriptionOf(gw, key);
+  assert.equal(
+    [after.status, after.quota, after.expires_at, after.cancellation.ends_at],
+    ['active', subBefore.quota, subBefore.expires_at, subBefore.expires_at],
+  );
 });
 
 test("a renewal refunded through Stripe: found by its invoice, the period's unused tokens withdrawn", async () => {
@@ -172,7 +220,8 @@ test('a rebuild from zero gives the same figures', async () => {
   assert.ok(rebuild.text.includes('"type":"done"'), rebuild.text);
   gw.ledger.forgetAccount(accountId);
   const subAfter = await subscriptionOf(gw, key);
-  assert.equal([subAfter.quota, subAfter.expires_at], [subBefore.quota, subBefore.expires_at]);
+  assert.equal([subAfter.quota, subAfter.expires_at, subAfter.cancellation], [subBefore.quota, subBefore.expires_at, subBefore.cancellation]);
+  assert.ok(subAfter.cancellation);
   const s = fold(
     accountDecider,
     (await gw.ledger.events.readStream(streams.account(accountId))).map((e) => ({ type: e.type, data: e.data }) as DomainEvent),

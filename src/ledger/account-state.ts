@@ -1,7 +1,7 @@
 // An account's state as its decider folds it (holds, balances, corrections, keys), and the
 // questions asked of it outside the decider: what it may spend, which models it has.
 import { Map as ImmutableMap } from 'immutable';
-import type { KeyControls, SubscriptionTerms } from './events.ts';
+import type { EventDataByType, KeyControls, SubscriptionTerms } from './events.ts';
 import { DomainError } from './errors.ts';
 import * as balance from './balance.ts';
 import type { Balance, KeySpend } from './balance.ts';
@@ -62,6 +62,8 @@ export interface AccountState {
   /** Payments (paid lots) by paymentId, and every dispute by its processor id (src/money/payments.ts). */
   payments: ImmutableMap<string, PaidLot>;
   disputes: ImmutableMap<string, DisputeRecord>;
+  /** The recurring plan's cancellation, while its paid period runs out (src/money/cancellation.ts); absent or null: none. */
+  cancellation?: Omit<EventDataByType['SubscriptionCancelled'], 'accountId'> | null;
 }
 
 /** A charge's figure after its adjustments so far (as the charge log has it). */
@@ -92,6 +94,7 @@ export const initialAccountState = (): AccountState => ({
   keySpend: ImmutableMap(),
   payments: ImmutableMap(),
   disputes: ImmutableMap(),
+  cancellation: null,
 });
 
 export const reservedTokens = (s: AccountState): number => s.reserved;

@@ -261,6 +261,8 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
     case 'RefundPayment':
     case 'OpenDispute':
     case 'CloseDispute':
+    case 'CancelSubscription':
+    case 'ResumeSubscription':
       return decidePayment(c, s, (grant) => decide(grant, s));
     case 'ExpireHolds':
       return [...s.holds.entries()]
@@ -352,6 +354,8 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
     case 'PaymentRefunded':
     case 'PaymentDisputed':
     case 'DisputeClosed':
+    case 'SubscriptionCancelled':
+    case 'SubscriptionResumed':
       return evolvePayment(s, e);
     default:
       return s;

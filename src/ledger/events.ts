@@ -230,6 +230,20 @@ export interface EventDataByType extends MemberEvents {
   };
   PaymentDisputed: { accountId: string; paymentId: string; disputeId: string; amount: number; currency: string; suspendsKeys: boolean };
   DisputeClosed: { accountId: string; paymentId: string; disputeId: string; outcome: 'won' | 'lost'; fee: number };
+  /** A recurring plan stops renewing (src/money/cancellation.ts): the paid period runs to `endsAt`, then the plan ends. */
+  SubscriptionCancelled: {
+    accountId: string;
+    processor: PaymentProcessor;
+    processorSubscriptionId: string;
+    planId: string | null;
+    /** at_period_end: the customer asked to stop at the period's end; deleted: the processor ended the subscription. */
+    kind: 'at_period_end' | 'deleted';
+    cancelledAt: string;
+    /** The end of the period already paid for (the plan's expiry then); null: no plan. */
+    endsAt: string | null;
+  };
+  /** A cancellation at period end taken back before the end: the subscription renews again. */
+  SubscriptionResumed: { accountId: string; processor: PaymentProcessor; processorSubscriptionId: string };
   /** A batch of redemption codes: only their hashes. Each code pays for `item` at `amount` (sold elsewhere). */
   RedemptionCodesMinted: { batchId: string; item: PaidItem; amount: number; currency: string; expiresAt: string | null; hashes: string[] };
   /** A processor's payment that names no known account or price, or another currency: kept for the operator, granted nothing. */
@@ -319,6 +333,8 @@ export const EVENT_TYPES = [
   'SessionStarted',
   'SessionEnded',
   'RedemptionCodeRefused',
+  'SubscriptionCancelled',
+  'SubscriptionResumed',
 ] as const satisfies readonly EventType[];
 
 /**

@@ -9,6 +9,7 @@ import * as balance from '../ledger/balance.ts';
 import { balanceOf } from '../ledger/account-state.ts';
 import { bookedAmount, requireMinorUnits, tokensFor } from './money.ts';
 import type { PaidLot } from './lots.ts';
+import { cancellationAfterGrant, decideCancellation, evolveCancellation, type CancellationCommand } from './cancellation.ts';
 
 /** The grant a payment buys, as the account decider's own command decides it. */
 export type GrantCommand =
@@ -53,8 +54,7 @@ export interface CloseDisputeCommand {
   now: Date;
 }
 
-export type PaymentCommand = RecordPaymentCommand | RefundPaymentCommand | OpenDisputeCommand | CloseDisputeCommand;
-export const PAYMENT_COMMANDS: ReadonlySet<string> = new Set(['RecordPayment', 'RefundPayment', 'OpenDispute', 'CloseDispute']);
+export type PaymentCommand = RecordPaymentCommand | RefundPaymentCommand | OpenDisputeCommand | CloseDisputeCommand | CancellationCommand;
 
 function requireLot(s: AccountState, paymentId: string): PaidLot {
   const lot = s.payments.get(paymentId);
@@ -157,6 +157,9 @@ export function decidePayment(c: PaymentCommand, s: AccountState, decideGrant: (
         },
       ];
     }
+    case 'CancelSubscription':
+    case 'ResumeSubscription':
+      return decideCancellation(c, s);
     case 'CloseDispute': {
       const d = s.disputes.get(c.disputeId);
       if (!d) throw new DomainError('not_found', `dispute ${c.disputeId} not found on this account`);
@@ -226,15 +229,22 @@ export function evolvePayment(s: AccountState, e: DomainEvent): AccountState {
       const d = s.disputes.get(e.data.disputeId);
       return d ? { ...s, disputes: s.disputes.set(e.data.disputeId, { ...d, outcome: e.data.outcome }) } : s;
     }
+    case 'SubscriptionCancelled':
+    case 'SubscriptionResumed':
+      return evolveCancellation(s, e);
     default:
       return s;
   }
 }
 
-/** The period a paid plan grant bought: its lot learns the period's start (to tell it from later periods). */
+/**
+ * After a plan period is granted: the lot of a paid one learns the period's start (to tell it from
+ * later periods), and a cancellation whose end the new period runs past is over (a new purchase).
+ */
 export function withPaidPeriod(s: AccountState, paymentId: string | undefined, startsAt: string): AccountState {
   const lot = paymentId ? s.payments.get(paymentId) : undefined;
-  return lot ? { ...s, payments: s.payments.set(lot.paymentId, { ...lot, periodStartsAt: startsAt }) } : s;
+  const paid = lot ? { ...s, payments: s.payments.set(lot.paymentId, { ...lot, periodStartsAt: startsAt }) } : s;
+  return s.cancellation && s.subscription ? { ...paid, cancellation: cancellationAfterGrant(s.cancellation, s.subscription.expiresAt) } : paid;
 }
 
 /** A dispute that suspends the account's keys is open. */

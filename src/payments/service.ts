@@ -14,6 +14,7 @@ import { hashKey } from '../ledger/keys.ts';
 import type { RecordPaymentCommand } from '../money/payments.ts';
 import type { PaidLot } from '../money/lots.ts';
 import { codeAttemptsDecider, utcHour } from '../money/code-attempts.ts';
+import type { CancellationCommand, CancellationKind } from '../money/cancellation.ts';
 
 /** Tollgate's id of a processor's payment: the same processor id always gives the same payment. */
 export const paymentIdFor = (processor: PaymentProcessor, processorPaymentId: string): string =>
@@ -196,6 +197,14 @@ export function createPayments(ledger: Ledger) {
     },
     async closeDispute(accountId: string, disputeId: string, outcome: 'won' | 'lost', fee: number, actor: string, now = new Date()) {
       return (await ledger.account(accountId, { type: 'CloseDispute', disputeId, outcome, fee, now }, metadataFor(actor))).events;
+    },
+    /** A recurring plan stops renewing (or, `resume`, renews again); idempotent by the processor's subscription id. Resolves to the events appended. */
+    async setRenewal(accountId: string, processor: PaymentProcessor, processorSubscriptionId: string, change: CancellationKind | 'resume', actor: string) {
+      const command: CancellationCommand =
+        change === 'resume'
+          ? { type: 'ResumeSubscription', processor, processorSubscriptionId }
+          : { type: 'CancelSubscription', processor, processorSubscriptionId, kind: change, now: new Date() };
+      return (await ledger.account(requireId(accountId, 'account_id'), command, metadataFor(actor))).events;
     },
     /** Refused codes the account may still send this UTC hour, as every gateway counts them (read from the log). */
     async codeAttemptsLeft(accountId: string, limit: number, now = new Date()): Promise<number> {

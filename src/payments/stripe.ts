@@ -26,7 +26,8 @@ export interface StripeSettings {
 
 const ACTOR = 'stripe:webhook';
 
-type Outcome = 'recorded' | 'already_recorded' | 'unmatched' | 'waiting' | 'failed' | 'cancelled' | 'refunded' | 'disputed' | 'dispute_closed' | 'ignored';
+type Outcome =
+  'recorded' | 'already_recorded' | 'unmatched' | 'waiting' | 'failed' | 'cancelled' | 'resumed' | 'refunded' | 'disputed' | 'dispute_closed' | 'ignored';
 
 export function createStripeGateway(settings: StripeSettings, payments: Payments, ledger: Ledger, log: Logger, opts: { disputeSuspendsKeys: boolean }) {
   if (!settings.secretKey || !settings.webhookSecret) return null;
@@ -174,6 +175,18 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
     return { accountId, paymentId };
   }
 
+  /** A subscription's cancellation (or its withdrawal) on the account its metadata names. */
+  async function renewal(sub: Stripe.Subscription, change: 'at_period_end' | 'deleted' | 'resume'): Promise<Outcome> {
+    const accountId = sub.metadata?.account_id;
+    if (!accountId || !(await ledger.accountState(accountId).catch(() => null))?.opened) {
+      log.warn({ subscription: sub.id }, 'stripe subscription names no known account: nothing recorded');
+      return 'ignored';
+    }
+    const events = await payments.setRenewal(accountId, 'stripe', sub.id, change, ACTOR);
+    if (events.length === 0) return 'already_recorded';
+    return change === 'resume' ? 'resumed' : 'cancelled';
+  }
+
   async function handle(event: Stripe.Event): Promise<Outcome> {
     switch (event.type) {
       case 'checkout.session.completed':
@@ -191,9 +204,15 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
         log.info({ invoice: event.data.object.id, attempts: event.data.object.attempt_count }, 'stripe renewal payment failed: nothing granted');
         return 'failed';
       case 'customer.subscription.deleted':
-        // Cancelled: no more renewals. The period already paid for stays until its expiry (its tokens were bought).
-        log.info({ subscription: event.data.object.id }, 'stripe subscription cancelled: the paid period runs to its expiry');
-        return 'cancelled';
+        // Ended: no more renewals. The period already paid for stays until its expiry (its tokens were bought).
+        return renewal(event.data.object, 'deleted');
+      case 'customer.subscription.updated': {
+        // Only the cancellation flag matters here: set, the plan ends with its paid period; cleared, it renews again.
+        const sub = event.data.object;
+        const before = event.data.previous_attributes as { cancel_at_period_end?: boolean } | undefined;
+        if (sub.cancel_at_period_end) return renewal(sub, 'at_period_end');
+        return before?.cancel_at_period_end === true ? renewal(sub, 'resume') : 'ignored';
+      }
       case 'charge.refunded': {
         const charge = event.data.object;
         const found = await paymentOfIntent(idOf(charge.payment_intent));

@@ -14,7 +14,7 @@ import * as keys from '../../projections/keys.ts';
 import type { KeyUsageRow } from '../../projections/usage-keys.ts';
 import * as balance from '../ledger/balance.ts';
 import type { Balance } from '../ledger/balance.ts';
-import { paymentBody, paymentsInOrder } from './payments.ts';
+import { cancellationBody, paymentBody, paymentsInOrder } from './payments.ts';
 
 export function listModels(deps: GatewayDeps) {
   return async (ctx: Context) => {
@@ -62,6 +62,7 @@ export function subscription(deps: GatewayDeps) {
     // The same rule as a new hold's: holds are taken from the combined pool.
     const usable = balance.availableTokens(b, now);
     const expiresAt = b.expiresAt ? new Date(b.expiresAt) : null;
+    const state = await deps.metering.state(a.account_id);
     ctx.body = {
       object: 'subscription',
       account_id: a.account_id,
@@ -74,8 +75,9 @@ export function subscription(deps: GatewayDeps) {
       expires_at: expiresAt ? expiresAt.toISOString() : null,
       rate_limit: { requests_per_minute: a.requests_per_minute },
       models: a.models,
-      // What was bought and when (receipts at GET /v1/payments/{id}).
-      purchases: paymentsInOrder((await deps.metering.state(a.account_id)).payments.values()).map((lot) => paymentBody(a.account_id, lot)),
+      // What was bought and when (receipts at GET /v1/payments/{id}), and whether the plan stops renewing.
+      purchases: paymentsInOrder(state.payments.values()).map((lot) => paymentBody(a.account_id, lot)),
+      cancellation: cancellationBody(state),
     };
   };
 }

@@ -6,7 +6,7 @@ import type { GatewayDeps } from '../gateway/deps.ts';
 import { ApiError, badRequest } from '../http/errors.ts';
 import { requireId } from '../ledger/ledger.ts';
 import type { Payments } from '../payments/service.ts';
-import { paymentBody, paymentsInOrder, planNamesOf, priceListBody } from './payments.ts';
+import { cancellationBody, paymentBody, paymentsInOrder, planNamesOf, priceListBody } from './payments.ts';
 import { formatMoney } from '../money/money.ts';
 
 type Body = Record<string, unknown>;
@@ -74,6 +74,7 @@ export function adminPaymentsRoutes(deps: GatewayDeps, payments: Payments, opts:
         suspends_keys: d.suspendsKeys,
         status: d.outcome ?? 'open',
       })),
+      cancellation: cancellationBody(s),
     };
   });
   r.post('/accounts/:id/payments/:payment/refunds', async (ctx) => {

@@ -5,6 +5,7 @@ import { ApiError, badRequest } from '../http/errors.ts';
 import { purchaseOf, type Payments } from '../payments/service.ts';
 import { formatMoney } from '../money/money.ts';
 import type { PaidLot } from '../money/lots.ts';
+import type { AccountState } from '../ledger/account-state.ts';
 import type { PriceListState } from '../money/prices.ts';
 import { secondsToNextHour } from '../money/code-attempts.ts';
 
@@ -69,6 +70,21 @@ export function paymentBody(accountId: string, lot: PaidLot) {
     period_starts_at: lot.periodStartsAt,
     refunded: lot.refunded,
     tokens_withdrawn: lot.tokensWithdrawn,
+  };
+}
+
+/** A recurring plan's cancellation as the reads show it: the plan ends at `ends_at` and does not renew (null: none). */
+export function cancellationBody(s: AccountState) {
+  const c = s.cancellation;
+  if (!c) return null;
+  return {
+    object: 'cancellation',
+    processor: c.processor,
+    subscription_id: c.processorSubscriptionId,
+    plan_id: c.planId,
+    kind: c.kind,
+    cancelled_at: c.cancelledAt,
+    ends_at: c.endsAt,
   };
 }
 

@@ -41,6 +41,8 @@ interface DoubleSubscription {
   metadata: Record<string, string>;
   status: 'active' | 'past_due' | 'canceled';
   invoices: string[];
+  cancelAtPeriodEnd: boolean;
+  canceledAt: number | null;
 }
 interface DoubleInvoice {
   id: string;
@@ -80,11 +82,16 @@ export interface StripeDouble {
   invoice(invoiceId: string): Record<string, unknown>;
   /** The PaymentIntent that paid an invoice. */
   intentOfInvoice(invoiceId: string): string;
-  /** The customer cancels: the subscription object as customer.subscription.deleted carries it. */
+  /** The subscription ends now: the subscription object as customer.subscription.deleted carries it. */
   cancel(subscriptionId: string): Record<string, unknown>;
+  /**
+   * The customer asks to stop at the period's end (`on: false`: takes it back): the object and
+   * previous attributes as customer.subscription.updated carries them.
+   */
+  cancelAtPeriodEnd(subscriptionId: string, on?: boolean): { object: Record<string, unknown>; previous: Record<string, unknown> };
   dispute(paymentIntent: string, amount: number, status?: 'needs_response' | 'won' | 'lost', disputeId?: string): Record<string, unknown>;
-  /** An event envelope as Stripe posts it. */
-  event(type: string, object: Record<string, unknown>): Record<string, unknown>;
+  /** An event envelope as Stripe posts it (`previous`: an update's previous_attributes). */
+  event(type: string, object: Record<string, unknown>, previous?: Record<string, unknown>): Record<string, unknown>;
   /** The body and Stripe-Signature header for an event (signed with the webhook secret, or another). */
   signed(event: Record<string, unknown>, secret?: string): { body: string; signature: string };
   close(): Promise<void>;
@@ -182,7 +189,24 @@ export async function startStripeDouble(): Promise<StripeDouble> {
     };
   }
   function subscriptionObject(sub: DoubleSubscription) {
-    return { id: sub.id, object: 'subscription', status: sub.status, metadata: sub.metadata, livemode: false, latest_invoice: sub.invoices.at(-1) ?? null };
+    const last = sub.invoices.length ? invoices.get(sub.invoices.at(-1)!)! : null;
+    // Since API version 2025-03-31 the current period lives on the subscription's items.
+    const periodEnd = last ? last.periodStart + sub.price.intervalCount * 86_400 : null;
+    return {
+      id: sub.id,
+      object: 'subscription',
+      status: sub.status,
+      metadata: sub.metadata,
+      livemode: false,
+      latest_invoice: sub.invoices.at(-1) ?? null,
+      cancel_at_period_end: sub.cancelAtPeriodEnd,
+      cancel_at: sub.cancelAtPeriodEnd ? periodEnd : null,
+      canceled_at: sub.canceledAt,
+      ended_at: sub.status === 'canceled' ? sub.canceledAt : null,
+      items: list(`/v1/subscription_items?subscription=${sub.id}`, [
+        { id: `si_${sub.id}`, object: 'subscription_item', current_period_start: last?.periodStart ?? null, current_period_end: periodEnd, quantity: 1 },
+      ]),
+    };
   }
   function invoiceObject(inv: DoubleInvoice) {
     const { price } = inv.subscription;
@@ -352,7 +376,7 @@ export async function startStripeDouble(): Promise<StripeDouble> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const envelope = (type: string, object: Record<string, unknown>) => ({
+  const envelope = (type: string, object: Record<string, unknown>, previous?: Record<string, unknown>) => ({
     id: id('evt'),
     object: 'event',
     api_version: Stripe.API_VERSION,
@@ -361,7 +385,7 @@ export async function startStripeDouble(): Promise<StripeDouble> {
     pending_webhooks: 1,
     request: { id: null, idempotency_key: null },
     type,
-    data: { object },
+    data: previous ? { object, previous_attributes: previous } : { object },
   });
 
   return {
@@ -375,7 +399,15 @@ export async function startStripeDouble(): Promise<StripeDouble> {
       const s = sessions.get(sessionId);
       if (!s) throw new Error(`no session ${sessionId}`);
       if (s.mode === 'subscription') {
-        const sub: DoubleSubscription = { id: id('sub'), price: prices.get(s.price!)!, metadata: s.piMetadata, status: 'active', invoices: [] };
+        const sub: DoubleSubscription = {
+          id: id('sub'),
+          price: prices.get(s.price!)!,
+          metadata: s.piMetadata,
+          status: 'active',
+          invoices: [],
+          cancelAtPeriodEnd: false,
+          canceledAt: null,
+        };
         subscriptions.set(sub.id, sub);
         s.subscription = sub.id;
         s.invoice = newInvoice(sub, true).id;
@@ -404,7 +436,15 @@ export async function startStripeDouble(): Promise<StripeDouble> {
     cancel(subscriptionId) {
       const sub = subscriptions.get(subscriptionId)!;
       sub.status = 'canceled';
+      sub.canceledAt = now();
       return subscriptionObject(sub);
+    },
+    cancelAtPeriodEnd(subscriptionId, on = true) {
+      const sub = subscriptions.get(subscriptionId)!;
+      const previous = { cancel_at_period_end: sub.cancelAtPeriodEnd };
+      sub.cancelAtPeriodEnd = on;
+      sub.canceledAt = on ? now() : null;
+      return { object: subscriptionObject(sub), previous };
     },
     refund(paymentIntent, amount) {
       const pi = intents.get(paymentIntent)!;
