@@ -49,6 +49,7 @@ export const upstreamCalls = defineProjection<CallRow>({
     const d = eventData<'ChatCharged'>(e) as Partial<EventDataByType['ChatCharged'] & EventDataByType['ImageCharged']> & EventDataByType['ChatCharged'];
     const cached = d.cachedTokens ?? 0;
     const written = d.cacheWriteTokens ?? 0;
+    const hour = Math.min(d.cacheWrite1hTokens ?? 0, written);
     return {
       event_id: e.id,
       position: e.position,
@@ -62,9 +63,9 @@ export const upstreamCalls = defineProjection<CallRow>({
       // The prompt count includes the cached and cache-written tokens (the upstream report's rule).
       input: Math.max(0, (d.promptTokens ?? 0) - cached - written),
       cache_read: cached,
-      // Charges do not yet tell 1-hour cache writes apart: every write is priced as a 5-minute one.
-      cache_write_5m: written,
-      cache_write_1h: 0,
+      // Charges before the split was recorded hold no 1-hour count: their writes are 5-minute ones.
+      cache_write_5m: written - hour,
+      cache_write_1h: hour,
       output: d.completionTokens ?? 0,
       images: d.images ?? 0,
     };
