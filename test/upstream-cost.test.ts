@@ -353,4 +353,52 @@ test('an OpenAI and an Anthropic bill: the reconciliation shows exactly the line
   );
 });
 
+test('bills as CSV: the same lines as their JSON, a corrected bill replaces the figure; bad CSV refused, nothing written', async () => {
+  const claude = dayCents('first/claude-a', CLAUDE_FIXED);
+  const gpt = dayCents('third/gpt-cost', GPT);
+  const start = Date.parse(`${TODAY}T00:00:00Z`) / 1000;
+  const openaiCsv = [
+    'start_time,end_time,amount_value,amount_currency,line_item,project_id',
+    `${start},${start + 86400},0.001,usd,"gpt-cost, input",`,
+    `${start},${start + 86400},${gpt / 100},usd,"gpt-cost, output",`,
+  ].join('\n');
+  const csvOpenai = await admin('POST', '/upstream-bills', { provider: 'openai', channel: 'third/gpt-cost', file: openaiCsv, format: 'csv' });
+  assert.is(csvOpenai.status, 201, csvOpenai.text);
+  assert.equal(csvOpenai.json.lines, [{ day: TODAY, upstream_model: 'gpt-cost', cost_minor: gpt }]);
+  // Anthropic's, corrected: the day that was 5 cents off now agrees (a later bill replaces the day's figure).
+  const anthropicCsv = [
+    'starting_at,ending_at,amount,currency,model,cost_type,token_type,description',
+    `${TODAY}T00:00:00Z,${TODAY}T23:59:59Z,${claude - 1}.5,USD,claude-a,tokens,output_tokens,"Claude A, output"`,
+    `${TODAY}T00:00:00Z,${TODAY}T23:59:59Z,0.25,USD,claude-a,tokens,cache_read_input_tokens,"Claude A, cache reads"`,
+    `${TODAY}T00:00:00Z,${TODAY}T23:59:59Z,900,USD,,web_search,,Web search`,
+  ].join('\r\n');
+  const csvAnthropic = await admin('POST', '/upstream-bills', { provider: 'anthropic', channel: 'first/claude-a', file: anthropicCsv, format: 'csv' });
+  assert.is(csvAnthropic.status, 201, csvAnthropic.text);
+  assert.equal(csvAnthropic.json.lines, [{ day: TODAY, upstream_model: 'claude-a', cost_minor: claude }]);
+  const rec = (await admin('GET', `/upstream-bills/reconciliation?from=${TODAY}&to=${TODAY}`)).json;
+  const line = (channel: string) => rec.lines.find((l: any) => l.channel === channel);
+  assert.equal([line('first/claude-a').status, line('first/claude-a').bill_cost_minor], ['agrees', String(claude)]);
+  assert.equal([line('third/gpt-cost').status, line('third/gpt-cost').bill_cost_minor], ['agrees', String(gpt)]);
+
+  const head = await gw.ledger.events.headPosition();
+  const refused: Array<[Record<string, unknown>, string, RegExp]> = [
+    [{ provider: 'openai', file: 'start_time,amount_value,line_item\n1,"0.5,gpt-cost' }, 'file', /not CSV/],
+    [{ provider: 'openai', file: 'start_time,amount_value\n1,0.5' }, 'file', /no "line_item" column/],
+    [{ provider: 'openai', file: 'start_time,amount_value,amount_currency,line_item' }, 'file', /no rows/],
+    [{ provider: 'openai', file: 'start_time,amount_value,amount_currency,line_item\nyesterday,0.5,usd,"gpt-cost, input"' }, 'file', /start_time/],
+    [{ provider: 'openai', file: `start_time,amount_value,amount_currency,line_item\n${start},lots,usd,"gpt-cost, input"` }, 'file', /amount\.value/],
+    [{ provider: 'openai', file: `start_time,amount_value,amount_currency,line_item\n${start},0.5,eur,"gpt-cost, input"` }, 'file', /currency/],
+    [{ provider: 'anthropic', file: `starting_at,amount,currency\n${TODAY}T00:00:00Z,1,USD` }, 'file', /no "model" column/],
+    [{ provider: 'openai', file: openaiCsv, format: 'xml' }, 'format', /format/],
+    [{ provider: 'openai', file: openaiCsv, format: 'json' }, 'file', /not JSON/],
+  ];
+  for (const [body, param, message] of refused) {
+    const res = await admin('POST', '/upstream-bills', { channel: 'third/gpt-cost', format: 'csv', ...body });
+    assert.is(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+    assert.is(res.json.error?.param, param, res.text);
+    assert.match(res.json.error?.message, message);
+  }
+  assert.is(await gw.ledger.events.headPosition(), head, 'nothing written');
+});
+
 test.run();
