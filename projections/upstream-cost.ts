@@ -49,6 +49,7 @@ export const upstreamCalls = defineProjection<CallRow>({
     const d = eventData<'ChatCharged'>(e) as Partial<EventDataByType['ChatCharged'] & EventDataByType['ImageCharged']> & EventDataByType['ChatCharged'];
     const cached = d.cachedTokens ?? 0;
     const written = d.cacheWriteTokens ?? 0;
+    const hour = Math.min(d.cacheWrite1hTokens ?? 0, written);
     return {
       event_id: e.id,
       position: e.position,
@@ -62,9 +63,9 @@ export const upstreamCalls = defineProjection<CallRow>({
       // The prompt count includes the cached and cache-written tokens (the upstream report's rule).
       input: Math.max(0, (d.promptTokens ?? 0) - cached - written),
       cache_read: cached,
-      // Charges do not yet tell 1-hour cache writes apart: every write is priced as a 5-minute one.
-      cache_write_5m: written,
-      cache_write_1h: 0,
+      // Charges before the split was recorded hold no 1-hour count: their writes are 5-minute ones.
+      cache_write_5m: written - hour,
+      cache_write_1h: hour,
       output: d.completionTokens ?? 0,
       images: d.images ?? 0,
     };
@@ -246,14 +247,23 @@ export interface UpstreamCostRow {
   unpriced_calls: number;
   /** Integer minor units of the ledger currency (the calls' booked costs; unpriced calls add nothing). */
   cost_minor: string;
+  /** With `withEvents`: the charge events of the calls and the rate events that priced them (the journal's trail). */
+  charge_event_ids?: string[];
+  rate_event_ids?: string[];
 }
 
 /**
  * Upstream cost per UTC day x account x model x channel x upstream model, for the days `fromDay`
  * to `toDay` (YYYY-MM-DD, both included), in that order (byte order).
  */
-export async function upstreamCostBetween(db: Queryable, schema: string, fromDay: string, toDay: string): Promise<UpstreamCostRow[]> {
-  const rows = new Map<string, UpstreamCostRow & { cost: bigint }>();
+export async function upstreamCostBetween(
+  db: Queryable,
+  schema: string,
+  fromDay: string,
+  toDay: string,
+  opts: { withEvents?: boolean } = {},
+): Promise<UpstreamCostRow[]> {
+  const rows = new Map<string, UpstreamCostRow & { cost: bigint; charges: string[]; rates: Set<string> }>();
   for (const c of await pricedCalls(db, schema, fromDay, toDay)) {
     const key = JSON.stringify([c.day, c.account_id, c.model, c.channel, c.upstream_model]);
     let row = rows.get(key);
@@ -268,16 +278,26 @@ export async function upstreamCostBetween(db: Queryable, schema: string, fromDay
         unpriced_calls: 0,
         cost_minor: '0',
         cost: 0n,
+        charges: [],
+        rates: new Set(),
       };
       rows.set(key, row);
     }
     row.calls++;
     if (c.cost_minor === null) row.unpriced_calls++;
     else row.cost += c.cost_minor;
+    if (opts.withEvents) {
+      row.charges.push(c.event_id);
+      if (c.rate_event_id) row.rates.add(c.rate_event_id);
+    }
   }
   const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
   return [...rows.values()]
-    .map(({ cost, ...r }) => ({ ...r, cost_minor: cost.toString() }))
+    .map(({ cost, charges, rates, ...r }) => ({
+      ...r,
+      cost_minor: cost.toString(),
+      ...(opts.withEvents ? { charge_event_ids: charges, rate_event_ids: [...rates] } : {}),
+    }))
     .sort(
       (a, b) =>
         byteOrder(a.day, b.day) ||

@@ -181,6 +181,13 @@ test('the finance report, the reconciliation and the hledger journal agree to th
     console.log('finance.test: hledger is not installed (apt-get install hledger; .ci/run does); the journal is checked without it');
   }
   const j = await ok(`/finance/journal?${window()}&format=json`);
+  // Each upstream cost entry names the events behind it: the rates that priced its calls and the calls' charges.
+  const costIds = new Set(
+    (j.entries as JournalEntry[]).filter((e) => e.postings.some((p) => p.account === 'expenses:upstream-cost')).flatMap((e) => e.eventIds),
+  );
+  const priced = (await ok(`/upstream-costs/calls?${window()}&limit=1000`)).data.filter((c: any) => c.priced);
+  assert.ok(priced.length > 0);
+  for (const c of priced) assert.ok(costIds.has(c.charge_event_id) && costIds.has(c.rate_event_id), JSON.stringify(c));
   const b = j.balances;
   const expected: Record<string, number> = {
     'assets:cash': t.payments - t.fees - t.refunds - t.disputes - t.dispute_fees,

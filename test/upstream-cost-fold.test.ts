@@ -174,6 +174,8 @@ for (const target of testDatabases()) {
         ['ri', '8', 8n, 'ev-2'],
       ],
     );
+    // A charge from before 1-hour writes were recorded apart: every write is a 5-minute one.
+    assert.equal([calls[0].usage.cacheWrite5m, calls[0].usage.cacheWrite1h], [200, 0]);
     await applyEvents(t.db, schema, [FIX], FIX.position - 1, PROJECTIONS);
     assert.equal(await upstreamCostBetween(t.db, schema, '2026-03-01', '2026-03-02'), [...MARCH_1, row('2026-03-02', 'a', 'm', 'A', 1, 0, '60')]);
   });

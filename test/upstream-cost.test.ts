@@ -49,35 +49,40 @@ async function admin(method: string, path: string, body?: unknown) {
 }
 
 // Expected costs, kept here in cents x 10^6 per token-count (prices in cents per million tokens), independent of src/money.
-type Tokens = { input: number; cacheRead: number; cacheWrite: number; output: number; images: number };
+type Tokens = { input: number; cacheRead: number; cacheWrite: number; cacheWrite1h?: number; output: number; images: number };
 const usageByChannel = new Map<string, Tokens[]>();
 const note = (channel: string, t: Tokens) => usageByChannel.set(channel, [...(usageByChannel.get(channel) ?? []), t]);
 /** A day's cost in whole cents: the exact sum rounded once, half up. */
-function dayCents(channel: string, centsPerM: { input: number; cacheRead: number; cacheWrite: number; output: number; image?: number }): number {
+function dayCents(
+  channel: string,
+  centsPerM: { input: number; cacheRead: number; cacheWrite: number; cacheWrite1h?: number; output: number; image?: number },
+): number {
   let n = 0n;
   for (const t of usageByChannel.get(channel) ?? [])
     n +=
       BigInt(t.input * centsPerM.input * 100) +
       BigInt(t.cacheRead * centsPerM.cacheRead * 100) +
       BigInt(t.cacheWrite * centsPerM.cacheWrite * 100) +
+      BigInt((t.cacheWrite1h ?? 0) * (centsPerM.cacheWrite1h ?? centsPerM.cacheWrite) * 100) +
       BigInt(t.output * centsPerM.output * 100) +
       BigInt(t.images * (centsPerM.image ?? 0) * 100) * 1_000_000n;
   // n is in 10^-8 cents (prices were scaled by 100 to stay whole): round(n / 10^8), half up.
   return Number((n + 50_000_000n) / 100_000_000n);
 }
 // Prices a thousand times a real model's, so the doubles' short calls cost whole cents.
-const CLAUDE = { input: 300_000, cacheRead: 30_000, cacheWrite: 375_000, output: 1_500_000 };
+const CLAUDE = { input: 300_000, cacheRead: 30_000, cacheWrite: 375_000, cacheWrite1h: 600_000, output: 1_500_000 };
 const CLAUDE_FIXED = { ...CLAUDE, output: 3_000_000 };
 const GPT = { input: 250_000, cacheRead: 125_000, cacheWrite: 250_000, output: 1_000_000 };
 
-const messages = (content: string) =>
+/** A Messages call whose system prompt is cached (`ttl`: the cache entry's lifetime, priced apart upstream). */
+const messages = (content: string, ttl?: '1h', system = 'You answer questions about toll roads and bridges. ') =>
   fetch(`${gw.baseUrl}/messages`, {
     method: 'POST',
     headers: { 'x-api-key': key, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
     body: JSON.stringify({
       model: MODEL,
       max_tokens: 64,
-      system: [{ type: 'text', text: 'You answer questions about toll roads and bridges. '.repeat(12), cache_control: { type: 'ephemeral' } }],
+      system: [{ type: 'text', text: system.repeat(12), cache_control: { type: 'ephemeral', ...(ttl ? { ttl } : {}) } }],
       messages: [{ role: 'user', content }],
     }),
   });
@@ -153,24 +158,34 @@ test('calls priced at their rates, exact per day to the cent; the channel withou
     assert.is(res.status, 201, res.text);
     return res.json;
   };
-  await set({ channel: 'first/claude-a', effective_at: before(2 * 3600_000), input: '3000', cache_read: '300', cache_write_5m: '3750', output: '15000' });
+  const claudeRate = { input: '3000', cache_read: '300', cache_write_5m: '3750', cache_write_1h: '6000' };
+  await set({ channel: 'first/claude-a', effective_at: before(2 * 3600_000), ...claudeRate, output: '15000' });
   await set({ channel: 'third/gpt-cost', effective_at: before(2 * 3600_000), input: '2500', cache_read: '1250', output: '10000' });
   const img = await set({ channel: imageChannel, effective_at: before(2 * 3600_000), input: '0', output: '0', image: '0.04' });
   assert.is(img.cache_write_1h, '0', 'the 1-hour write defaults to the 5-minute one');
-  // Cache written, then read, on the first channel.
-  for (const q of ['What is a toll plaza?', 'And an open-road toll?', 'Who collects a bridge toll?']) {
-    const res = await messages(q);
+  // Cache written, then read, on the first channel; the last call writes a 1-hour entry (priced at its own rate).
+  const ferries = 'You answer questions about ferries and their fares. ';
+  for (const [q, ttl, system] of [
+    ['What is a toll plaza?'],
+    ['And an open-road toll?'],
+    ['Who collects a bridge toll?'],
+    ['Is a ferry a toll?', '1h', ferries],
+  ] as const) {
+    const res = await messages(q, ttl, system);
     assert.is(res.status, 200);
-    const u = ((await res.json()) as { usage: Record<string, number> }).usage;
+    const u = ((await res.json()) as { usage: Record<string, number> & { cache_creation: Record<string, number> } }).usage;
     note('first/claude-a', {
       input: u.input_tokens,
       cacheRead: u.cache_read_input_tokens,
-      cacheWrite: u.cache_creation_input_tokens,
+      cacheWrite: u.cache_creation.ephemeral_5m_input_tokens,
+      cacheWrite1h: u.cache_creation.ephemeral_1h_input_tokens,
       output: u.output_tokens,
       images: 0,
     });
   }
-  assert.ok(usageByChannel.get('first/claude-a')!.some((t) => t.cacheRead > 0) && usageByChannel.get('first/claude-a')!.some((t) => t.cacheWrite > 0));
+  const claudeCalls = usageByChannel.get('first/claude-a')!;
+  assert.ok(claudeCalls.some((t) => t.cacheRead > 0) && claudeCalls.some((t) => t.cacheWrite > 0));
+  assert.ok(claudeCalls[3].cacheWrite1h! > 0 && claudeCalls[3].cacheWrite === 0, 'the last call wrote a 1-hour entry only');
   // The first channel fails once: the second (no rate) answers.
   first.script({ status: 529 });
   assert.is((await messages('Is a shadow toll paid by drivers?')).status, 200);
@@ -202,7 +217,7 @@ test('calls priced at their rates, exact per day to the cent; the channel withou
 
   const rows = (await admin('GET', `/upstream-costs?from=${YESTERDAY}&to=${TODAY}`)).json.data as Array<Record<string, any>>;
   const of = (channel: string) => rows.find((r) => r.channel === channel && r.day === TODAY)!;
-  assert.is(of('first/claude-a').calls, 3);
+  assert.is(of('first/claude-a').calls, 4);
   assert.ok(dayCents('first/claude-a', CLAUDE) > 0 && dayCents('third/gpt-cost', GPT) > 0, 'whole cents at stake');
   assert.is(of('first/claude-a').cost_minor, String(dayCents('first/claude-a', CLAUDE)));
   assert.is(of('third/gpt-cost').cost_minor, String(dayCents('third/gpt-cost', GPT)));
@@ -214,7 +229,14 @@ test('calls priced at their rates, exact per day to the cent; the channel withou
   assert.ok(calls.has_more);
   const rest = (await admin('GET', `/upstream-costs/calls?from=${TODAY}&to=${TODAY}&after=${calls.next}`)).json;
   const all = [...calls.data, ...rest.data] as Array<Record<string, any>>;
-  assert.is(all.length, 7);
+  assert.is(all.length, 8);
+  // The 1-hour write is recorded apart on the charge and priced at the 1-hour rate.
+  const hour = all.find((c) => c.channel === 'first/claude-a' && c.usage.cacheWrite1h > 0)!;
+  assert.equal([hour.usage.cacheWrite1h, hour.usage.cacheWrite5m], [claudeCalls[3].cacheWrite1h, 0]);
+  assert.ok(
+    dayCents('first/claude-a', CLAUDE) > dayCents('first/claude-a', { ...CLAUDE, cacheWrite1h: CLAUDE.cacheWrite }),
+    'the 1-hour price changes the figure',
+  );
   const sum = (channel: string) => all.filter((c) => c.channel === channel).reduce((s, c) => s + Number(c.cost_minor), 0);
   assert.is(sum('first/claude-a'), dayCents('first/claude-a', CLAUDE));
   assert.equal(
@@ -230,6 +252,7 @@ test('a rate fixed after the fact re-prices the calls it covers, and a rebuild g
     input: '3000',
     cache_read: '300',
     cache_write_5m: '3750',
+    cache_write_1h: '6000',
     output: '30000',
   });
   assert.is(fix.status, 201);
@@ -315,7 +338,7 @@ test('an OpenAI and an Anthropic bill: the reconciliation shows exactly the line
       .map((l: any) => [l.day, l.channel, l.upstream_model, l.tollgate_cost_minor, l.bill_cost_minor, l.difference_minor]),
     [[TODAY, 'first/claude-a', 'claude-a', String(claude), String(claude + 5), '-5']],
   );
-  assert.is(line(TODAY, 'first/claude-a').charge_event_ids.length, 3);
+  assert.is(line(TODAY, 'first/claude-a').charge_event_ids.length, 4);
   assert.is(line(TODAY, 'first/claude-a').rate_event_ids.length, 1, 'the fixed rate priced them all');
   assert.ok(line(TODAY, 'first/claude-a').bill_event_id);
   assert.equal([line(TODAY, 'third/gpt-cost').status, line(TODAY, 'third/gpt-cost').difference_minor], ['agrees', '0']);
@@ -325,9 +348,57 @@ test('an OpenAI and an Anthropic bill: the reconciliation shows exactly the line
   const csv = await admin('GET', `/upstream-bills/reconciliation?from=${YESTERDAY}&to=${TODAY}&format=csv`);
   assert.match(csv.type, /text\/csv/);
   assert.ok(
-    csv.text.split('\n').some((l) => l.startsWith(`${TODAY},first/claude-a,claude-a,3,0,${claude},${claude + 5},"-5",differs,`)),
+    csv.text.split('\n').some((l) => l.startsWith(`${TODAY},first/claude-a,claude-a,4,0,${claude},${claude + 5},"-5",differs,`)),
     csv.text,
   );
+});
+
+test('bills as CSV: the same lines as their JSON, a corrected bill replaces the figure; bad CSV refused, nothing written', async () => {
+  const claude = dayCents('first/claude-a', CLAUDE_FIXED);
+  const gpt = dayCents('third/gpt-cost', GPT);
+  const start = Date.parse(`${TODAY}T00:00:00Z`) / 1000;
+  const openaiCsv = [
+    'start_time,end_time,amount_value,amount_currency,line_item,project_id',
+    `${start},${start + 86400},0.001,usd,"gpt-cost, input",`,
+    `${start},${start + 86400},${gpt / 100},usd,"gpt-cost, output",`,
+  ].join('\n');
+  const csvOpenai = await admin('POST', '/upstream-bills', { provider: 'openai', channel: 'third/gpt-cost', file: openaiCsv, format: 'csv' });
+  assert.is(csvOpenai.status, 201, csvOpenai.text);
+  assert.equal(csvOpenai.json.lines, [{ day: TODAY, upstream_model: 'gpt-cost', cost_minor: gpt }]);
+  // Anthropic's, corrected: the day that was 5 cents off now agrees (a later bill replaces the day's figure).
+  const anthropicCsv = [
+    'starting_at,ending_at,amount,currency,model,cost_type,token_type,description',
+    `${TODAY}T00:00:00Z,${TODAY}T23:59:59Z,${claude - 1}.5,USD,claude-a,tokens,output_tokens,"Claude A, output"`,
+    `${TODAY}T00:00:00Z,${TODAY}T23:59:59Z,0.25,USD,claude-a,tokens,cache_read_input_tokens,"Claude A, cache reads"`,
+    `${TODAY}T00:00:00Z,${TODAY}T23:59:59Z,900,USD,,web_search,,Web search`,
+  ].join('\r\n');
+  const csvAnthropic = await admin('POST', '/upstream-bills', { provider: 'anthropic', channel: 'first/claude-a', file: anthropicCsv, format: 'csv' });
+  assert.is(csvAnthropic.status, 201, csvAnthropic.text);
+  assert.equal(csvAnthropic.json.lines, [{ day: TODAY, upstream_model: 'claude-a', cost_minor: claude }]);
+  const rec = (await admin('GET', `/upstream-bills/reconciliation?from=${TODAY}&to=${TODAY}`)).json;
+  const line = (channel: string) => rec.lines.find((l: any) => l.channel === channel);
+  assert.equal([line('first/claude-a').status, line('first/claude-a').bill_cost_minor], ['agrees', String(claude)]);
+  assert.equal([line('third/gpt-cost').status, line('third/gpt-cost').bill_cost_minor], ['agrees', String(gpt)]);
+
+  const head = await gw.ledger.events.headPosition();
+  const refused: Array<[Record<string, unknown>, string, RegExp]> = [
+    [{ provider: 'openai', file: 'start_time,amount_value,line_item\n1,"0.5,gpt-cost' }, 'file', /not CSV/],
+    [{ provider: 'openai', file: 'start_time,amount_value\n1,0.5' }, 'file', /no "line_item" column/],
+    [{ provider: 'openai', file: 'start_time,amount_value,amount_currency,line_item' }, 'file', /no rows/],
+    [{ provider: 'openai', file: 'start_time,amount_value,amount_currency,line_item\nyesterday,0.5,usd,"gpt-cost, input"' }, 'file', /start_time/],
+    [{ provider: 'openai', file: `start_time,amount_value,amount_currency,line_item\n${start},lots,usd,"gpt-cost, input"` }, 'file', /amount\.value/],
+    [{ provider: 'openai', file: `start_time,amount_value,amount_currency,line_item\n${start},0.5,eur,"gpt-cost, input"` }, 'file', /currency/],
+    [{ provider: 'anthropic', file: `starting_at,amount,currency\n${TODAY}T00:00:00Z,1,USD` }, 'file', /no "model" column/],
+    [{ provider: 'openai', file: openaiCsv, format: 'xml' }, 'format', /format/],
+    [{ provider: 'openai', file: openaiCsv, format: 'json' }, 'file', /not JSON/],
+  ];
+  for (const [body, param, message] of refused) {
+    const res = await admin('POST', '/upstream-bills', { channel: 'third/gpt-cost', format: 'csv', ...body });
+    assert.is(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+    assert.is(res.json.error?.param, param, res.text);
+    assert.match(res.json.error?.message, message);
+  }
+  assert.is(await gw.ledger.events.headPosition(), head, 'nothing written');
 });
 
 test.run();

@@ -90,7 +90,8 @@ const costEntries = (f: Folded): JournalEntry[] =>
       date: c.day,
       memo: `upstream cost, account ${c.account_id}, model ${c.model}, channel ${c.channel}, upstream model ${c.upstream_model}, ${c.calls} calls`,
       currency: f.currency,
-      eventIds: [],
+      // The rates that priced the calls, then the calls' charge events.
+      eventIds: [...(c.rate_event_ids ?? []), ...(c.charge_event_ids ?? [])],
       postings: [dr(ACCOUNTS.upstreamCost, Number(c.cost_minor)), cr(ACCOUNTS.upstreamPayable, Number(c.cost_minor))],
     }));
 

@@ -72,7 +72,7 @@ export async function foldFinance(ledger: Ledger, w: Window): Promise<Folded> {
     else deferredAt.set(d, last);
   }
   await ledger.readYourWrites();
-  const costs = await upstreamCostBetween(ledger.readModels.db, ledger.readModels.schema, w.from, w.to);
+  const costs = await upstreamCostBetween(ledger.readModels.db, ledger.readModels.schema, w.from, w.to, { withEvents: true });
   return { currency, book, deferredAt, deferredBefore, costs };
 }
 

@@ -62,7 +62,7 @@ export const COMMAND_HELP = `tollgate <command> [options]
   cost rate <channel> --input P --output P [--cache-read P] [--cache-write-5m P] [--cache-write-1h P] [--image P] [--effective-at ISO]
                                           an upstream cost rate (decimal major units per million tokens; image: per image)
   cost rates                              every cost rate set
-  cost import <openai|anthropic> <channel> <file>   a provider's cost export (JSON)
+  cost import <openai|anthropic> <channel> <file> [--format json|csv]   a provider's cost export (JSON, or CSV: a .csv file)
   cost reconcile --from ISO --to ISO [--format csv|json]   Tollgate's upstream cost against the imported bills
   upstream-report --from ISO --to ISO [--format csv|json]   per UTC day, channel and upstream model: calls, tokens, billed
   finance report --from DAY --to DAY [--format json|csv]      payments, fees, refunds, disputes, revenue, breakage per day/account/model/channel

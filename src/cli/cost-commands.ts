@@ -35,11 +35,15 @@ export async function runCostCommand(sub: string, p: Args, c: AdminClient, out: 
       );
     }
     case 'cost import': {
-      const file = readFileSync(arg(p.positionals, 4, 'file'), 'utf8');
+      const path = arg(p.positionals, 4, 'file');
+      const file = readFileSync(path, 'utf8');
+      // --format, or the file's extension: a .csv file is the CSV export.
+      const format = typeof v.format === 'string' ? v.format : /\.csv$/i.test(path) ? 'csv' : 'json';
       const r = await c.json<Record<string, unknown>>('POST', '/upstream-bills', {
         provider: arg(p.positionals, 2, 'provider'),
         channel: arg(p.positionals, 3, 'channel'),
         file,
+        format,
       });
       return out(`bill ${r.id} ${r.already_imported ? 'was already imported' : 'imported'}: ${(r.lines as unknown[]).length} lines`, r);
     }

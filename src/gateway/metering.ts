@@ -296,7 +296,12 @@ export function createMetering(
       extra: { reasoningEffort: string | null; api: ChatApi; streamed: boolean; aborted: boolean; trail?: UpstreamTrail },
     ) {
       const { trail, ...flags } = extra;
-      const detail = definedOnly({ cachedTokens: usage.cached_tokens, cacheWriteTokens: usage.cache_write_tokens, reasoningTokens: usage.reasoning_tokens });
+      const detail = definedOnly({
+        cachedTokens: usage.cached_tokens,
+        cacheWriteTokens: usage.cache_write_tokens,
+        cacheWrite1hTokens: usage.cache_write_1h_tokens,
+        reasoningTokens: usage.reasoning_tokens,
+      });
       const r = await charge(hold, {
         type: 'SettleChat',
         holdId: hold.holdId,

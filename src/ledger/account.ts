@@ -198,6 +198,7 @@ function decide(c: AccountCommand, s: AccountState): DomainEvent[] {
             ...definedOnly({
               cachedTokens: c.cachedTokens || undefined,
               cacheWriteTokens: c.cacheWriteTokens || undefined,
+              cacheWrite1hTokens: c.cacheWrite1hTokens || undefined,
               reasoningTokens: c.reasoningTokens || undefined,
               cacheReadMilli: c.cacheReadMilli,
               cacheWriteMilli: c.cacheWriteMilli,

@@ -63,6 +63,8 @@ export interface UpstreamTrail {
 export interface UsageDetail {
   cachedTokens?: number;
   cacheWriteTokens?: number;
+  /** Of cacheWriteTokens, those written for one hour (priced apart upstream); absent on older charges: all 5-minute. */
+  cacheWrite1hTokens?: number;
   reasoningTokens?: number;
 }
 

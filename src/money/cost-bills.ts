@@ -10,10 +10,13 @@ import type { EventDataByType } from '../ledger/events.ts';
 import type { UpstreamBillLine } from '../ledger/cost-events.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
 import { minorDigits, roundExact } from './money.ts';
+import { csvBillDoc } from './cost-bill-csv.ts';
 
 export type UpstreamBill = EventDataByType['UpstreamBillImported'];
 export type BillProvider = UpstreamBill['provider'];
 export const BILL_PROVIDERS: readonly BillProvider[] = ['openai', 'anthropic'];
+export type BillFormat = 'json' | 'csv';
+export const BILL_FORMATS: readonly BillFormat[] = ['json', 'csv'];
 
 /** One cost item of an export: its UTC day, model, and exact amount in minor units (a decimal). */
 interface CostItem {
@@ -72,7 +75,9 @@ function openAiItems(doc: unknown, currency: string): CostItem[] {
       if (!isObject(r) || !isObject(r.amount)) throw bad(`${where}: no "amount" object`);
       if (typeof r.line_item !== 'string' || !r.line_item) throw bad(`${where}: no "line_item": export the costs grouped by line_item`);
       sameCurrency(r.amount.currency, currency, where);
-      const value = typeof r.amount.value === 'number' && Number.isFinite(r.amount.value) ? exactOf(String(r.amount.value)) : null;
+      // A number in the API's JSON; its decimal text in a CSV export (kept exact).
+      const v = r.amount.value;
+      const value = typeof v === 'number' && Number.isFinite(v) ? exactOf(String(v)) : typeof v === 'string' ? exactOf(v) : null;
       if (!value) throw bad(`${where}: "amount.value" must be a number`);
       const cut = r.line_item.lastIndexOf(', ');
       return { day, model: cut > 0 ? r.line_item.slice(0, cut) : r.line_item, minor: shifted(value, exp) };
@@ -130,14 +135,17 @@ export function billLines(provider: BillProvider, doc: unknown, currency: string
 }
 
 /** The bill event for a file: its id names the file and the channel, so the same import is recorded once. */
-export function billOf(provider: BillProvider, channel: string, file: string, currency: string): UpstreamBill {
+export function billOf(provider: BillProvider, channel: string, file: string, currency: string, format: BillFormat = 'json'): UpstreamBill {
   if (!BILL_PROVIDERS.includes(provider)) throw invalid(`provider must be one of ${BILL_PROVIDERS.join(', ')}`, { param: 'provider' });
+  if (!BILL_FORMATS.includes(format)) throw invalid(`format must be one of ${BILL_FORMATS.join(', ')}`, { param: 'format' });
   let doc: unknown;
-  try {
-    doc = JSON.parse(file);
-  } catch {
-    throw bad('the file is not JSON');
-  }
+  if (format === 'csv') doc = csvBillDoc(provider, file);
+  else
+    try {
+      doc = JSON.parse(file);
+    } catch {
+      throw bad('the file is not JSON (a CSV export is imported with "format": "csv")');
+    }
   const sha256 = createHash('sha256').update(file).digest('hex');
   const billId = createHash('sha256').update(`${provider}\n${channel}\n${sha256}`).digest('hex').slice(0, 32);
   return { billId, provider, channel, currency, sha256, lines: billLines(provider, doc, currency) };

@@ -9,7 +9,7 @@ import { metadataFor } from '../ledger/ledger.ts';
 import { streams } from '../ledger/events.ts';
 import { DomainError } from '../ledger/errors.ts';
 import { costRatesDecider, PRICE_FIELDS, type PriceParam } from '../money/cost-rates.ts';
-import { billDecider, billOf, type BillProvider } from '../money/cost-bills.ts';
+import { billDecider, billOf, type BillFormat, type BillProvider } from '../money/cost-bills.ts';
 import { exactMinorText } from '../money/cost.ts';
 import { upstreamReportQuery } from '../admin/upstream-report.ts';
 import { reconcileBills, reconciliationCsv } from '../admin/cost-reconciliation.ts';
@@ -126,12 +126,12 @@ export function adminCostRoutes(deps: GatewayDeps, opts: { billToleranceMinor: n
 
   r.post('/upstream-bills', async (ctx) => {
     const b = body(ctx);
-    for (const k of Object.keys(b)) if (!['provider', 'channel', 'file'].includes(k)) throw badRequest(`Unknown field '${k}'.`, k);
+    for (const k of Object.keys(b)) if (!['provider', 'channel', 'file', 'format'].includes(k)) throw badRequest(`Unknown field '${k}'.`, k);
     if (typeof b.channel !== 'string' || !deps.channels.list().some((c) => c.id === b.channel))
       throw badRequest('channel must be one of the configured channels (GET /admin/v1/channels).', 'channel');
-    if (typeof b.file !== 'string' || !b.file) throw badRequest("'file' must be the export's text (its JSON).", 'file');
+    if (typeof b.file !== 'string' || !b.file) throw badRequest("'file' must be the export's text (its JSON, or its CSV with format csv).", 'file');
     const currency = (await settlement()) ?? 'USD';
-    const bill = billOf(b.provider as BillProvider, b.channel, b.file, currency);
+    const bill = billOf(b.provider as BillProvider, b.channel, b.file, currency, (b.format ?? 'json') as BillFormat);
     let recorded = true;
     try {
       await ledger.command(billDecider, streams.upstreamBill(bill.billId), { type: 'Import', bill }, metadataFor(ctx.state.actor));

@@ -37,6 +37,8 @@ export interface Usage {
   cached_tokens?: number;
   /** Prompt tokens written to the cache (Anthropic cache_creation_input_tokens). */
   cache_write_tokens?: number;
+  /** Of cache_write_tokens, those written for one hour (Anthropic cache_creation.ephemeral_1h_input_tokens); the rest live 5 minutes. */
+  cache_write_1h_tokens?: number;
   /** Completion tokens spent reasoning or thinking. */
   reasoning_tokens?: number;
 }

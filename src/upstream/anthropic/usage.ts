@@ -14,11 +14,14 @@ export function usageOf(raw: unknown, op: string): Usage {
   const n = (field: (typeof FIELDS)[number]) => tokenCount(raw[field]) ?? 0;
   const written = n('cache_creation_input_tokens');
   const read = n('cache_read_input_tokens');
+  // The split by lifetime (priced apart upstream): never more than the writes it splits.
+  const split = isObject(raw.cache_creation) ? tokenCount(raw.cache_creation.ephemeral_1h_input_tokens) : undefined;
   return {
     prompt_tokens: n('input_tokens') + written + read,
     completion_tokens: n('output_tokens'),
     cached_tokens: read,
     cache_write_tokens: written,
+    ...(split ? { cache_write_1h_tokens: Math.min(split, written) } : {}),
   };
 }
 
@@ -36,6 +39,7 @@ export class UsageTracker {
     for (const field of FIELDS) {
       if (typeof raw[field] === 'number') next[field] = raw[field];
     }
+    if (isObject(raw.cache_creation)) next.cache_creation = raw.cache_creation;
     this.latest = next;
   }
 
