@@ -221,13 +221,7 @@ if (skipReason) {
     assert.is(r.status, 302);
     assert.is(r.headers.get('location'), '/admin');
     const appCsp = (await fetch(`${gw.url}/app/chat`)).headers.get('content-security-policy');
-    for (const path of [
-      '/admin',
-      '/admin/assets/console.js',
-      '/admin/assets/admin-api.js',
-      '/admin/assets/reconciliation-chart.js',
-      '/admin/assets/console.css',
-    ]) {
+    for (const path of ['/admin', '/admin/assets/console.js', '/admin/assets/console.css']) {
       const res = await fetch(gw.url + path);
       assert.is(res.status, 200, path);
       assert.is(res.headers.get('content-security-policy'), appCsp, path);

@@ -5,7 +5,7 @@
 // so several gateways starting at once (the tests) never serve a half-written file.
 import { mkdir, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const WEB = fileURLToPath(new URL('../../web/', import.meta.url));
 const SOURCES = join(WEB, 'src');
@@ -14,6 +14,7 @@ export const BUNDLE_DIR = join(WEB, '.bundle');
 /** One bundle per page: the served file name and its entry module under web/src/. */
 export const ENTRIES: Readonly<Record<string, string>> = {
   'usage.js': 'app/usage/main.tsx',
+  'admin/console.js': 'admin/main.tsx',
 };
 
 async function newestSource(dir: string): Promise<number> {
@@ -54,8 +55,8 @@ export async function buildBundle(): Promise<void> {
     write: false,
     logLevel: 'silent',
   });
-  await mkdir(BUNDLE_DIR, { recursive: true });
   for (const file of result.outputFiles) {
+    await mkdir(dirname(file.path), { recursive: true });
     const tmp = `${file.path}.${process.pid}.tmp`;
     await writeFile(tmp, file.contents);
     await rename(tmp, file.path);

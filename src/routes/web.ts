@@ -65,11 +65,17 @@ const BUNDLE_URL = pathToFileURL(BUNDLE_DIR + '/');
 
 /** A page's bundled script (web/.bundle/, built from web/src/ when stale) or a file under web/. */
 async function serveFile(ctx: Context, file: string, ext: string): Promise<boolean> {
-  const bundled = file.startsWith('assets/') && Object.hasOwn(ENTRIES, file.slice('assets/'.length));
+  // assets/<page>.js is web/.bundle/<page>.js; the console's admin/assets/<name>.js is web/.bundle/admin/<name>.js.
+  const name = file.startsWith('assets/')
+    ? file.slice('assets/'.length)
+    : file.startsWith('admin/assets/')
+      ? `admin/${file.slice('admin/assets/'.length)}`
+      : null;
+  const bundled = name !== null && Object.hasOwn(ENTRIES, name);
   if (bundled) await ensureBundle();
   let bytes: Buffer;
   try {
-    bytes = await readFile(bundled ? new URL(file.slice('assets/'.length), BUNDLE_URL) : new URL(file, WEB_DIR));
+    bytes = await readFile(bundled ? new URL(name, BUNDLE_URL) : new URL(file, WEB_DIR));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;

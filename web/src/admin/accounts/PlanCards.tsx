@@ -1,0 +1,121 @@
+// An account's plan (subscribe, or renew the current one) and its extra tokens (grant with a reason).
+import { useRef, useState } from 'preact/hooks';
+import { admin, clientProblem, enc } from '../api/client.ts';
+import type { AccountSummary, Plan } from '../api/types.ts';
+import { Field, plain, Result } from '../ui/bits.tsx';
+import { fmt, when } from '../ui/format.ts';
+import { ProblemRegion, useAction } from '../ui/Problem.tsx';
+
+interface PlanCardProps {
+  accountId: string;
+  current: AccountSummary | null;
+  plans: Plan[] | null;
+  plansProblem: unknown;
+  onChanged: () => Promise<AccountSummary | null>;
+}
+
+export function PlanCard({ accountId, current, plans, plansProblem, onChanged }: PlanCardProps) {
+  const form = useRef<HTMLFormElement>(null);
+  const action = useAction(form);
+  const [picked, setPicked] = useState<string | null>(null);
+  const [done, setDone] = useState('');
+  const list = plans ?? [];
+  const wanted = picked ?? current?.plan?.id ?? '';
+  const chosen = list.some((p) => p.plan_id === wanted) ? wanted : '';
+  const renew = !!current?.plan && chosen === current.plan.id;
+
+  const submit = async (ev: Event) => {
+    ev.preventDefault();
+    setDone('');
+    const res = await action.run(async () => {
+      if (!chosen) throw clientProblem('Choose a plan.', 'plan_id');
+      return admin<{ planName?: string; planId?: string; expiresAt: string }>(`accounts/${enc(accountId)}/subscription`, {
+        method: 'POST',
+        body: { plan_id: chosen },
+      });
+    });
+    if (!res) return;
+    await onChanged();
+    setDone(`${renew ? 'Renewed' : 'Subscribed to'} ${res.planName ?? res.planId ?? chosen}: expires ${when(res.expiresAt)}.`);
+  };
+  return (
+    <section class="card" aria-labelledby="plan-card-heading">
+      <h2 id="plan-card-heading">Plan: subscribe or renew</h2>
+      <form ref={form} class="form-grid" noValidate onSubmit={submit}>
+        <Field id="plan-choice" label="Plan" wide help="Renewing resets the quota and moves the expiry; a different plan replaces the current one.">
+          <select id="plan-choice" name="plan_id" aria-describedby="plan-choice-help" value={chosen} onChange={(e) => setPicked(e.currentTarget.value)}>
+            <option value="">{plans === null ? 'Loading the plans…' : list.length ? 'Choose a plan' : 'No plans defined yet'}</option>
+            {list.map((p) => (
+              <option key={p.plan_id} value={p.plan_id}>
+                {`${p.name} (${p.plan_id}): ${fmt(p.quota)} tokens, ${p.validity_days} days`}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <div class="form-actions">
+          <button type="submit" disabled={action.busy}>
+            {renew ? 'Renew' : 'Subscribe'}
+          </button>
+        </div>
+      </form>
+      <ProblemRegion problem={action.problem ?? plansProblem} onDismiss={() => action.setProblem(null)} />
+      <Result>{done}</Result>
+    </section>
+  );
+}
+
+export function ExtraTokensCard({ accountId, onChanged }: { accountId: string; onChanged: () => Promise<AccountSummary | null> }) {
+  const form = useRef<HTMLFormElement>(null);
+  const action = useAction(form);
+  const [amount, setAmount] = useState('');
+  const [reason, setReason] = useState('');
+  const [done, setDone] = useState('');
+  const submit = async (ev: Event) => {
+    ev.preventDefault();
+    setDone('');
+    const n = Number(amount);
+    const res = await action.run(async () => {
+      if (!Number.isSafeInteger(n) || n < 1) throw clientProblem('Enter a whole number of tokens, at least 1.', 'amount');
+      return admin<{ granted: number }>(`accounts/${enc(accountId)}/extra-tokens`, { method: 'POST', body: { amount: n, reason: reason.trim() } });
+    });
+    if (!res) return;
+    const a = await onChanged();
+    setDone(
+      `Granted ${fmt(res.granted)} extra tokens.${a ? ` Extra tokens left: ${fmt(a.extra_tokens.remaining)}; remaining tokens: ${fmt(a.remaining_tokens)}.` : ''}`,
+    );
+    setAmount('');
+    setReason('');
+  };
+  return (
+    <section class="card" aria-labelledby="extra-heading">
+      <h2 id="extra-heading">Extra tokens</h2>
+      <form ref={form} class="form-grid" noValidate onSubmit={submit}>
+        <Field id="grant-amount" label="Tokens to grant" help="Spent after the main plan; they do not change the call rate.">
+          <input
+            id="grant-amount"
+            type="number"
+            name="amount"
+            min={1}
+            step={1}
+            inputMode="numeric"
+            required
+            {...plain}
+            aria-describedby="grant-amount-help"
+            value={amount}
+            onInput={(e) => setAmount(e.currentTarget.value)}
+          />
+        </Field>
+        <Field id="grant-reason" label="Reason for the grant" optional>
+          <input id="grant-reason" type="text" name="reason" maxLength={500} {...plain} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+        </Field>
+        <div class="form-actions">
+          <button type="submit" disabled={action.busy}>
+            Grant extra tokens
+          </button>
+        </div>
+      </form>
+      {action.region()}
+      <Result>{done}</Result>
+    </section>
+  );
+}

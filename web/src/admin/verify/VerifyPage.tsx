@@ -1,0 +1,130 @@
+// Verify the ledger: runs the audit with its progress as a bar ("Checked N of M events (phase)",
+// indeterminate until the first line, read out as aria-valuetext) and the elapsed time, then the
+// verdict and the counts, with any problems in tables.
+import { useEffect, useLayoutEffect, useReducer, useRef } from 'preact/hooks';
+import { announce } from '../ui/announce.tsx';
+import { Heading, Num, Table } from '../ui/bits.tsx';
+import { fmt } from '../ui/format.ts';
+import { ProblemRegion } from '../ui/Problem.tsx';
+import { onChange, run, startVerify } from './stream.ts';
+
+const PHASES: Record<string, string> = { chains: 'hash chains', 'read models': 'read models' };
+
+export function VerifyPage() {
+  const [, bump] = useReducer((n: number) => n + 1, 0);
+  const redraw = () => bump(undefined);
+  const bar = useRef<HTMLProgressElement>(null);
+  useEffect(() => onChange(redraw), []);
+  // The elapsed time ticks while a run goes on.
+  useEffect(() => {
+    if (!run.running) return;
+    const timer = setInterval(redraw, 500);
+    return () => clearInterval(timer);
+  }, [run.running]);
+
+  const p = run.progress;
+  const text = p ? `Checked ${fmt(p.done)} of ${fmt(p.total)} events (${PHASES[p.phase] ?? p.phase})` : 'Starting…';
+  // The bar is set by hand: an indeterminate <progress> has no value or max attribute at all.
+  useLayoutEffect(() => {
+    const b = bar.current;
+    if (!b) return;
+    if (!p) {
+      for (const a of ['value', 'max', 'aria-valuetext']) b.removeAttribute(a);
+      return;
+    }
+    const max = Math.max(1, p.total);
+    b.max = max;
+    b.value = Math.min(p.done, max);
+    b.setAttribute('aria-valuetext', text);
+  });
+
+  const start = () => {
+    announce('Verifying the ledger. This may take a while.');
+    // The bar is not a live region (it changes several times a second); a new phase is said once.
+    startVerify((phase) => phase === 'read models' && announce('Hash chains checked. Now comparing the read models with a rebuild.'));
+  };
+  const r = !run.running && !run.error ? run.result : null;
+  return (
+    <>
+      <Heading text="Verify the ledger" intro="Checks that no event was edited and that every read model equals a rebuild from the events." />
+      <section class="card" aria-labelledby="verify-heading" aria-busy={run.running ? 'true' : 'false'}>
+        <h2 id="verify-heading">Audit</h2>
+        <p>
+          Walks every event in order and recomputes each stream’s SHA-256 hash chain, then rebuilds every read model from the events into a scratch schema and
+          compares it row by row with the live one. It reads only; it may take a while on a long ledger.
+        </p>
+        <div class="row">
+          <button type="button" id="verify-run" disabled={run.running} onClick={start}>
+            Run verify
+          </button>
+        </div>
+        <div class="verify-progress" hidden={!run.running}>
+          <label for="verify-bar">Verifying the ledger…</label>
+          <progress id="verify-bar" ref={bar} aria-describedby="verify-status verify-elapsed" />
+          <span id="verify-status">{text}</span>
+          <span id="verify-elapsed" class="muted">
+            {run.running ? `${Math.floor((Date.now() - run.startedAt) / 1000)} s elapsed` : ''}
+          </span>
+        </div>
+        <div class="verify-result" role="status" aria-live="polite">
+          {r && (
+            <>
+              <p class={`verdict ${r.ok ? 'ok' : 'bad'}`} id="verify-verdict" data-ok={String(r.ok)}>
+                {r.ok ? '✓ The ledger is intact' : '✗ The ledger did not verify'}
+              </p>
+              <dl class="facts inline">
+                <dt>Events checked</dt>
+                <dd data-field="events" data-value={r.events}>
+                  {fmt(r.events)}
+                </dd>
+                <dt>Streams</dt>
+                <dd data-field="streams" data-value={r.streams}>
+                  {fmt(r.streams)}
+                </dd>
+                <dt>Hash-chain problems</dt>
+                <dd data-field="chain_problems" data-value={r.chainProblems.length}>
+                  {fmt(r.chainProblems.length)}
+                </dd>
+                <dt>Read-model differences</dt>
+                <dd data-field="read_model_differences" data-value={r.readModelDifferences.length}>
+                  {fmt(r.readModelDifferences.length)}
+                </dd>
+                <dt>Took</dt>
+                <dd>{`${(run.took / 1000).toFixed(1)} s`}</dd>
+              </dl>
+              {r.chainProblems.length > 0 && (
+                <Table
+                  caption="Hash-chain problems"
+                  captionVisible
+                  head={['Stream', '#Revision', '#Position', 'Problem']}
+                  rows={r.chainProblems.slice(0, 50).map((x, i) => (
+                    <tr key={i}>
+                      <th scope="row">{x.stream}</th>
+                      <Num value={x.revision} />
+                      <Num value={x.position} />
+                      <td>{x.problem}</td>
+                    </tr>
+                  ))}
+                />
+              )}
+              {r.readModelDifferences.length > 0 && (
+                <Table
+                  caption="Read-model differences"
+                  captionVisible
+                  head={['Table', 'Row']}
+                  rows={r.readModelDifferences.slice(0, 50).map((d, i) => (
+                    <tr key={i}>
+                      <th scope="row">{d.table}</th>
+                      <td>{d.key}</td>
+                    </tr>
+                  ))}
+                />
+              )}
+            </>
+          )}
+        </div>
+        <ProblemRegion problem={run.running ? null : run.error} onDismiss={() => ((run.error = null), redraw())} />
+      </section>
+    </>
+  );
+}
