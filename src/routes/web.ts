@@ -11,12 +11,13 @@ import { BUNDLE_DIR, ENTRIES, ensureBundle } from './web-bundle.ts';
 
 const WEB_DIR = new URL('../../web/', import.meta.url);
 
-const PAGES: Record<string, string> = { '/app/chat': 'chat.html', '/app/usage': 'usage.html' };
+const PAGES: Record<string, string> = { '/app/chat': 'chat.html', '/app/usage': 'usage.html', '/app/billing': 'billing.html' };
 
 /** The pages a newcomer should know of (named in `npm start`'s banner); a browser opening `/` gets the first. */
 export const LANDING_PAGES: ReadonlyArray<{ path: string; what: string }> = [
   { path: '/app/chat', what: 'chat and images with an API key' },
   { path: '/app/usage', what: 'usage per day and model' },
+  { path: '/app/billing', what: 'buying, codes, receipts and statements (signed-in members)' },
   { path: '/admin', what: 'operator console (admin token)' },
 ];
 
