@@ -14,7 +14,7 @@ export const BUNDLE_DIR = join(WEB, '.bundle');
 /** One bundle per page: the served file name and its entry module under web/src/. */
 export const ENTRIES: Readonly<Record<string, string>> = {
   'usage.js': 'app/usage/main.tsx',
-  'billing.js': 'app/billing/main.tsx',
+  'app.js': 'app/shell/main.tsx',
 };
 
 async function newestSource(dir: string): Promise<number> {

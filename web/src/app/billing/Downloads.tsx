@@ -2,17 +2,17 @@
 // fetched with the session and offered as files. A polite status line says what was saved.
 import { useState } from 'preact/hooks';
 import { saveAsFile, suggestedName } from '../../shared/download.ts';
-import { accountPath, call } from './session-api.ts';
+import type { BillingApi } from './api.ts';
 
 const DAY_MS = 86_400_000;
 const isoDay = (d: Date) => d.toISOString().slice(0, 10);
 
 interface Props {
-  accountId: string;
+  api: BillingApi;
   onProblem: (err: unknown) => void;
 }
 
-export function Downloads({ accountId, onProblem }: Props) {
+export function Downloads({ api, onProblem }: Props) {
   const today = new Date();
   const [from, setFrom] = useState(isoDay(new Date(today.getTime() - 30 * DAY_MS)));
   const [to, setTo] = useState(isoDay(today));
@@ -20,11 +20,11 @@ export function Downloads({ accountId, onProblem }: Props) {
   const [busy, setBusy] = useState(false);
   const [status, setStatus] = useState('');
 
-  const fetchFile = async (path: string, fallback: string) => {
+  const fetchFile = async (download: () => Promise<Response>, fallback: string) => {
     setBusy(true);
     setStatus('Preparing the file…');
     try {
-      const res = await call(accountPath(accountId, path));
+      const res = await download();
       const name = suggestedName(res.headers.get('content-disposition'), 'csv', fallback);
       saveAsFile(await res.text(), name, 'text/csv');
       setStatus(`Downloaded ${name}.`);
@@ -39,12 +39,11 @@ export function Downloads({ accountId, onProblem }: Props) {
     ev.preventDefault();
     // The end day is included: the statement runs to the start of the next day (UTC).
     const end = new Date(Date.parse(`${to}T00:00:00Z`) + DAY_MS).toISOString();
-    const q = new URLSearchParams({ format: 'csv', from: `${from}T00:00:00Z`, to: end });
-    return fetchFile(`statement?${q}`, `statement-${from}-${to}.csv`);
+    return fetchFile(() => api.statement(`${from}T00:00:00Z`, end), `statement-${from}-${to}.csv`);
   };
   const usage = (ev: Event) => {
     ev.preventDefault();
-    return fetchFile(`billing/usage?group_by=key&format=csv&range=${range}d`, `usage-${range}d-by-key.csv`);
+    return fetchFile(() => api.usageCsv(Number(range)), `usage-${range}d-by-key.csv`);
   };
 
   return (

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { DataTable } from '../../shared/components/DataTable.tsx';
 import { saveAsFile } from '../../shared/download.ts';
 import { dateOf, fmt } from '../../shared/format.ts';
-import { accountPath, call } from './session-api.ts';
+import type { BillingApi } from './api.ts';
 import type { Payment } from './types.ts';
 
 const PROCESSORS: Record<string, string> = { stripe: 'Card (Stripe)', code: 'Code', manual: 'Bank transfer' };
@@ -12,16 +12,16 @@ const PROCESSORS: Record<string, string> = { stripe: 'Card (Stripe)', code: 'Cod
 const itemText = (p: Payment) => (p.item.kind === 'plan' ? `Plan ${p.item.plan_id}` : `Pack ${p.item.pack_id}`) + ` · ${fmt(p.item.tokens)} tokens`;
 
 interface Props {
-  accountId: string;
+  api: BillingApi;
   payments: Payment[] | null;
   onProblem: (err: unknown) => void;
 }
 
-export function PaymentsTable({ accountId, payments, onProblem }: Props) {
+export function PaymentsTable({ api, payments, onProblem }: Props) {
   const [status, setStatus] = useState('');
   const receipt = async (p: Payment) => {
     try {
-      const res = await call(accountPath(accountId, `payments/${encodeURIComponent(p.id)}?format=html`));
+      const res = await api.receipt(p.id);
       const name = `receipt-${p.id}.html`;
       saveAsFile(await res.text(), name, 'text/html');
       setStatus(`Downloaded ${name}.`);

@@ -3,23 +3,22 @@
 // every period unless the member unticks it.
 import { useState } from 'preact/hooks';
 import { fmt } from '../../shared/format.ts';
-import { accountPath, json } from './session-api.ts';
-import type { CheckoutSession, PriceList as Prices } from './types.ts';
+import type { BillingApi } from './api.ts';
+import type { PriceList as Prices } from './types.ts';
 
 interface Props {
-  accountId: string;
+  api: BillingApi;
   prices: Prices | null;
   onProblem: (err: unknown) => void;
 }
 
-export function PriceList({ accountId, prices, onProblem }: Props) {
+export function PriceList({ api, prices, onProblem }: Props) {
   const [busy, setBusy] = useState<string | null>(null);
   const [recurring, setRecurring] = useState(true);
   const buy = async (item: { plan_id: string } | { pack_id: string }, label: string) => {
     setBusy(label);
     try {
-      const body = 'plan_id' in item ? { ...item, recurring } : item;
-      const session = await json<CheckoutSession>(accountPath(accountId, 'checkout'), { method: 'POST', body });
+      const session = await api.checkout('plan_id' in item ? { ...item, recurring } : item);
       location.assign(session.url);
     } catch (err) {
       setBusy(null);

@@ -1,16 +1,15 @@
 // Redeeming a code bought elsewhere: the form, and a polite status line saying what it added.
 import { useRef, useState } from 'preact/hooks';
 import { fmt } from '../../shared/format.ts';
-import { accountPath, json } from './session-api.ts';
-import type { Payment } from './types.ts';
+import type { BillingApi } from './api.ts';
 
 interface Props {
-  accountId: string;
+  api: BillingApi;
   onRedeemed: () => void;
   onProblem: (err: unknown) => void;
 }
 
-export function RedeemCode({ accountId, onRedeemed, onProblem }: Props) {
+export function RedeemCode({ api, onRedeemed, onProblem }: Props) {
   const input = useRef<HTMLInputElement>(null);
   const [busy, setBusy] = useState(false);
   const [status, setStatus] = useState('');
@@ -21,7 +20,7 @@ export function RedeemCode({ accountId, onRedeemed, onProblem }: Props) {
     setBusy(true);
     setStatus('');
     try {
-      const { payment } = await json<{ payment: Payment }>(accountPath(accountId, 'redemptions'), { method: 'POST', body: { code } });
+      const payment = await api.redeem(code);
       if (input.current) input.current.value = '';
       setStatus(`Code redeemed: ${fmt(payment.item.tokens)} tokens added.`);
       onRedeemed();
