@@ -249,7 +249,7 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
      * A Checkout Session at the current list price: a plan as a subscription (a Stripe Price per plan
      * period, renewed by Stripe every period; `recurring: false` buys one period once), a pack once.
      */
-    async checkout(accountId: string, purchase: Purchase, opts: { recurring?: boolean } = {}) {
+    async checkout(accountId: string, purchase: Purchase, opts: { recurring?: boolean; returnTo?: { success: string; cancel: string } } = {}) {
       const { listPrice, item, grant } = await payments.resolve(purchase);
       if (!listPrice)
         throw new DomainError('invalid', 'that plan or pack has no price and cannot be bought', { param: 'planId' in purchase ? 'plan_id' : 'pack_id' });
@@ -257,7 +257,12 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
         account_id: accountId,
         ...('planId' in purchase ? { plan_id: purchase.planId } : { pack_id: purchase.packId }),
       };
-      const common = { client_reference_id: accountId, metadata, success_url: settings.successUrl, cancel_url: settings.cancelUrl };
+      const common = {
+        client_reference_id: accountId,
+        metadata,
+        success_url: opts.returnTo?.success ?? settings.successUrl,
+        cancel_url: opts.returnTo?.cancel ?? settings.cancelUrl,
+      };
       const session =
         grant.kind === 'plan' && opts.recurring !== false
           ? await stripe.checkout.sessions.create({

@@ -13,7 +13,7 @@ import { createKey, revokeAccountKey } from '../customers/keys.ts';
 import { requireEmail } from '../customers/sign-in.ts';
 import { listKeys, MAX_GRACE_SECONDS, parseKeyControlsPatch, rotateKey, setKeyControls } from '../admin/key-controls.ts';
 import { buildStatement, statementCsv } from '../admin/statements.ts';
-import { usage } from './account.ts';
+import { subscription, usage } from './account.ts';
 import { requireSession } from './customer-auth.ts';
 import { paymentRoutes } from './payments.ts';
 
@@ -112,8 +112,15 @@ export function customerAccountRoutes(deps: GatewayDeps): Router {
   r.get('/usage', allowed(deps, 'usage.read'), usage(deps));
 
   const money = paymentRoutes(deps, deps.payments, deps.paymentSettings);
+  r.get('/subscription', allowed(deps, 'billing'), subscription(deps));
   r.get('/prices', allowed(deps, 'billing'), money.prices);
-  r.post('/checkout', allowed(deps, 'billing'), money.checkout);
+  // Checkout sends a member back to the billing page of the gateway they bought on (STRIPE_SUCCESS_URL
+  // and STRIPE_CANCEL_URL are for /v1/checkout/sessions, whose callers choose their own page).
+  r.post('/checkout', allowed(deps, 'billing'), async (ctx) => {
+    const page = `${deps.baseUrl(ctx).replace(/\/v1\/?$/, '')}/app/billing`;
+    ctx.state.checkoutReturn = { success: `${page}?checkout=paid`, cancel: `${page}?checkout=cancelled` };
+    await money.checkout(ctx);
+  });
   r.post('/redemptions', allowed(deps, 'billing'), money.redeem);
   r.get('/payments', allowed(deps, 'billing'), money.list);
   r.get('/payments/:id', allowed(deps, 'billing'), money.receipt);

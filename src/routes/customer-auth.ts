@@ -1,5 +1,6 @@
 // The session API's sign-in side under /app/api: email links, OpenID Connect, the session itself,
 // sign-out and the member's other sessions. Sessions are for /app only: /v1 never reads a cookie.
+//   GET    /sign-in                             the ways to sign in here (OIDC provider's name, sign-up open)
 //   POST   /sign-in/email {email}               202, the same answer for every address (a link if it may sign in)
 //   POST   /sign-in/email/verify {email, token} the link's page sends it: a session cookie
 //   GET    /sign-in/oidc                        302 to the provider (PKCE, state, nonce)
@@ -70,6 +71,13 @@ export function customerAuthRoutes(deps: CustomerAuthDeps): Router {
   const r = new Router();
   const session = requireSession(ledger);
 
+  r.get('/sign-in', (ctx) => {
+    ctx.body = {
+      object: 'sign_in_options',
+      oidc: oidc ? { name: oidc.name } : null,
+      sign_up: { open: settings.signUpOpen, plan: settings.signUpOpen ? (settings.signUpPlan ?? null) : null },
+    };
+  });
   r.post('/sign-in/email', async (ctx) => {
     await signIn.requestLink(objectBody(ctx).email, publicOrigin(ctx, settings));
     ctx.status = 202;
@@ -109,7 +117,7 @@ export function customerAuthRoutes(deps: CustomerAuthDeps): Router {
     const email = await oidc.finish(callback, transaction);
     const s = await signIn.signedIn(email, 'oidc');
     setSessionCookie(ctx, settings, s.cookie, s.expiresAt);
-    ctx.redirect('/app');
+    ctx.redirect('/app/home');
   });
 
   r.get('/session', session, async (ctx) => {

@@ -144,7 +144,10 @@ export function paymentRoutes(deps: GatewayDeps, payments: Payments, opts: { cod
       if (!b || typeof b !== 'object' || Array.isArray(b))
         throw badRequest('The request body must be a JSON object with a "plan_id" or a "pack_id".', 'plan_id');
       if (b.recurring !== undefined && typeof b.recurring !== 'boolean') throw badRequest('"recurring" must be true or false.', 'recurring');
-      const session = await deps.stripe.checkout(ctx.state.auth.accountId, purchaseOf(b.plan_id, b.pack_id), { recurring: b.recurring as boolean | undefined });
+      const session = await deps.stripe.checkout(ctx.state.auth.accountId, purchaseOf(b.plan_id, b.pack_id), {
+        recurring: b.recurring as boolean | undefined,
+        returnTo: ctx.state.checkoutReturn,
+      });
       ctx.status = 201;
       ctx.body = { object: 'checkout.session', ...session };
     },

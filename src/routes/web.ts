@@ -7,17 +7,29 @@ import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import type { Context, Middleware, Next } from 'koa';
 import { ApiError } from '../http/errors.ts';
+import { SESSION_COOKIE } from '../customers/sessions.ts';
 import { BUNDLE_DIR, ENTRIES, ensureBundle } from './web-bundle.ts';
 
 const WEB_DIR = new URL('../../web/', import.meta.url);
 
-const PAGES: Record<string, string> = { '/app/chat': 'chat.html', '/app/usage': 'usage.html' };
+const PAGES: Record<string, string> = {
+  '/app/chat': 'chat.html',
+  '/app/usage': 'usage.html',
+  // The signed-in shell (web/src/app/shell/): one HTML page, the page chosen by its path.
+  '/app/home': 'app.html',
+  '/app/sign-in': 'app.html',
+  '/app/keys': 'app.html',
+  '/app/members': 'app.html',
+  '/app/sessions': 'app.html',
+  '/app/billing': 'app.html',
+};
 
 /** The pages a newcomer should know of (named in `npm start`'s banner); a browser opening `/` gets the first. */
 export const LANDING_PAGES: ReadonlyArray<{ path: string; what: string }> = [
   { path: '/app/chat', what: 'chat and images with an API key' },
   { path: '/app/usage', what: 'usage per day and model' },
   { path: '/admin', what: 'operator console (admin token)' },
+  { path: '/app/sign-in', what: "members' sign-in: keys, members, sessions" },
 ];
 
 /** `/` as a browser asks for it (HTML before JSON): sent to the pages; API clients keep the JSON. */
@@ -125,7 +137,9 @@ export function webRoutes(): Middleware {
         Allow: 'GET, HEAD',
       });
     }
-    if (path === '/app' || path === '/app/') return ctx.redirect('/app/chat');
+    // A signed-in member goes to the shell (its first page their role may use); a key holder to the chat.
+    if (path === '/app' || path === '/app/')
+      return ctx.redirect((ctx.cookies.get(SESSION_COOKIE) ? '/app/home' : '/app/chat') + (ctx.querystring ? `?${ctx.querystring}` : ''));
     // The pages load their assets by relative URL, so a trailing slash would break them.
     if (!page && !asset) return ctx.redirect(path.replace(/\/+$/, '') + (ctx.querystring ? `?${ctx.querystring}` : ''));
     const served = page ? await serveFile(ctx, page, 'html') : await serveFile(ctx, `assets/${asset![1]}`, asset![2]);

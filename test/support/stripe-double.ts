@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
-import { settingsFromEnv } from '../../src/config.ts';
+import { settingsFromEnv, type Settings } from '../../src/config.ts';
 import { startTestGateway, type TestGateway } from './gateway.ts';
 
 const id = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
@@ -26,6 +26,9 @@ interface DoubleSession {
   price: string | null;
   subscription: string | null;
   invoice: string | null;
+  /** Where Checkout sends the customer back once paid, and on cancel. */
+  successUrl: string;
+  cancelUrl: string | null;
 }
 interface DoublePrice {
   id: string;
@@ -298,6 +301,8 @@ export async function startStripeDouble(): Promise<StripeDouble> {
         price: price?.id ?? null,
         subscription: null,
         invoice: null,
+        successUrl: form.success_url,
+        cancelUrl: form.cancel_url ?? null,
       };
       sessions.set(s.id, s);
       return send(res, 200, sessionObject(s, 'open', 'unpaid'));
@@ -482,14 +487,15 @@ export async function startStripeDouble(): Promise<StripeDouble> {
 export async function startStripeGateways(
   stripe: StripeDouble,
   adminToken: string,
+  overrides: Partial<Settings> = {},
 ): Promise<{ gw: TestGateway; gw2: TestGateway | null; stopAll: () => Promise<void> }> {
   const defaults = settingsFromEnv({});
   const payments = {
     ...defaults.payments,
     stripe: { ...defaults.payments.stripe, secretKey: stripe.secretKey, webhookSecret: stripe.webhookSecret, apiBase: stripe.url },
   };
-  const gw = await startTestGateway({ adminToken, bootstrap: false, payments });
-  const gw2 = process.env.DATABASE_URL ? await startTestGateway({ adminToken, bootstrap: false, payments, schema: gw.ledger.schema }) : null;
+  const gw = await startTestGateway({ adminToken, bootstrap: false, payments, ...overrides });
+  const gw2 = process.env.DATABASE_URL ? await startTestGateway({ adminToken, bootstrap: false, payments, ...overrides, schema: gw.ledger.schema }) : null;
   const stopAll = async () => {
     if (gw2) await gw2.close();
     await gw.stop();

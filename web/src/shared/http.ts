@@ -15,6 +15,19 @@ export function gatewayRoot(marker: string): string {
   return `${location.origin}${at >= 0 ? location.pathname.slice(0, at) : ''}`;
 }
 
+/** fetch with the pages' defaults (no cache, no referrer): a non-2xx answer or a network failure thrown as an ApiProblem. */
+export async function send(url: URL, init: RequestInit): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(url, { ...init, cache: 'no-store', referrerPolicy: 'no-referrer' });
+  } catch (err) {
+    if ((err as Error)?.name === 'AbortError') throw err;
+    throw new ApiProblem(0, { message: 'The gateway could not be reached.', type: 'network_error', code: 'network_error' });
+  }
+  if (!res.ok) throw await problemFrom(res);
+  return res;
+}
+
 export interface Client {
   readonly base: string;
   call(path: string, options?: CallOptions): Promise<Response>;
@@ -31,22 +44,7 @@ export function createClient(base: string, token: () => string, missing: () => A
     if (url.origin !== location.origin || !url.pathname.startsWith(root)) throw new Error(`refusing to send the token to ${url.href}`);
     const headers: Record<string, string> = { authorization: `Bearer ${secret}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    let res: Response;
-    try {
-      res = await fetch(url, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal,
-        cache: 'no-store',
-        referrerPolicy: 'no-referrer',
-      });
-    } catch (err) {
-      if ((err as Error)?.name === 'AbortError') throw err;
-      throw new ApiProblem(0, { message: 'The gateway could not be reached.', type: 'network_error', code: 'network_error' });
-    }
-    if (!res.ok) throw await problemFrom(res);
-    return res;
+    return send(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
   }
   return { base, call, json: async <T>(path: string, options?: CallOptions) => (await call(path, options)).json() as Promise<T> };
 }

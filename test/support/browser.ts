@@ -1,0 +1,71 @@
+// Debian's chromium driven by playwright-core for the /app tests: one persistent context per
+// test file (a browser profile with its own cookies), Content-Security-Policy refusals and page
+// errors collected, screenshots at desktop and phone size into a folder.
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BrowserContext, Page } from 'playwright-core';
+
+/** Debian's chromium; CHROMIUM_PATH points elsewhere. */
+export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+export const DESKTOP = { width: 1280, height: 860 };
+export const PHONE = { width: 390, height: 844 };
+/** Where the /app tests put their screenshots (APP_SHOTS overrides). */
+export const SHOTS = process.env.APP_SHOTS || new URL('../../artifacts/app/', import.meta.url).pathname;
+
+export const chromiumMissing = (): string | null =>
+  existsSync(CHROMIUM) ? null : `chromium is not installed at ${CHROMIUM} (apt-get install -y chromium); the browser test did not run`;
+
+export interface Browser {
+  context: BrowserContext;
+  page: Page;
+  /** CSP refusals and uncaught page errors seen so far (a test asserts there are none). */
+  problems: string[];
+  /** A desktop and a phone screenshot of the page as it is now (`<name>-desktop.png`, `<name>-phone.png`). */
+  shots(p: Page, name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function openBrowser(): Promise<Browser> {
+  const { chromium } = await import('playwright-core');
+  mkdirSync(SHOTS, { recursive: true });
+  const profile = mkdtempSync(join(tmpdir(), 'tollgate-app-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: DESKTOP,
+    acceptDownloads: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  context.setDefaultTimeout(30_000);
+  const problems: string[] = [];
+  context.on('console', (msg) => {
+    if (msg.type() === 'error' && /Content Security Policy|Refused to/i.test(msg.text())) problems.push(msg.text());
+  });
+  context.on('weberror', (e) => problems.push(String(e.error())));
+  const page = context.pages()[0] ?? (await context.newPage());
+  return {
+    context,
+    page,
+    problems,
+    async shots(p, name) {
+      await p.screenshot({ path: join(SHOTS, `${name}-desktop.png`), fullPage: true });
+      await p.setViewportSize(PHONE);
+      await p.screenshot({ path: join(SHOTS, `${name}-phone.png`), fullPage: true });
+      await p.setViewportSize(DESKTOP);
+    },
+    async close() {
+      await context.close().catch(() => undefined);
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,23 @@
+// An account's billing routes of the session API, typed (paths of src/routes/customer-account.ts).
+import { appApi } from '../api/client.ts';
+import type { Subscription } from '../../shared/v1.ts';
+import type { CheckoutSession, Payment, PriceList } from './types.ts';
+
+const at = (accountId: string, path: string) => `accounts/${encodeURIComponent(accountId)}/${path}`;
+
+export const billingApi = (accountId: string) => ({
+  subscription: () => appApi.json<Subscription>(at(accountId, 'subscription')),
+  prices: () => appApi.json<PriceList>(at(accountId, 'prices')),
+  payments: () => appApi.json<{ data: Payment[] }>(at(accountId, 'payments')).then((r) => r.data),
+  checkout: (item: { plan_id: string; recurring: boolean } | { pack_id: string }) =>
+    appApi.json<CheckoutSession>(at(accountId, 'checkout'), { method: 'POST', body: item }),
+  redeem: (code: string) => appApi.json<{ payment: Payment }>(at(accountId, 'redemptions'), { method: 'POST', body: { code } }).then((r) => r.payment),
+  /** A payment's printable receipt (HTML). */
+  receipt: (paymentId: string) => appApi.call(at(accountId, `payments/${encodeURIComponent(paymentId)}?format=html`)),
+  /** The statement of [from, to) as CSV. */
+  statement: (from: string, to: string) => appApi.call(at(accountId, `statement?${new URLSearchParams({ format: 'csv', from, to })}`)),
+  /** The usage of the last `days` days per UTC day and key, as CSV. */
+  usageCsv: (days: number) => appApi.call(at(accountId, `billing/usage?group_by=key&format=csv&range=${days}d`)),
+});
+
+export type BillingApi = ReturnType<typeof billingApi>;
