@@ -7,7 +7,7 @@ import type { GatewayDeps } from './gateway/deps.ts';
 import { requestId } from './http/request-id.ts';
 import { apiCors } from './http/cors.ts';
 import { removeUploads } from './http/uploads.ts';
-import { ADMIN_LIMITS, jsonBody, jsonOrMultipartBody, MODEL_CALL_LIMITS, refuseBodyOutside } from './http/body.ts';
+import { ADMIN_LIMITS, jsonBody, jsonOrMultipartBody, modelCallLimits, refuseBodyOutside } from './http/body.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { accessLog } from './http/access-log.ts';
 import { ApiError, errorBody, errorHandler } from './http/errors.ts';
@@ -60,6 +60,8 @@ export function createApp(
     adminFailuresPerMinute?: number;
     /** Requests one key may have refused as invalid a minute (TOLLGATE_INVALID_REQUESTS_PER_MINUTE). */
     invalidRequestsPerMinute?: number;
+    /** The largest model-call body in MB once decompressed (TOLLGATE_MAX_REQUEST_MB, default 10). */
+    maxRequestMb?: number;
     idempotencyTtlHours?: number;
     metrics?: Metrics;
     /** /metrics is on the public port only behind this token (else on its own port, see metricsApp, or nowhere). */
@@ -78,8 +80,10 @@ export function createApp(
   const auth = requireApiKey(deps.keys);
   // The body is read only once the key is known: a client without a valid key cannot make the
   // server decompress or parse anything (it gets its 401 first). See http/body.ts for the limits.
-  const body = jsonBody(MODEL_CALL_LIMITS);
-  const withUploads = jsonOrMultipartBody(MODEL_CALL_LIMITS);
+  const body = jsonBody(modelCallLimits(opts.maxRequestMb));
+  const withUploads = jsonOrMultipartBody(modelCallLimits(opts.maxRequestMb));
+  // Redeeming a code and opening a checkout take a few fields: the admin API's small limits.
+  const smallBody = jsonBody(ADMIN_LIMITS);
   // Invalid requests count per key across gateways (429 past the limit); valid calls count against
   // the plan's call rate, decided with the call's hold (the account decider), not here.
   const invalid = limitInvalidRequests(invalidRequestStore(deps.db, deps.ledger.schema), opts.invalidRequestsPerMinute ?? 60);
@@ -102,10 +106,10 @@ export function createApp(
   v1.get('/usage', auth, usage(deps));
   const money = paymentRoutes(deps, deps.payments, deps.paymentSettings);
   v1.get('/prices', auth, money.prices);
-  v1.post('/redemptions', auth, body, money.redeem);
+  v1.post('/redemptions', auth, smallBody, money.redeem);
   v1.get('/payments', auth, money.list);
   v1.get('/payments/:id', auth, money.receipt);
-  v1.post('/checkout/sessions', auth, body, money.checkout);
+  v1.post('/checkout/sessions', auth, smallBody, money.checkout);
 
   const site = new Router();
   site.get('/healthz', (ctx) => {

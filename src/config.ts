@@ -3,6 +3,7 @@
 import { DEFAULT_PG_TIMEOUTS, type PgTimeouts } from './eventstore/db.ts';
 import { LEDGER_DEADLINE_MS } from './gateway/ledger-deadline.ts';
 import { ADMIN_GUESSES_PER_MINUTE } from './admin/admin-token.ts';
+import { DEFAULT_MODEL_CALL_MB } from './http/body.ts';
 import type { StripeSettings } from './payments/stripe.ts';
 export interface Settings {
   port: number;
@@ -37,6 +38,8 @@ export interface Settings {
   idempotencyTtlHours: number;
   /** TOLLGATE_INVALID_REQUESTS_PER_MINUTE: requests a key may have refused as invalid (4xx before any decision) a minute before it gets 429s. */
   invalidRequestsPerMinute: number;
+  /** TOLLGATE_MAX_REQUEST_MB: the largest model-call body once decompressed (default 10; each MB costs ~3 MB of memory while parsed). */
+  maxRequestMb: number;
   /** EVENT_STORE: where the events live; read models, rate limits and idempotency stay in PostgreSQL. */
   eventStore: 'postgres' | 'kurrentdb';
   /** KURRENTDB_URL, e.g. kurrentdb://127.0.0.1:2113?tls=false (used when eventStore is kurrentdb). */
@@ -200,6 +203,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     metricsHost: env.TOLLGATE_METRICS_HOST || undefined,
     idempotencyTtlHours: Number(env.TOLLGATE_IDEMPOTENCY_TTL_HOURS ?? 24),
     invalidRequestsPerMinute: Number(env.TOLLGATE_INVALID_REQUESTS_PER_MINUTE ?? 60),
+    maxRequestMb: Number(env.TOLLGATE_MAX_REQUEST_MB ?? DEFAULT_MODEL_CALL_MB),
     eventStore: eventStoreFrom(env.EVENT_STORE),
     kurrentDbUrl: env.KURRENTDB_URL || undefined,
     pgPoolSize: Number(env.PG_POOL_SIZE ?? 10),

@@ -189,6 +189,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     adminToken,
     adminFailuresPerMinute: settings.adminFailuresPerMinute,
     invalidRequestsPerMinute: settings.invalidRequestsPerMinute,
+    maxRequestMb: settings.maxRequestMb,
     idempotencyTtlHours: settings.idempotencyTtlHours,
     metrics,
     metricsToken: settings.metricsToken,

@@ -13,9 +13,10 @@ import { gzipSync } from 'node:zlib';
 import { request } from 'node:http';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { openAccount, type TestAccount } from './support/http.ts';
-import { ADMIN_LIMITS, MODEL_CALL_LIMITS } from '../src/http/body.ts';
+import { ADMIN_LIMITS, modelCallLimits } from '../src/http/body.ts';
 
 const ADMIN = `tg_admin_${randomBytes(24).toString('base64url')}`;
+const MODEL_CALL_LIMITS = modelCallLimits();
 let gw: TestGateway;
 let broke: TestAccount;
 
@@ -117,6 +118,34 @@ test('a zero-quota key buys no parsing: a huge metadata array, a deep body, a wi
   assert.is(big.status, 413, big.text);
   assert.match(big.json.error.message, 'once decompressed');
   assert.is(await lastPosition(), before, 'nothing was appended');
+});
+
+test('each route takes the body size it needs and no more: 10 MB for a model call (an inline image fits), 1 MB for a redemption', async () => {
+  const rich = await openAccount(gw, { quota: 100_000_000 });
+  const auth = { authorization: `Bearer ${rich.key}` };
+  const MB = 1024 * 1024;
+  const withImage = (bytes: number) =>
+    JSON.stringify({
+      model: 'cx/gen-6-luna',
+      max_tokens: 5,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'what is this?' },
+            { type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(bytes)}` } },
+          ],
+        },
+      ],
+    });
+  const fits = await send('/v1/chat/completions', withImage(MODEL_CALL_LIMITS.bytes - 1024), auth);
+  assert.is(fits.status, 200, fits.text.slice(0, 300));
+  const over = await send('/v1/chat/completions', withImage(MODEL_CALL_LIMITS.bytes + MB), auth);
+  assert.is(over.status, 413, over.text.slice(0, 300));
+  assert.match(over.json.error.message, `at most ${MODEL_CALL_LIMITS.bytes / MB} MB`);
+  const code = await send('/v1/redemptions', JSON.stringify({ code: 'x'.repeat(ADMIN_LIMITS.bytes) }), auth);
+  assert.is(code.status, 413, code.text.slice(0, 300));
+  assert.match(code.json.error.message, `at most ${ADMIN_LIMITS.bytes / MB} MB`);
 });
 
 test.run();

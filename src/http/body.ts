@@ -24,14 +24,29 @@ export interface BodyLimits {
 
 const MB = 1024 * 1024;
 
+/** The model-call body size by default (TOLLGATE_MAX_REQUEST_MB): see modelCallLimits. */
+export const DEFAULT_MODEL_CALL_MB = 10;
+
 /**
- * Model calls: long conversations with images inline (OpenAI allows 20 MB images; Anthropic
- * 32 MB requests), yet far fewer values than a pathological body: the schemas' 10,000 messages
- * (about 30,000 values) and hundreds of tools with their schemas fit; 100,000 values parse and
- * validate in about 10 ms (bench/worst-request.ts).
+ * Model calls: long conversations with images inline, yet far fewer values than a pathological
+ * body: the schemas' 10,000 messages (about 30,000 values) and hundreds of tools with their
+ * schemas fit; 100,000 values parse and validate in about 10 ms (bench/worst-request.ts).
+ *
+ * The size is as large as the service needs and no larger: a prompt fills the largest context
+ * window (1M tokens, about 4 MB of text) and the spec's images are JPEGs of 500-800 KB (about
+ * 1 MB as base64), so 10 MB holds the longest prompt with several images. Each MB allowed costs
+ * about 3 MB of memory while it is parsed (the bytes, the text and the parsed copy of its
+ * strings) and about 1 ms of event loop per step (decode, JSON.parse, validation): 10 MB keeps
+ * the worst request under 50 MB and 50 ms, 25 MB did not (RELIABILITY.md "Security").
  */
-export const MODEL_CALL_LIMITS: BodyLimits = { bytes: 25 * MB, depth: MAX_BODY_DEPTH, arrayItems: 10_000, objectKeys: 1_000, values: 100_000 };
-/** The admin API: plans, keys, grants, corrections and webhooks are small objects. */
+export const modelCallLimits = (megabytes = DEFAULT_MODEL_CALL_MB): BodyLimits => ({
+  bytes: Math.round(megabytes * MB),
+  depth: MAX_BODY_DEPTH,
+  arrayItems: 10_000,
+  objectKeys: 1_000,
+  values: 100_000,
+});
+/** The admin API, redemptions and checkout: plans, keys, grants, codes and webhooks are small objects. */
 export const ADMIN_LIMITS: BodyLimits = { bytes: 1 * MB, depth: 16, arrayItems: 1_000, objectKeys: 200, values: 20_000 };
 
 const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
@@ -110,8 +125,8 @@ class ShapeCheck {
   }
 }
 
-/** The decompressed body, refused at the first limit it crosses. */
-async function readJson(ctx: Context, limits: BodyLimits): Promise<unknown> {
+/** The decompressed body as text, refused at the first limit it crosses. */
+async function readText(ctx: Context, limits: BodyLimits): Promise<string> {
   const encoding = ctx.get('content-encoding').trim().toLowerCase() || 'identity';
   const declared = Number(ctx.get('content-length') || 0);
   // Compressed bytes never outnumber what they inflate to by much; a declared size over the limit is refused unread.
@@ -121,14 +136,16 @@ async function readJson(ctx: Context, limits: BodyLimits): Promise<unknown> {
     throw new ApiError(415, `Unsupported Content-Encoding '${encoding.slice(0, 40)}'.`, 'invalid_request_error', 'unsupported_media_type');
   const source: Readable = decoder ? (ctx.req.pipe(decoder()) as unknown as Readable) : ctx.req;
   const shape = new ShapeCheck(limits);
-  const chunks: Buffer[] = [];
+  // One buffer, filled as chunks arrive: no copy of the whole body in one go.
+  let body: Buffer = Buffer.allocUnsafe(Math.min(declared || 64 * 1024, limits.bytes));
   let size = 0;
   try {
     for await (const chunk of source as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > limits.bytes) throw tooLarge(`at most ${limits.bytes / MB} MB${decoder ? ' once decompressed' : ''}`);
+      if (size + chunk.length > limits.bytes) throw tooLarge(`at most ${limits.bytes / MB} MB${decoder ? ' once decompressed' : ''}`);
       shape.feed(chunk);
-      chunks.push(chunk);
+      if (size + chunk.length > body.length) body = grown(body, size, size + chunk.length, limits.bytes);
+      chunk.copy(body, size);
+      size += chunk.length;
     }
   } catch (err) {
     // Stop reading: the rest of the body is not wanted, and the connection is not reused.
@@ -136,8 +153,18 @@ async function readJson(ctx: Context, limits: BodyLimits): Promise<unknown> {
     ctx.set('connection', 'close');
     throw err;
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  await nextTurn();
+  return body.toString('utf8', 0, size);
+}
+
+/**
+ * The body parsed, once within its limits. Decoding and parsing a large body take a few ms each:
+ * other requests run between the steps (the bytes are let go before the text is parsed).
+ */
+async function readJson(ctx: Context, limits: BodyLimits): Promise<unknown> {
+  const text = await readText(ctx, limits);
   if (!text.trim()) return {};
+  await nextTurn();
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -146,7 +173,17 @@ async function readJson(ctx: Context, limits: BodyLimits): Promise<unknown> {
   }
   // Like the JSON parser before it: a bare string or number is not a request.
   if (parsed === null || typeof parsed !== 'object') throw badRequest('The request body is not valid JSON.', null, 'invalid_json');
+  await nextTurn();
   return parsed;
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** `body` with room for `needed` bytes (doubling, at most `max`), its first `used` bytes kept. */
+function grown(body: Buffer, used: number, needed: number, max: number): Buffer {
+  const next = Buffer.allocUnsafe(Math.min(max, Math.max(needed, body.length * 2)));
+  body.copy(next, 0, 0, used);
+  return next;
 }
 
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -168,7 +205,7 @@ export function jsonOrMultipartBody(limits: BodyLimits): Middleware {
     multipart: true,
     urlencoded: false,
     text: false,
-    formidable: { maxFileSize: 20 * MB, maxFiles: 4, maxFields: 50, maxFieldsSize: 1 * MB, onFileBegin: trackUpload },
+    formidable: { maxFileSize: limits.bytes, maxTotalFileSize: limits.bytes, maxFiles: 4, maxFields: 50, maxFieldsSize: 1 * MB, onFileBegin: trackUpload },
   });
   return (ctx, next) => (ctx.is('multipart/form-data') ? multipart(ctx, next) : json(ctx, next));
 }
