@@ -25,6 +25,9 @@ async function rawBody(ctx: Context): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isEvent = (v: unknown): boolean => isObject(v) && typeof v.id === 'string' && typeof v.type === 'string' && isObject(v.data) && isObject(v.data.object);
+
 export function stripeWebhookRoute(stripe: StripeGateway | null, log: Logger) {
   return async (ctx: Context, next: Next) => {
     if (ctx.path !== STRIPE_WEBHOOK_PATH) return next();
@@ -46,6 +49,8 @@ export function stripeWebhookRoute(stripe: StripeGateway | null, log: Logger) {
       // The library's message may quote the header; the answer says only what failed.
       throw badRequest('The Stripe signature does not match the body (or the body is not a Stripe event).', 'stripe-signature', 'invalid_signature');
     }
+    // Signed but not shaped like an event (Stripe never sends one): refused before anything reads it.
+    if (!isEvent(event)) throw badRequest('The body is not a Stripe event: an object with an id, a type and data.object.', null, 'invalid_event');
     const outcome = await stripe.handle(event);
     log.info({ stripeEvent: event.id, type: event.type, outcome }, 'stripe event handled');
     ctx.body = { received: true, outcome };
