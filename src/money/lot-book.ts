@@ -3,12 +3,14 @@
 // decider's state stays small (issue #31); the finance reports fold it at read time.
 // Each paid grant is a lot (tokens, money paid); free grants are lots with no value (promotional).
 // Charges take tokens as the decider split them (fromQuota: the current plan period's lot;
-// fromExtra: extra lots oldest first, the money rule of src/ledger/balance.ts), and each use books
-// the value of its tokens by the cumulative rounding rule (bookedAmount) on that lot.
+// fromExtra: the extra pool, each extra lot's use its `poolShare` of the pool's use, the money rule
+// the decider's refunds read too), and each use books the value of its tokens by the cumulative
+// rounding rule (bookedAmount) on that lot.
 import type { ProjectedEvent } from '../eventstore/port.ts';
 import type { EventDataByType } from '../ledger/events.ts';
 import { InvariantViolation } from '../ledger/balance.ts';
 import { bookedAmount, type Rate } from './money.ts';
+import { poolShare } from './lots.ts';
 
 export type LotSource = 'payment' | 'code' | 'free' | 'returned';
 
@@ -67,10 +69,18 @@ interface ChargeTrail {
   taken: Array<{ lotId: string; tokens: number }>;
 }
 
+interface AccountLots {
+  plan: string | null;
+  /** Extra lots in pool order (grant order) and the pool's use (the decider's extraUsed). */
+  extra: string[];
+  extraUsed: number;
+  pendingPayment: Map<string, EventDataByType['PaymentReceived']>;
+}
+
 export interface LotBook {
   lots: Map<string, Lot>;
   /** Per account: its current plan lot and its extra lots, oldest first. */
-  accounts: Map<string, { plan: string | null; extra: string[]; pendingPayment: Map<string, EventDataByType['PaymentReceived']> }>;
+  accounts: Map<string, AccountLots>;
   charges: Map<string, ChargeTrail>;
   bookings: Booking[];
   /** Per event: the change of deferred revenue it made, by account (the reconciliation's own column). */
@@ -92,7 +102,7 @@ export function assertLot(l: Lot): void {
 
 function accountOf(b: LotBook, accountId: string) {
   let a = b.accounts.get(accountId);
-  if (!a) b.accounts.set(accountId, (a = { plan: null, extra: [], pendingPayment: new Map() }));
+  if (!a) b.accounts.set(accountId, (a = { plan: null, extra: [], extraUsed: 0, pendingPayment: new Map() }));
   return a;
 }
 
@@ -180,34 +190,25 @@ function endLot(b: LotBook, e: ProjectedEvent, l: Lot, at: string): void {
   assertLot(l);
 }
 
-/** Takes `tokens` from the account's extra lots, oldest first (the money rule's order). */
-function takeExtra(b: LotBook, e: ProjectedEvent, extra: string[], tokens: number, trail: ChargeTrail): void {
-  let left = tokens;
-  for (const id of extra) {
-    if (left === 0) break;
+/**
+ * Moves the extra pool's use by `delta` tokens (a charge: more; a correction: more or fewer). Each
+ * extra lot's use becomes its poolShare: tokens are taken oldest lot first and given back newest
+ * first, as the decider counts the pool, so a refund's withdrawal and the lot agree on every lot.
+ */
+function moveExtraUsed(b: LotBook, e: ProjectedEvent, a: AccountLots, delta: number, trail: ChargeTrail): void {
+  if (delta === 0) return;
+  const after = a.extraUsed + delta;
+  let start = 0;
+  for (const id of a.extra) {
     const l = b.lots.get(id)!;
-    const n = Math.min(left, l.tokens - l.withdrawn - l.used);
-    if (n <= 0) continue;
-    use(b, e, l, n, trail);
-    trail.taken.push({ lotId: id, tokens: n });
-    left -= n;
+    const own = l.tokens - l.withdrawn;
+    const n = poolShare(start, own, after) - l.used;
+    if (n !== 0) use(b, e, l, n, trail);
+    if (n > 0) trail.taken.push({ lotId: id, tokens: n });
+    start += own;
   }
-  if (left > 0) throw new InvariantViolation(`account's extra lots cover ${tokens - left} of ${tokens} tokens charged`);
-}
-
-/** Gives `tokens` back to the lots the charge took them from, newest first. */
-function giveBackExtra(b: LotBook, e: ProjectedEvent, trail: ChargeTrail, tokens: number): void {
-  let left = tokens;
-  for (let i = trail.taken.length - 1; i >= 0 && left > 0; i--) {
-    const t = trail.taken[i];
-    const l = b.lots.get(t.lotId)!;
-    if (l.pool !== 'extra') continue;
-    const n = Math.min(left, t.tokens, l.used);
-    use(b, e, l, -n, trail);
-    t.tokens -= n;
-    left -= n;
-  }
-  if (left > 0) throw new InvariantViolation(`charge gives back ${tokens} extra tokens, its lots took ${tokens - left}`);
+  if (after < 0 || after > start) throw new InvariantViolation(`account's extra pool of ${start} tokens cannot have ${after} used`);
+  a.extraUsed = after;
 }
 
 /** Ends every plan lot whose period is over by `at` (breakage dated at the period's end). */
@@ -255,7 +256,7 @@ export function applyEvent(b: LotBook, e: ProjectedEvent, currency: string): voi
         use(b, e, plan, d.fromQuota, trail);
         trail.taken.push({ lotId: plan.lotId, tokens: d.fromQuota });
       }
-      takeExtra(b, e, a.extra, d.fromExtra, trail);
+      moveExtraUsed(b, e, a, d.fromExtra, trail);
       return;
     }
     case 'ChargeAdjusted': {
@@ -263,8 +264,7 @@ export function applyEvent(b: LotBook, e: ProjectedEvent, currency: string): voi
       const a = accountOf(b, d.accountId);
       const trail = b.charges.get(d.chargeEventId) ?? { ...noTrail, model: d.model, taken: [] };
       if (d.quotaDelta !== 0) use(b, e, requirePlan(b, a.plan), d.quotaDelta, trail);
-      if (d.extraDelta > 0) takeExtra(b, e, a.extra, d.extraDelta, trail);
-      if (d.extraDelta < 0) giveBackExtra(b, e, trail, -d.extraDelta);
+      moveExtraUsed(b, e, a, d.extraDelta, trail);
       if (d.extraCredited) returnTokens(b, e, a, d.accountId, trail, d.extraCredited, currency);
       return;
     }
@@ -385,8 +385,8 @@ function returnTokens(
 function refund(b: LotBook, e: ProjectedEvent, l: Lot, d: EventDataByType['PaymentRefunded']): void {
   // The refund withdraws from its own lot; the decider's figures say how much was still unused.
   const withdrawn = Math.min(d.tokensWithdrawn, l.tokens - l.withdrawn - l.used);
-  // Deferred first: never more revenue taken back than the lot recognised (the decider's split
-  // reads the pool's use, which a correction's give-back on the charge's own lots can leave uneven).
+  // Deferred first. The decider's split reads the same pool rule (poolShare), so these bounds only
+  // guard the invariant: never more revenue taken back than the lot recognised, nor more deferred than it holds.
   const fromDeferred = Math.min(Math.max(d.fromDeferred, d.amount - l.recognised), l.deferred, d.amount);
   const refundedRevenue = d.amount - fromDeferred;
   l.withdrawn += withdrawn;
