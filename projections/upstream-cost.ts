@@ -72,6 +72,12 @@ export const upstreamCalls = defineProjection<CallRow>({
   },
 });
 
+/** The channel of each of these charges (keyed by its event id), for a correction's bookings. */
+export async function callChannels(db: Queryable, schema: string, chargeEventIds: string[]): Promise<Map<string, string>> {
+  const rows = await db.query<Row>(`SELECT key, channel FROM ${q(schema, upstreamCalls.table)} WHERE key = ANY($1::text[])`, [chargeEventIds]);
+  return new Map(rows.map((r) => [String(r.key), String(r.channel)]));
+}
+
 interface RateRow extends Row {
   event_id: string;
   position: number;

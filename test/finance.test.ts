@@ -270,6 +270,7 @@ test('the invariant checks catch a lot that does not sum and a journal that does
     refunded: 0,
     carriedOut: 0,
     deferred: 200,
+    grantedAt: '2026-11-25T00:00:00.000Z',
     expiresAt: null,
     ended: false,
   };

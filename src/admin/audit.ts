@@ -8,7 +8,7 @@ import type { Ledger } from '../ledger/ledger.ts';
 import { ReadModelsBehind } from '../ledger/read-your-writes.ts';
 import { readLogPage } from './log-pages.ts';
 import { foldFinance } from './finance.ts';
-import { journalEntries } from './finance-journal.ts';
+import { assertBalanced, bookingEntry, costEntries } from './finance-journal.ts';
 import { InvariantViolation } from '../ledger/balance.ts';
 import { differingRows, dropReadModels, replayInto, rowsChangedBetween, type RowDifference } from '../../projections/rebuild.ts';
 import { startWorker } from '../../projections/parallel-replay.ts';
@@ -185,7 +185,8 @@ export async function checkLots(ledger: Ledger): Promise<string[]> {
   const today = new Date().toISOString().slice(0, 10);
   const all = { from: '1970-01-01', to: today };
   try {
-    journalEntries(await foldFinance(ledger, all), all);
+    // Each booking's entry as it is made (nothing of the log is kept), then the cost entries.
+    assertBalanced(costEntries(await foldFinance(ledger, all, { onBooking: (b) => assertBalanced([bookingEntry(b)]) })));
     return [];
   } catch (err) {
     if (err instanceof InvariantViolation) return [err.message];

@@ -83,7 +83,7 @@ export function assertBalanced(entries: JournalEntry[]): void {
 }
 
 /** An upstream's calls of a day, channel and model: Dr upstream cost, Cr upstream payable. */
-const costEntries = (f: Folded): JournalEntry[] =>
+export const costEntries = (f: Folded): JournalEntry[] =>
   f.costs
     .filter((c) => c.cost_minor !== '0')
     .map((c) => ({
@@ -95,16 +95,20 @@ const costEntries = (f: Folded): JournalEntry[] =>
       postings: [dr(ACCOUNTS.upstreamCost, Number(c.cost_minor)), cr(ACCOUNTS.upstreamPayable, Number(c.cost_minor))],
     }));
 
+/** The journal entry of one booking (its postings without the zero ones). */
+export const bookingEntry = (b: Booking): JournalEntry => ({
+  date: b.at.slice(0, 10),
+  memo: memoOf(b),
+  currency: b.currency,
+  eventIds: [b.eventId],
+  postings: postingsOf(b).filter((p) => p.debit !== 0 || p.credit !== 0),
+});
+
+/** The journal of a window, from a fold that kept its bookings. */
 export function journalEntries(f: Folded, w: Window): JournalEntry[] {
   const entries: JournalEntry[] = f.book.bookings
     .filter((b) => inWindow(w, b.at))
-    .map((b) => ({
-      date: b.at.slice(0, 10),
-      memo: memoOf(b),
-      currency: b.currency,
-      eventIds: [b.eventId],
-      postings: postingsOf(b).filter((p) => p.debit !== 0 || p.credit !== 0),
-    }))
+    .map(bookingEntry)
     .filter((e) => e.postings.length > 0);
   const all = [...entries, ...costEntries(f)].sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
   assertBalanced(all);

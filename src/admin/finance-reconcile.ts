@@ -50,7 +50,7 @@ function unbalancedEvents(f: Folded, w: Window, accountId: string): string[] {
 }
 
 export function reconcileMoney(f: Folded, w: Window): { currency: string; from: string; to: string; lines: MoneyLine[]; total: MoneyLine } {
-  const rows = financeRows(f, w);
+  const rows = financeRows(f);
   const accounts = new Set([...rows.map((r) => r.account_id), ...f.deferredBefore.keys(), ...(f.deferredAt.get(w.to)?.keys() ?? [])]);
   const lines: MoneyLine[] = [...accounts].sort().map((account_id) => {
     const s = sumRows(rows.filter((r) => r.account_id === account_id));

@@ -2,12 +2,14 @@
 // Both fold the log through the lot book (src/money/lot-book.ts) up to the window's end: what
 // was paid, refunded and disputed; revenue recognised, breakage and refunded revenue; deferred
 // revenue at the end of each day, read from the lots themselves (not from the bookings), so the
-// reconciliation compares two independent figures.
+// reconciliation compares two independent figures. The fold reads the log a page at a time and
+// sums the window's bookings as they come: its memory is the lots and the report's rows, not the
+// log (the bookings themselves are kept only when asked: the journal, an unbalanced reconciliation).
 import type { Ledger } from '../ledger/ledger.ts';
 import { DEFAULT_CURRENCY } from '../money/money.ts';
 import { applyEvent, emptyLotBook, expireLots, type Booking, type LotBook } from '../money/lot-book.ts';
 import { readLogPage } from './log-pages.ts';
-import { upstreamCostBetween, type UpstreamCostRow } from '../../projections/upstream-cost.ts';
+import { callChannels, upstreamCostBetween, type UpstreamCostRow } from '../../projections/upstream-cost.ts';
 import { UNRECORDED } from '../../projections/upstream-report.ts';
 
 export interface Window {
@@ -25,6 +27,15 @@ export interface Folded {
   deferredBefore: Map<string, number>;
   /** Upstream cost of the window's calls (projections/upstream-cost.ts). */
   costs: UpstreamCostRow[];
+  /** The window's bookings summed per day, account, model and channel (financeRows adds the costs). */
+  rows: Map<string, FinanceRow>;
+}
+
+export interface FoldOptions {
+  /** Keep the window's bookings (book.bookings) and each event's change of deferred revenue. */
+  keepBookings?: boolean;
+  /** Sees every booking of the window as it is made. */
+  onBooking?: (b: Booking) => void;
 }
 
 const dayOf = (iso: string): string => iso.slice(0, 10);
@@ -37,9 +48,22 @@ function deferredByAccount(book: LotBook): Map<string, number> {
 }
 
 /** Folds the log up to the end of `w.to` (UTC), noting deferred revenue at each day's end. */
-export async function foldFinance(ledger: Ledger, w: Window): Promise<Folded> {
+export async function foldFinance(ledger: Ledger, w: Window, opts: FoldOptions = {}): Promise<Folded> {
   const end = `${nextDay(w.to)}T00:00:00.000Z`;
-  const book = emptyLotBook();
+  // The read models (the calls' channels, the costs) as of now: the log is read up to here too.
+  await ledger.readYourWrites();
+  const { db, schema } = ledger.readModels;
+  const rows = new Map<string, FinanceRow>();
+  const channels = new Map<string, string>();
+  const book = emptyLotBook({
+    inWindow: (at) => inWindow(w, at),
+    keep: !!opts.keepBookings,
+    sink: (b) => {
+      addBooking(rowOf(rows, dayOf(b.at), b.accountId, b.model, b.model && !b.channel ? UNRECORDED : b.channel), b);
+      opts.onBooking?.(b);
+    },
+    channelOf: (id) => channels.get(id) ?? '',
+  });
   const deferredAt = new Map<string, Map<string, number>>();
   let deferredBefore = new Map<string, number>();
   let currency = DEFAULT_CURRENCY;
@@ -53,6 +77,10 @@ export async function foldFinance(ledger: Ledger, w: Window): Promise<Folded> {
   outer: for (;;) {
     const page = await readLogPage(ledger, position);
     if (page.length === 0) break;
+    // The channels of the charges this page's corrections adjust (only the page's are held).
+    const adjusted = page.filter((e) => e.type === 'ChargeAdjusted').map((e) => (e.data as { chargeEventId: string }).chargeEventId);
+    channels.clear();
+    if (adjusted.length > 0) for (const [id, channel] of await callChannels(db, schema, adjusted)) channels.set(id, channel);
     for (const e of page) {
       if (e.timestamp >= end) break outer;
       const d = dayOf(e.timestamp);
@@ -71,9 +99,8 @@ export async function foldFinance(ledger: Ledger, w: Window): Promise<Folded> {
     if (seen) last = seen;
     else deferredAt.set(d, last);
   }
-  await ledger.readYourWrites();
-  const costs = await upstreamCostBetween(ledger.readModels.db, ledger.readModels.schema, w.from, w.to, { withEvents: true });
-  return { currency, book, deferredAt, deferredBefore, costs };
+  const costs = await upstreamCostBetween(db, schema, w.from, w.to, { withEvents: !!opts.keepBookings });
+  return { currency, book, deferredAt, deferredBefore, costs, rows };
 }
 
 export interface FinanceRow {
@@ -144,21 +171,18 @@ function addBooking(r: FinanceRow, b: Booking): void {
 
 export const inWindow = (w: Window, at: string): boolean => dayOf(at) >= w.from && dayOf(at) <= w.to;
 
+function rowOf(rows: Map<string, FinanceRow>, day: string, account: string, model: string, channel: string): FinanceRow {
+  const key = JSON.stringify([day, account, model, channel]);
+  let r = rows.get(key);
+  if (!r) rows.set(key, (r = zeroRow(day, account, model, channel)));
+  return r;
+}
+
 /** The report's rows: one per day, account, model and channel that moved money (usage rows carry model and channel). */
-export function financeRows(f: Folded, w: Window): FinanceRow[] {
-  const rows = new Map<string, FinanceRow>();
-  const rowOf = (day: string, account: string, model: string, channel: string): FinanceRow => {
-    const key = JSON.stringify([day, account, model, channel]);
-    let r = rows.get(key);
-    if (!r) rows.set(key, (r = zeroRow(day, account, model, channel)));
-    return r;
-  };
-  for (const b of f.book.bookings) {
-    // A call without a recorded channel is reported as the upstream cost read model names it.
-    if (inWindow(w, b.at)) addBooking(rowOf(dayOf(b.at), b.accountId, b.model, b.model && !b.channel ? UNRECORDED : b.channel), b);
-  }
+export function financeRows(f: Folded): FinanceRow[] {
+  const rows = new Map([...f.rows].map(([k, r]) => [k, { ...r }]));
   for (const c of f.costs) {
-    const r = rowOf(c.day, c.account_id, c.model, c.channel);
+    const r = rowOf(rows, c.day, c.account_id, c.model, c.channel);
     r.upstream_cost += Number(c.cost_minor);
     r.unpriced_calls += c.unpriced_calls;
   }

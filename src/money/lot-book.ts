@@ -1,103 +1,80 @@
 // The lot book: which lot every token an account uses comes from, and what that use is worth.
 // Pure: a fold over the log in order (`applyEvent`), kept out of the account decider so the
-// decider's state stays small (issue #31); the finance reports fold it at read time.
+// decider's state stays small (issue #31); the finance reports fold it at read time. Its memory is
+// the lots and accounts, not the log: bookings go to a sink (and are kept only in a window), and a
+// correction finds its charge's channel through `channelOf` (the upstream_calls read model).
 // Each paid grant is a lot (tokens, money paid); free grants are lots with no value (promotional).
 // Charges take tokens as the decider split them (fromQuota: the current plan period's lot;
-// fromExtra: extra lots oldest first, the money rule of src/ledger/balance.ts), and each use books
-// the value of its tokens by the cumulative rounding rule (bookedAmount) on that lot.
+// fromExtra: the extra pool, each extra lot's use its `poolShare` of the pool's use, the money rule
+// the decider's refunds read too), and each use books the value of its tokens by the cumulative
+// rounding rule (bookedAmount) on that lot.
 import type { ProjectedEvent } from '../eventstore/port.ts';
 import type { EventDataByType } from '../ledger/events.ts';
 import { InvariantViolation } from '../ledger/balance.ts';
-import { bookedAmount, type Rate } from './money.ts';
+import { bookedAmount } from './money.ts';
+import { assertLot, type Booking, type Lot } from './lot.ts';
+import { poolShare } from './lots.ts';
 
-export type LotSource = 'payment' | 'code' | 'free' | 'returned';
+export { assertLot, type Booking, type Lot } from './lot.ts';
 
-export interface Lot {
-  lotId: string;
-  accountId: string;
-  source: LotSource;
-  paymentId: string | null;
-  pool: 'main' | 'extra';
-  currency: string;
-  tokens: number;
-  /** Money paid for the lot (0 for a free lot); `carriedIn`: value of returned tokens it holds. */
-  paid: number;
-  carriedIn: number;
-  used: number;
-  withdrawn: number;
-  /** The value rate of the lot's tokens (paid per tokens; a returned lot: its origin's rate). */
-  rate: Rate;
-  /** Rounded cumulative value of the tokens used so far (the series bookedAmount runs on). */
-  valueUsed: number;
-  recognised: number;
-  breakage: number;
-  refunded: number;
-  carriedOut: number;
-  deferred: number;
-  expiresAt: string | null;
-  ended: boolean;
-}
-
-export type BookingKind = 'payment' | 'use' | 'breakage' | 'refund' | 'dispute' | 'dispute_fee';
-
-/** One movement of money, booked to the journal and the reports. */
-export interface Booking {
-  at: string;
-  eventId: string;
-  accountId: string;
-  lotId: string | null;
-  kind: BookingKind;
-  currency: string;
-  model: string;
-  channel: string;
-  /** payment: the amount and the fee; use: revenue (negative: moved back to deferred); breakage;
-   * refund/dispute: the money given back, split into its deferred and its revenue part. */
-  amount: number;
-  fee: number;
-  fromDeferred: number;
-  refundedRevenue: number;
-  /** Promotional tokens used (uses of free lots). */
-  promotionalTokens: number;
-}
-
+/** The call a use books revenue for. */
 interface ChargeTrail {
   model: string;
   channel: string;
-  /** Tokens the charge took from each lot, in the order taken. */
-  taken: Array<{ lotId: string; tokens: number }>;
+}
+
+interface AccountLots {
+  plan: string | null;
+  /** Every plan lot, oldest first. */
+  plans: string[];
+  /** Extra lots in pool order (grant order) and the pool's use (the decider's extraUsed). */
+  extra: string[];
+  extraUsed: number;
+  pendingPayment: Map<string, EventDataByType['PaymentReceived']>;
 }
 
 export interface LotBook {
   lots: Map<string, Lot>;
   /** Per account: its current plan lot and its extra lots, oldest first. */
-  accounts: Map<string, { plan: string | null; extra: string[]; pendingPayment: Map<string, EventDataByType['PaymentReceived']> }>;
-  charges: Map<string, ChargeTrail>;
+  accounts: Map<string, AccountLots>;
+  /** Bookings of the window, when kept (`keep`). */
   bookings: Booking[];
-  /** Per event: the change of deferred revenue it made, by account (the reconciliation's own column). */
+  /** Per event of the window: the change of deferred revenue it made (the reconciliation's own column). */
   deferredDelta: Map<string, number>;
+  /** Which bookings count (their time): the rest only move the lots. */
+  inWindow: (at: string) => boolean;
+  keep: boolean;
+  sink: ((b: Booking) => void) | null;
+  /** The channel of a charge, for a correction's bookings ('' when unknown). */
+  channelOf: (chargeEventId: string) => string;
 }
 
-export const emptyLotBook = (): LotBook => ({ lots: new Map(), accounts: new Map(), charges: new Map(), bookings: [], deferredDelta: new Map() });
-
-/** recognised + breakage + refunded + carried out + deferred = paid + carried in, and no part below zero. */
-export function assertLot(l: Lot): void {
-  const parts = l.recognised + l.breakage + l.refunded + l.carriedOut + l.deferred;
-  if (parts !== l.paid + l.carriedIn)
-    throw new InvariantViolation(
-      `lot ${l.lotId}: recognised ${l.recognised} + breakage ${l.breakage} + refunded ${l.refunded} + carried out ${l.carriedOut} + deferred ${l.deferred} != paid ${l.paid} + carried in ${l.carriedIn}`,
-    );
-  if (l.deferred < 0 || l.used < 0 || l.used + l.withdrawn > l.tokens)
-    throw new InvariantViolation(`lot ${l.lotId}: deferred ${l.deferred}, used ${l.used} + withdrawn ${l.withdrawn} of ${l.tokens}`);
-}
+export const emptyLotBook = (o: Partial<Pick<LotBook, 'inWindow' | 'keep' | 'sink' | 'channelOf'>> = {}): LotBook => ({
+  lots: new Map(),
+  accounts: new Map(),
+  bookings: [],
+  deferredDelta: new Map(),
+  inWindow: () => true,
+  keep: true,
+  sink: null,
+  channelOf: () => '',
+  ...o,
+});
 
 function accountOf(b: LotBook, accountId: string) {
   let a = b.accounts.get(accountId);
-  if (!a) b.accounts.set(accountId, (a = { plan: null, extra: [], pendingPayment: new Map() }));
+  if (!a) b.accounts.set(accountId, (a = { plan: null, plans: [], extra: [], extraUsed: 0, pendingPayment: new Map() }));
   return a;
 }
 
-function book(b: LotBook, e: ProjectedEvent, l: Lot, part: Partial<Booking> & Pick<Booking, 'kind'>): void {
-  b.bookings.push({
+function book(
+  b: LotBook,
+  e: ProjectedEvent,
+  l: Pick<Lot, 'accountId' | 'currency'> & { lotId: string | null },
+  part: Partial<Booking> & Pick<Booking, 'kind'>,
+): void {
+  if (!b.inWindow(e.timestamp)) return;
+  const booking: Booking = {
     at: e.timestamp,
     eventId: e.id,
     accountId: l.accountId,
@@ -111,12 +88,14 @@ function book(b: LotBook, e: ProjectedEvent, l: Lot, part: Partial<Booking> & Pi
     refundedRevenue: 0,
     promotionalTokens: 0,
     ...part,
-  });
+  };
+  b.sink?.(booking);
+  if (b.keep) b.bookings.push(booking);
 }
 
 function moveDeferred(b: LotBook, e: ProjectedEvent, l: Lot, delta: number): void {
   l.deferred += delta;
-  b.deferredDelta.set(e.id, (b.deferredDelta.get(e.id) ?? 0) + delta);
+  if (b.keep && b.inWindow(e.timestamp)) b.deferredDelta.set(e.id, (b.deferredDelta.get(e.id) ?? 0) + delta);
 }
 
 function newLot(
@@ -137,6 +116,7 @@ function newLot(
     refunded: 0,
     carriedOut: 0,
     deferred: 0,
+    grantedAt: e.timestamp,
     ended: false,
     ...f,
   };
@@ -180,34 +160,24 @@ function endLot(b: LotBook, e: ProjectedEvent, l: Lot, at: string): void {
   assertLot(l);
 }
 
-/** Takes `tokens` from the account's extra lots, oldest first (the money rule's order). */
-function takeExtra(b: LotBook, e: ProjectedEvent, extra: string[], tokens: number, trail: ChargeTrail): void {
-  let left = tokens;
-  for (const id of extra) {
-    if (left === 0) break;
+/**
+ * Moves the extra pool's use by `delta` tokens (a charge: more; a correction: more or fewer). Each
+ * extra lot's use becomes its poolShare: tokens are taken oldest lot first and given back newest
+ * first, as the decider counts the pool, so a refund's withdrawal and the lot agree on every lot.
+ */
+function moveExtraUsed(b: LotBook, e: ProjectedEvent, a: AccountLots, delta: number, trail: ChargeTrail): void {
+  if (delta === 0) return;
+  const after = a.extraUsed + delta;
+  let start = 0;
+  for (const id of a.extra) {
     const l = b.lots.get(id)!;
-    const n = Math.min(left, l.tokens - l.withdrawn - l.used);
-    if (n <= 0) continue;
-    use(b, e, l, n, trail);
-    trail.taken.push({ lotId: id, tokens: n });
-    left -= n;
+    const own = l.tokens - l.withdrawn;
+    const n = poolShare(start, own, after) - l.used;
+    if (n !== 0) use(b, e, l, n, trail);
+    start += own;
   }
-  if (left > 0) throw new InvariantViolation(`account's extra lots cover ${tokens - left} of ${tokens} tokens charged`);
-}
-
-/** Gives `tokens` back to the lots the charge took them from, newest first. */
-function giveBackExtra(b: LotBook, e: ProjectedEvent, trail: ChargeTrail, tokens: number): void {
-  let left = tokens;
-  for (let i = trail.taken.length - 1; i >= 0 && left > 0; i--) {
-    const t = trail.taken[i];
-    const l = b.lots.get(t.lotId)!;
-    if (l.pool !== 'extra') continue;
-    const n = Math.min(left, t.tokens, l.used);
-    use(b, e, l, -n, trail);
-    t.tokens -= n;
-    left -= n;
-  }
-  if (left > 0) throw new InvariantViolation(`charge gives back ${tokens} extra tokens, its lots took ${tokens - left}`);
+  if (after < 0 || after > start) throw new InvariantViolation(`account's extra pool of ${start} tokens cannot have ${after} used`);
+  a.extraUsed = after;
 }
 
 /** Ends every plan lot whose period is over by `at` (breakage dated at the period's end). */
@@ -217,8 +187,6 @@ export function expireLots(b: LotBook, at: string, e: ProjectedEvent): void {
     if (l && !l.ended && l.expiresAt !== null && l.expiresAt <= at) endLot(b, { ...e, id: `${l.lotId}:end` }, l, l.expiresAt);
   }
 }
-
-const noTrail = { model: '', channel: '', taken: [] };
 
 export function applyEvent(b: LotBook, e: ProjectedEvent, currency: string): void {
   expireLots(b, e.timestamp, e);
@@ -236,6 +204,7 @@ export function applyEvent(b: LotBook, e: ProjectedEvent, currency: string): voi
       const old = a.plan ? b.lots.get(a.plan) : undefined;
       if (old) endLot(b, e, old, e.timestamp);
       a.plan = grantLot(b, e, a, d.accountId, d.quota, d.paymentId, 'main', d.expiresAt, currency).lotId;
+      a.plans.push(a.plan);
       return;
     }
     case 'ExtraTokensGranted': {
@@ -248,24 +217,23 @@ export function applyEvent(b: LotBook, e: ProjectedEvent, currency: string): voi
     case 'ImageCharged': {
       const d = e.data as unknown as EventDataByType['ChatCharged'];
       const a = accountOf(b, d.accountId);
-      const trail: ChargeTrail = { model: d.model, channel: d.channel ?? '', taken: [] };
-      b.charges.set(e.id, trail);
-      if (d.fromQuota > 0) {
-        const plan = requirePlan(b, a.plan);
-        use(b, e, plan, d.fromQuota, trail);
-        trail.taken.push({ lotId: plan.lotId, tokens: d.fromQuota });
-      }
-      takeExtra(b, e, a.extra, d.fromExtra, trail);
+      const trail: ChargeTrail = { model: d.model, channel: d.channel ?? '' };
+      if (d.fromQuota > 0) use(b, e, requirePlan(b, a.plan), d.fromQuota, trail);
+      moveExtraUsed(b, e, a, d.fromExtra, trail);
       return;
     }
     case 'ChargeAdjusted': {
       const d = e.data as unknown as EventDataByType['ChargeAdjusted'];
       const a = accountOf(b, d.accountId);
-      const trail = b.charges.get(d.chargeEventId) ?? { ...noTrail, model: d.model, taken: [] };
+      const trail: ChargeTrail = { model: d.model, channel: b.channelOf(d.chargeEventId) };
       if (d.quotaDelta !== 0) use(b, e, requirePlan(b, a.plan), d.quotaDelta, trail);
-      if (d.extraDelta > 0) takeExtra(b, e, a.extra, d.extraDelta, trail);
-      if (d.extraDelta < 0) giveBackExtra(b, e, trail, -d.extraDelta);
-      if (d.extraCredited) returnTokens(b, e, a, d.accountId, trail, d.extraCredited, currency);
+      moveExtraUsed(b, e, a, d.extraDelta, trail);
+      // The plan lot of the charge's period: the latest granted at or before the charge.
+      const origin = a.plans
+        .map((id) => b.lots.get(id)!)
+        .reverse()
+        .find((l) => l.grantedAt <= d.chargedAt);
+      if (d.extraCredited) returnTokens(b, e, a, d.accountId, trail, origin, d.extraCredited, currency);
       return;
     }
     case 'PaymentRefunded': {
@@ -277,22 +245,7 @@ export function applyEvent(b: LotBook, e: ProjectedEvent, currency: string): voi
     }
     case 'DisputeClosed': {
       const d = e.data as unknown as EventDataByType['DisputeClosed'];
-      if (d.fee > 0)
-        b.bookings.push({
-          at: e.timestamp,
-          eventId: e.id,
-          accountId: d.accountId,
-          lotId: null,
-          kind: 'dispute_fee',
-          currency,
-          model: '',
-          channel: '',
-          amount: d.fee,
-          fee: 0,
-          fromDeferred: 0,
-          refundedRevenue: 0,
-          promotionalTokens: 0,
-        });
+      if (d.fee > 0) book(b, e, { accountId: d.accountId, currency, lotId: null }, { kind: 'dispute_fee', amount: d.fee });
       return;
     }
     default:
@@ -346,10 +299,10 @@ function returnTokens(
   a: ReturnType<typeof accountOf>,
   accountId: string,
   trail: ChargeTrail,
+  origin: Lot | undefined,
   tokens: number,
   currency: string,
 ): void {
-  const origin = trail.taken.map((t) => b.lots.get(t.lotId)!).find((l) => l.pool === 'main');
   let value = 0;
   if (origin && origin.used >= tokens) {
     const after = origin.valueUsed + bookedAmount(origin.rate, origin.used, origin.used - tokens);
@@ -385,8 +338,8 @@ function returnTokens(
 function refund(b: LotBook, e: ProjectedEvent, l: Lot, d: EventDataByType['PaymentRefunded']): void {
   // The refund withdraws from its own lot; the decider's figures say how much was still unused.
   const withdrawn = Math.min(d.tokensWithdrawn, l.tokens - l.withdrawn - l.used);
-  // Deferred first: never more revenue taken back than the lot recognised (the decider's split
-  // reads the pool's use, which a correction's give-back on the charge's own lots can leave uneven).
+  // Deferred first. The decider's split reads the same pool rule (poolShare), so these bounds only
+  // guard the invariant: never more revenue taken back than the lot recognised, nor more deferred than it holds.
   const fromDeferred = Math.min(Math.max(d.fromDeferred, d.amount - l.recognised), l.deferred, d.amount);
   const refundedRevenue = d.amount - fromDeferred;
   l.withdrawn += withdrawn;

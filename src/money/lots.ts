@@ -24,6 +24,13 @@ export interface PaidLot extends PaymentFacts {
   extraStart?: number;
 }
 
+/**
+ * The money rule for the extra pool, the one definition the decider's refunds and the lot book
+ * share: the pool is used oldest first, so of a lot holding `own` tokens from `start` on (the
+ * pool's tokens before it), the pool's use `poolUsed` has reached this many.
+ */
+export const poolShare = (start: number, own: number, poolUsed: number): number => Math.max(0, Math.min(own, poolUsed - start));
+
 /** A dispute as the account knows it: open (outcome null) or closed; kept once closed, so a replayed notice opens nothing. */
 export interface DisputeRecord {
   paymentId: string;

@@ -8,7 +8,7 @@ import { requireOpen, type AccountState } from '../ledger/account-state.ts';
 import * as balance from '../ledger/balance.ts';
 import { balanceOf } from '../ledger/account-state.ts';
 import { bookedAmount, requireMinorUnits, tokensFor } from './money.ts';
-import type { PaidLot } from './lots.ts';
+import { poolShare, type PaidLot } from './lots.ts';
 import { cancellationAfterGrant, decideCancellation, evolveCancellation, type CancellationCommand } from './cancellation.ts';
 
 /** The grant a payment buys, as the account decider's own command decides it. */
@@ -66,7 +66,7 @@ function requireLot(s: AccountState, paymentId: string): PaidLot {
 function packUnused(lot: PaidLot, b: balance.Balance): number {
   if (lot.extraStart === undefined) return balance.extraRemaining(b);
   const own = lot.tokens - lot.tokensWithdrawn;
-  return Math.min(balance.extraRemaining(b), Math.max(0, Math.min(own, lot.extraStart + own - Math.max(b.extraUsed, lot.extraStart))));
+  return Math.min(balance.extraRemaining(b), own - poolShare(lot.extraStart, own, b.extraUsed));
 }
 
 /**

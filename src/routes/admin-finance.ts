@@ -44,7 +44,7 @@ export function adminFinanceRoutes(deps: GatewayDeps): Router {
   r.get('/report', async (ctx) => {
     const q = windowQuery(ctx, ['json', 'csv']);
     const f = await foldFinance(ledger, q);
-    const rows = financeRows(f, q);
+    const rows = financeRows(f);
     if (q.format === 'csv') {
       ctx.type = 'text/csv';
       ctx.body = `${[REPORT_COLUMNS.join(','), ...rows.map((row) => REPORT_COLUMNS.map((c) => row[c]).join(','))].join('\n')}\n`;
@@ -55,12 +55,15 @@ export function adminFinanceRoutes(deps: GatewayDeps): Router {
 
   r.get('/reconciliation', async (ctx) => {
     const q = windowQuery(ctx, ['json']);
-    ctx.body = { object: 'money_reconciliation', ...reconcileMoney(await foldFinance(ledger, q), q) };
+    let rec = reconcileMoney(await foldFinance(ledger, q), q);
+    // The events behind a difference come from the bookings: folded again, keeping them.
+    if (rec.lines.some((l) => l.difference !== 0)) rec = reconcileMoney(await foldFinance(ledger, q, { keepBookings: true }), q);
+    ctx.body = { object: 'money_reconciliation', ...rec };
   });
 
   r.get('/journal', async (ctx) => {
     const q = windowQuery(ctx, ['hledger', 'csv', 'json']);
-    const entries = journalEntries(await foldFinance(ledger, q), q);
+    const entries = journalEntries(await foldFinance(ledger, q, { keepBookings: true }), q);
     if (q.format === 'json') ctx.body = { object: 'journal', from: q.from, to: q.to, entries, balances: accountBalances(entries) };
     else {
       ctx.type = q.format === 'csv' ? 'text/csv' : 'text/plain';
