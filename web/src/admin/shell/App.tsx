@@ -10,7 +10,9 @@ import { AccountPage } from '../accounts/AccountPage.tsx';
 import { AccountsList } from '../accounts/AccountsList.tsx';
 import { ChannelsPage } from '../channels/ChannelsPage.tsx';
 import { CorrectionsPage } from '../corrections/CorrectionsPage.tsx';
+import { FinancePage } from '../finance/FinancePage.tsx';
 import { ModelsPage } from '../models/ModelsPage.tsx';
+import { PaymentsPage } from '../payments/PaymentsPage.tsx';
 import { PlansPage } from '../plans/PlansPage.tsx';
 import { VerifyPage } from '../verify/VerifyPage.tsx';
 import { parseHash, SECTIONS, type Route } from './routes.ts';
@@ -25,6 +27,10 @@ function Section({ route }: { route: Route }) {
       return <ModelsPage />;
     case 'channels':
       return <ChannelsPage />;
+    case 'payments':
+      return <PaymentsPage />;
+    case 'finance':
+      return <FinancePage />;
     case 'corrections':
       return <CorrectionsPage />;
     case 'verify':

@@ -5,6 +5,8 @@ export const SECTIONS = [
   { id: 'plans', label: 'Plans' },
   { id: 'models', label: 'Models' },
   { id: 'channels', label: 'Channels' },
+  { id: 'payments', label: 'Payments' },
+  { id: 'finance', label: 'Finance' },
   { id: 'corrections', label: 'Corrections' },
   { id: 'verify', label: 'Verify' },
 ] as const;

@@ -1,0 +1,142 @@
+// Finance: for a range of UTC days, revenue recognised and breakage per day and deferred revenue at
+// each day's end (charts, and the table of the same figures), the money reconciliation per
+// account, upstream cost and margin per model and channel, and the journal as a file. Every figure
+// is the gateway's (/admin/v1/finance/report and /reconciliation); the page only adds them up.
+import { useRef, useState } from 'preact/hooks';
+import { StackedBarChart, type Bar } from '../../shared/components/StackedBarChart.tsx';
+import { dayLabel, longDay } from '../../shared/format.ts';
+import { admin, clientProblem } from '../api/client.ts';
+import type { FinanceReport, MoneyReconciliation } from '../api/types.ts';
+import { Field, Heading, Loading, plain } from '../ui/bits.tsx';
+import { dayUtc, daysBefore, money } from '../ui/format.ts';
+import { useAction } from '../ui/Problem.tsx';
+import { useLoaded } from '../ui/useLoaded.ts';
+import { perDay, perModel, type Day } from './daily.ts';
+import { CostTable, DaysTable, MoneyReconciliationTable } from './FinanceTables.tsx';
+import { JournalDownload } from './JournalDownload.tsx';
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+const COLORS = new Map([
+  ['revenue', '#4e79a7'],
+  ['breakage', '#f28e2b'],
+  ['deferred', '#76b7b2'],
+]);
+
+function bars(days: Day[], series: Array<'revenue' | 'breakage' | 'deferred'>, currency: string): Bar[] {
+  const today = dayUtc();
+  return days.map((d) => ({
+    key: d.day,
+    axisLabel: dayLabel(d.day),
+    total: series.reduce((s, k) => s + Math.max(0, d[k]), 0),
+    highlight: d.day === today,
+    segments: series.map((k) => ({ series: k, value: Math.max(0, d[k]), title: `${d.day} · ${k}: ${money(d[k], currency)}` })),
+    text: `${longDay(d.day)}: ${series.map((k) => `${k} ${money(d[k], currency)}`).join(', ')}.`,
+  }));
+}
+
+export function FinancePage() {
+  const form = useRef<HTMLFormElement>(null);
+  const action = useAction(form);
+  const today = dayUtc();
+  const [range, setRange] = useState({ from: daysBefore(today, 29), to: today });
+  const read = async () => {
+    if (!DAY.test(range.from) || !DAY.test(range.to)) throw clientProblem('Choose the first and the last day.', DAY.test(range.from) ? 'to' : 'from');
+    const q = `from=${range.from}&to=${range.to}`;
+    const [report, recon] = await Promise.all([admin<FinanceReport>(`finance/report?${q}`), admin<MoneyReconciliation>(`finance/reconciliation?${q}`)]);
+    return { report, recon };
+  };
+  const data = useLoaded(read);
+  const show = async (ev: Event) => {
+    ev.preventDefault();
+    await action.run(async () => {
+      if (!(await data.load())) throw data.problem ?? clientProblem('The reports could not be read.');
+    });
+  };
+
+  const report = data.data?.report;
+  const currency = report?.currency ?? 'USD';
+  const days = report ? perDay(report) : [];
+  return (
+    <>
+      <Heading
+        text="Finance"
+        intro="Revenue recognised, deferred and breakage, the money reconciliation, upstream cost and margin, and the journal, for a range of UTC days."
+      />
+      <section class="card" aria-labelledby="finance-range-heading">
+        <h2 id="finance-range-heading">Range</h2>
+        <form ref={form} class="form-grid" noValidate onSubmit={show}>
+          <Field id="fin-from" label="From (UTC day)">
+            <input id="fin-from" type="date" name="from" {...plain} value={range.from} onInput={(e) => setRange({ ...range, from: e.currentTarget.value })} />
+          </Field>
+          <Field id="fin-to" label="To (UTC day, included)">
+            <input id="fin-to" type="date" name="to" {...plain} value={range.to} onInput={(e) => setRange({ ...range, to: e.currentTarget.value })} />
+          </Field>
+          <div class="form-actions">
+            <button type="submit" disabled={data.busy}>
+              Show
+            </button>
+          </div>
+        </form>
+        {action.region()}
+      </section>
+      {!data.data ? (
+        <section class="card" aria-busy={data.busy ? 'true' : 'false'}>
+          <Loading text={data.failed ? 'The finance reports could not be loaded.' : 'Loading the finance reports…'} />
+          {!action.problem && data.failed && <p class="help">Choose the range again and press Show.</p>}
+        </section>
+      ) : (
+        <>
+          <section class="card" aria-labelledby="revenue-heading" aria-busy={data.busy ? 'true' : 'false'}>
+            <h2 id="revenue-heading">Revenue per day</h2>
+            <p class="help">
+              In {currency}, from {report!.from} to {report!.to}. Recognised revenue and breakage are earned that day; deferred is the value of unused tokens at
+              the day’s end.
+            </p>
+            <div class="legend" aria-hidden="true">
+              {[...COLORS].map(([k, c]) => (
+                <span key={k} class={`legend-item legend-${k}`} data-color={c}>
+                  <span class={`legend-swatch fin-${k}`} />
+                  {k === 'revenue' ? 'Revenue recognised' : k === 'breakage' ? 'Breakage' : 'Deferred'}
+                </span>
+              ))}
+            </div>
+            <StackedBarChart
+              id="revenue-chart"
+              tipId="revenue-tip"
+              bars={bars(days, ['revenue', 'breakage'], currency)}
+              colors={COLORS}
+              title={`Revenue recognised and breakage per day, in minor units of ${currency}`}
+              desc={`Stacked bars, one per UTC day; the table below holds the same figures. In total revenue ${money(report!.totals.revenue, currency)}, breakage ${money(report!.totals.breakage, currency)}.`}
+              empty="No revenue in this range"
+            />
+            <StackedBarChart
+              id="deferred-chart"
+              tipId="deferred-tip"
+              bars={bars(days, ['deferred'], currency)}
+              colors={COLORS}
+              title={`Deferred revenue at each day's end, in minor units of ${currency}`}
+              desc="One bar per UTC day; the table below holds the same figures."
+              empty="Nothing deferred in this range"
+            />
+            <DaysTable days={days} currency={currency} />
+          </section>
+          <section class="card" aria-labelledby="recon-heading">
+            <h2 id="recon-heading">Money reconciliation</h2>
+            <p class="help">
+              Per account: what was paid, less refunds, equals what was earned plus the change in deferred revenue; any difference names its events.
+            </p>
+            <MoneyReconciliationTable recon={data.data.recon} />
+          </section>
+          <section class="card" aria-labelledby="cost-heading">
+            <h2 id="cost-heading">Upstream cost and margin</h2>
+            <p class="help">
+              Cost of the calls at the providers’ rates (calls on a channel without a rate are counted apart as unpriced); margin is revenue less cost.
+            </p>
+            <CostTable lines={perModel(report!)} currency={currency} />
+          </section>
+        </>
+      )}
+      <JournalDownload from={range.from} to={range.to} />
+    </>
+  );
+}

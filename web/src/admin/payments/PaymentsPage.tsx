@@ -1,0 +1,23 @@
+// Payments: the price list (plans and packs), an account's payments with refunds and disputes, a
+// payment recorded by hand, and redemption codes.
+import { useState } from 'preact/hooks';
+import type { PriceList } from '../api/types.ts';
+import { Heading } from '../ui/bits.tsx';
+import { AccountPayments } from './AccountPayments.tsx';
+import { CodesCard } from './CodesCard.tsx';
+import { PricesCard } from './PricesCard.tsx';
+
+export function PaymentsPage() {
+  const [prices, setPrices] = useState<PriceList | null>(null);
+  return (
+    <>
+      <Heading
+        text="Payments"
+        intro="Prices, what each account paid (refunds and disputes included), payments recorded by hand, and redemption codes. Amounts are in the ledger’s currency."
+      />
+      <PricesCard onChanged={setPrices} />
+      <AccountPayments prices={prices} />
+      <CodesCard prices={prices} />
+    </>
+  );
+}
