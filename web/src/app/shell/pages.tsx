@@ -3,6 +3,8 @@
 // key-only pages). A new page also needs its path in src/routes/web.ts PAGES (served app.html).
 import type { FunctionComponent } from 'preact';
 import type { Action } from '../api/types.ts';
+import { KeysPage } from '../keys/KeysPage.tsx';
+import { MembersPage } from '../members/MembersPage.tsx';
 import { SessionsPage } from '../sessions/SessionsPage.tsx';
 
 export interface ShellPage {
@@ -14,6 +16,8 @@ export interface ShellPage {
 }
 
 export const SHELL_PAGES: ShellPage[] = [
+  { path: 'keys', label: 'Keys', needs: 'keys.read', Page: KeysPage },
+  { path: 'members', label: 'Members', needs: 'members.read', Page: MembersPage },
   { path: 'usage', label: 'Usage', needs: 'usage.read', href: 'usage' },
   { path: 'chat', label: 'Chat', needs: null, href: 'chat' },
   { path: 'sessions', label: 'Sessions', needs: null, Page: SessionsPage },
