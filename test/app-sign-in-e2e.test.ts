@@ -2,18 +2,20 @@
 // link arrives through a real SMTP server on loopback, opening it signs them in and lands in the
 // signed-in shell (navigation by role, the session read from the session API); the link does not
 // work twice; sign-out ends the session on the server. With open sign-up, a new address creates
-// its own account on the starter plan. Runs on PGlite, and on PostgreSQL with DATABASE_URL.
+// its own account on the starter plan. An invited admin signs in through a local OpenID provider
+// (oidc-provider's own login and consent pages). Runs on PGlite, and on PostgreSQL with DATABASE_URL.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, openAccount, type TestAccount } from './support/http.ts';
-import { startSmtpServer } from './support/customer-servers.ts';
+import { startOidcProvider, startSmtpServer } from './support/customer-servers.ts';
 import { chromiumMissing, openBrowser, type Browser } from './support/browser.ts';
 import { customerSettingsFromEnv } from '../src/config.ts';
 
 const ADMIN = 'app-sign-in-e2e-admin-token-0123456789abcdef';
 let gw: TestGateway;
 let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+let idp: Awaited<ReturnType<typeof startOidcProvider>>;
 let acme: TestAccount;
 let browser: Browser;
 
@@ -37,10 +39,18 @@ if (skip) {
 } else {
   test.before(async () => {
     smtp = await startSmtpServer();
+    idp = await startOidcProvider();
     gw = await startTestGateway({
       adminToken: ADMIN,
-      customers: { ...customerSettingsFromEnv({}), smtpUrl: smtp.url, signUpOpen: true, signUpPlan: 'starter' },
+      customers: {
+        ...customerSettingsFromEnv({}),
+        smtpUrl: smtp.url,
+        signUpOpen: true,
+        signUpPlan: 'starter',
+        oidc: { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret, name: 'Test IdP' },
+      },
     });
+    idp.register(`${gw.url}/app/api/sign-in/oidc/callback`);
     await gw.ledger.definePlan({ planId: 'starter', name: 'Starter', quota: 5000, validityDays: 30, requestsPerMinute: 60, models: ['*'] }, 'admin:test');
     acme = await openAccount(gw, { quota: 100_000 });
     browser = await openBrowser();
@@ -49,6 +59,7 @@ if (skip) {
     await browser?.close();
     await gw?.stop();
     await smtp?.close();
+    await idp?.close();
   });
 
   test('an invited owner signs in by a mailed link and lands in the shell; the link works once; sign-out ends the session', async () => {
@@ -102,6 +113,29 @@ if (skip) {
     const sub = await admin(`/accounts/${session.json.accounts[0].account_id}`);
     assert.match(sub.text, /starter/);
     assert.equal(browser.problems, []);
+  });
+  test('an invited admin signs in through the OpenID provider and lands in the shell', async () => {
+    assert.is((await admin(`/accounts/${acme.accountId}/members`, { email: 'oidc-admin@acme.test', role: 'admin' })).status, 201);
+    const { page } = browser;
+    await page.goto(`${gw.url}/app/sign-in`);
+    await page.getByRole('link', { name: 'Sign in with Test IdP' }).click();
+    // The provider's own pages: a login form (any password), then consent.
+    await page.waitForURL((u) => u.href.startsWith(idp.issuer));
+    await page.locator('input[name="login"]').fill('oidc-admin@acme.test');
+    await page.locator('input[name="password"]').fill('any');
+    await page.locator('button[type="submit"]').click();
+    await page.locator('button[type="submit"]', { hasText: 'Continue' }).click();
+    await page.waitForURL(/\/app\/keys$/);
+    assert.ok(await page.getByText('oidc-admin@acme.test').isVisible());
+    const nav = page.getByRole('navigation', { name: 'Pages' });
+    assert.ok(await nav.getByRole('link', { name: 'Members' }).isVisible(), 'an admin manages members');
+    assert.not.ok(await nav.getByRole('link', { name: 'Usage' }).isVisible(), 'an admin has no usage page (the role table)');
+    const session = await call(gw, '/app/api/session', { headers: { cookie: await browserCookie() } });
+    assert.is(session.json.email, 'oidc-admin@acme.test');
+    assert.equal(
+      browser.problems.filter((p) => !p.includes(idp.issuer)),
+      [],
+    );
   });
 }
 
