@@ -15,6 +15,7 @@ export const BUNDLE_DIR = join(WEB, '.bundle');
 export const ENTRIES: Readonly<Record<string, string>> = {
   'usage.js': 'app/usage/main.tsx',
   'app.js': 'app/shell/main.tsx',
+  'chat.js': 'app/chat/main.tsx',
 };
 
 async function newestSource(dir: string): Promise<number> {
