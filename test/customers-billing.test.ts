@@ -6,26 +6,23 @@
 // gets a 403 with nothing written. Runs on PGlite, and on PostgreSQL with DATABASE_URL.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startStripeDouble, startStripeGateways, type StripeDouble } from './support/stripe-double.ts';
-import { startSmtpServer } from './support/customer-servers.ts';
+import type { StripeDouble } from './support/stripe-double.ts';
+import { startBillingSetup, type BillingSetup } from './support/billing.ts';
 import { asPerson, signInByLink, type Person } from './support/sessions.ts';
-import { call, chat, openAccount, userMessage, type TestAccount } from './support/http.ts';
+import { call, chat, userMessage, type TestAccount } from './support/http.ts';
 import type { TestGateway } from './support/gateway.ts';
-import { customerSettingsFromEnv } from '../src/config.ts';
 import { streams } from '../src/ledger/events.ts';
 
 const ADMIN = 'customers-billing-admin-token-0123456789abcdef';
+let setup: BillingSetup;
 let stripe: StripeDouble;
-let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let gw: TestGateway;
-let stopAll: () => Promise<void>;
 let acme: TestAccount;
 let owner: Person;
 let biller: Person;
 let dev: Person;
 
-const admin = (path: string, body?: unknown, method?: string) =>
-  call(gw, `/admin/v1${path}`, { body, method, headers: { authorization: `Bearer ${ADMIN}`, 'x-tollgate-actor': 'ops' } });
+const admin = (path: string, body?: unknown, method?: string) => setup.admin(path, body, method);
 const inAcme = (p: Person, path: string, body?: unknown, method?: string) => asPerson(gw, p, `/accounts/${acme.accountId}${path}`, body, method);
 const accountRevision = async () => (await gw.ledger.events.readStream(streams.account(acme.accountId))).length;
 const extraGranted = async (p: Person) => (await inAcme(p, '/subscription')).json.extra_tokens.granted as number;
@@ -36,26 +33,17 @@ async function deliver(event: Record<string, unknown>) {
 }
 
 test.before(async () => {
-  stripe = await startStripeDouble();
-  smtp = await startSmtpServer();
-  ({ gw, stopAll } = await startStripeGateways(stripe, ADMIN, { customers: { ...customerSettingsFromEnv({}), smtpUrl: smtp.url } }));
-  assert.is((await admin('/packs/p300', { name: '300 tokens', tokens: 300, amount: 300 }, 'PUT')).status, 200);
-  acme = await openAccount(gw, { quota: 1_000 });
-  assert.is((await admin(`/plans/${acme.planId}/price`, { amount: 2000 }, 'PUT')).status, 200);
-  for (const [email, role] of [
+  setup = await startBillingSetup(ADMIN, [
     ['owner@acme.test', 'owner'],
     ['books@acme.test', 'billing'],
     ['dev@acme.test', 'developer'],
-  ])
-    assert.is((await admin(`/accounts/${acme.accountId}/members`, { email, role })).status, 201);
-  owner = await signInByLink(gw, smtp, 'owner@acme.test');
-  biller = await signInByLink(gw, smtp, 'books@acme.test');
-  dev = await signInByLink(gw, smtp, 'dev@acme.test');
+  ]);
+  ({ stripe, gw, acme } = setup);
+  owner = await signInByLink(gw, setup.smtp, 'owner@acme.test');
+  biller = await signInByLink(gw, setup.smtp, 'books@acme.test');
+  dev = await signInByLink(gw, setup.smtp, 'dev@acme.test');
 });
-test.after(async () => {
-  await stopAll?.();
-  await smtp?.close();
-});
+test.after(() => setup?.stop());
 
 test('the price list shows the plan and the pack with their amounts', async () => {
   const r = await inAcme(biller, '/prices');

@@ -16,6 +16,7 @@ export const ENTRIES: Readonly<Record<string, string>> = {
   'usage.js': 'app/usage/main.tsx',
   'admin/console.js': 'admin/main.tsx',
   'app.js': 'app/shell/main.tsx',
+  'chat.js': 'app/chat/main.tsx',
 };
 
 async function newestSource(dir: string): Promise<number> {

@@ -16,6 +16,12 @@ import { PriceList } from './PriceList.tsx';
 import { RedeemCode } from './RedeemCode.tsx';
 import type { Payment, PriceList as Prices } from './types.ts';
 
+/** A refused code or purchase reads as what to check, beside the shell's wording for the rest. */
+const BILLING_ADVICE: typeof MEMBER_ADVICE = {
+  ...MEMBER_ADVICE,
+  400: ['The request was not accepted', 'Check what you entered: a code exactly as you received it (each code works once), then try again.'],
+};
+
 interface Loaded {
   sub: Subscription | null;
   prices: Prices | null;
@@ -60,7 +66,7 @@ export function BillingPage() {
           Refresh
         </button>
       </div>
-      <ProblemRegion problem={problem} advice={MEMBER_ADVICE} onDismiss={() => setProblem(null)} />
+      <ProblemRegion problem={problem} advice={BILLING_ADVICE} onDismiss={() => setProblem(null)} />
       <CheckoutReturn outcome={outcome} payments={data.payments} onWait={reload} />
       <div class="billing-grid">
         <div class="billing-side">

@@ -9,6 +9,8 @@ import type { Payment } from './types.ts';
 
 const PROCESSORS: Record<string, string> = { stripe: 'Card (Stripe)', code: 'Code', manual: 'Bank transfer' };
 
+const TEXT_COLUMNS = new Set(['Item', 'Paid by']);
+
 const itemText = (p: Payment) => (p.item.kind === 'plan' ? `Plan ${p.item.plan_id}` : `Pack ${p.item.pack_id}`) + ` · ${fmt(p.item.tokens)} tokens`;
 
 interface Props {
@@ -39,7 +41,10 @@ export function PaymentsTable({ api, payments, onProblem }: Props) {
           id="payments-table"
           labelledBy="payments-heading"
           caption="Payments and their receipts, newest first"
-          columns={['Date', 'Item', 'Paid by', 'Amount', 'Refunded', 'Receipt'].map((label) => ({ label }))}
+          columns={['Date', 'Item', 'Paid by', 'Amount', 'Refunded', 'Receipt'].map((label) => ({
+            label,
+            class: TEXT_COLUMNS.has(label) ? 'text-cell' : undefined,
+          }))}
           empty="No payments yet."
           rows={[...payments].reverse().map((p) => (
             <tr key={p.id} data-payment={p.id}>

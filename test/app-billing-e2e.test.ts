@@ -1,0 +1,175 @@
+// Buying in /app, driven in Debian's chromium through playwright-core: an owner signed in by the
+// email link (mailed through a real SMTP server on loopback; the session cookie set in the
+// browser) opens Billing, buys a pack through Stripe Checkout (the local Stripe double's page, the
+// notice signed with the official `stripe` library, back to /app/billing), redeems a code,
+// downloads a receipt and the statement, and sees the balance grow. A developer of the same account
+// sees no Billing at all. Screenshots go to artifacts/app/ (APP_SHOTS overrides). Without chromium
+// the file prints a SKIP line.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
+import type { Page } from 'playwright-core';
+import { chromiumMissing, openBrowser, PHONE, type Browser } from './support/browser.ts';
+import type { StripeDouble } from './support/stripe-double.ts';
+import { startBillingSetup, type BillingSetup } from './support/billing.ts';
+import { signInByLink, type Person } from './support/sessions.ts';
+import { call, type TestAccount } from './support/http.ts';
+import type { TestGateway } from './support/gateway.ts';
+
+const ADMIN = 'app-billing-e2e-admin-token-0123456789abcdef';
+const CHECKOUT = 'https://checkout.stripe.test/';
+const skipReason = chromiumMissing();
+
+let setup: BillingSetup;
+let stripe: StripeDouble;
+let gw: TestGateway;
+let acme: TestAccount;
+let browser: Browser;
+let page: Page;
+let code = '';
+
+/** The balance the page shows (the subscription card's remaining tokens). */
+const shownBalance = async (p: Page) => Number(((await p.locator('#sub-remaining').textContent()) ?? '').replace(/,/g, ''));
+
+async function signInBrowser(person: Person): Promise<void> {
+  await browser.context.clearCookies();
+  await browser.context.addCookies([{ name: 'tollgate_session', value: person.cookie, url: `${gw.url}/app`, httpOnly: true, sameSite: 'Strict' }]);
+}
+
+if (skipReason) {
+  console.log(`SKIP app-billing-e2e: ${skipReason}`);
+  test.skip('buying in /app in chromium');
+} else {
+  test.before(async () => {
+    setup = await startBillingSetup(ADMIN, [
+      ['owner@acme.test', 'owner'],
+      ['dev@acme.test', 'developer'],
+    ]);
+    ({ stripe, gw, acme } = setup);
+    const batch = await setup.admin('/code-batches', { count: 1, pack_id: 'p300', amount: 250 });
+    code = batch.json.codes[0];
+    browser = await openBrowser();
+    page = browser.page;
+    // Stripe's hosted Checkout, played by the double: a page with a Pay button; paying completes the
+    // session on the double, delivers Stripe's signed notice to the gateway, and sends the browser
+    // to the session's success URL, as Stripe does.
+    await browser.context.route(`${CHECKOUT}**`, async (route) => {
+      const url = new URL(route.request().url());
+      const sessionId = url.pathname.split('/').pop()!;
+      const session = stripe.sessions.get(sessionId);
+      if (!session) return route.fulfill({ status: 404, body: 'no such session' });
+      if (!url.pathname.startsWith('/paid/')) {
+        const body = `<!doctype html><title>Checkout</title><p>Pay ${session.amount} ${session.currency}</p><a id="pay" href="${CHECKOUT}paid/${sessionId}">Pay</a>`;
+        return route.fulfill({ status: 200, contentType: 'text/html', body });
+      }
+      const { body, signature } = stripe.signed(stripe.event('checkout.session.completed', stripe.pay(sessionId)));
+      const notice = await call(gw, '/webhooks/stripe', { raw: body, headers: { 'content-type': 'application/json', 'stripe-signature': signature } });
+      assert.is(notice.json?.outcome, 'recorded', notice.text);
+      return route.fulfill({ status: 303, headers: { location: session.successUrl } });
+    });
+  });
+
+  test.after(async () => {
+    await browser?.close();
+    await setup?.stop();
+  });
+
+  test('an owner buys a pack through Stripe Checkout and comes back to /app/billing with the tokens added', async () => {
+    await signInBrowser(await signInByLink(gw, setup.smtp, 'owner@acme.test'));
+    await page.goto(`${gw.url}/app/home`);
+    await page.getByRole('link', { name: 'Billing' }).click();
+    await page.waitForURL(/\/app\/billing/);
+    await page.getByRole('heading', { name: 'Billing', level: 1 }).waitFor();
+    await page.locator('#sub-remaining').waitFor();
+    const before = await shownBalance(page);
+    assert.ok(before > 0, `a balance: ${before}`);
+    const pack = page.locator('#packs li[data-pack="p300"]');
+    assert.match((await pack.textContent()) ?? '', /300 tokens.*3\.00 USD/);
+    await browser.shots(page, 'billing-prices');
+
+    const checkout = page.waitForRequest((r) => r.url().endsWith(`/app/api/accounts/${acme.accountId}/checkout`));
+    await page.getByRole('button', { name: 'Buy 300 tokens for 3.00 USD' }).click();
+    assert.equal((await checkout).postDataJSON(), { pack_id: 'p300' });
+    assert.ok((await checkout).headers()['x-csrf-token'], 'the CSRF token goes with the purchase');
+    await page.waitForURL(`${CHECKOUT}**`);
+    await page.locator('#pay').click();
+    await page.waitForURL(/\/app\/billing/);
+    const status = page.locator('#checkout-status');
+    await status.getByText('Payment confirmed: 300 tokens added.').waitFor();
+    assert.not.match(page.url(), /checkout=/, 'the outcome is taken out of the address');
+    await page.waitForFunction((b) => Number(document.getElementById('sub-remaining')?.textContent?.replace(/,/g, '')) === b + 300, before);
+    const row = page.locator('#payments-table tbody tr').first();
+    assert.match((await row.textContent()) ?? '', /Pack p300 · 300 tokens.*Card \(Stripe\).*3\.00 USD/);
+    await browser.shots(page, 'billing-paid');
+  });
+
+  test('the owner redeems a code (a wrong one reads as a message), downloads a receipt and a statement', async () => {
+    const before = await shownBalance(page);
+    const alert = page.locator('#problem[role="alert"]');
+    await page.getByLabel('Code', { exact: true }).fill('tgc_nothing000_aaaaaaaaaaaaaaaaaaaa');
+    await page.getByRole('button', { name: 'Redeem' }).click();
+    await alert.getByText('This code is not valid, has expired or was already redeemed.').waitFor();
+    assert.match((await alert.textContent()) ?? '', /What to do:.*HTTP 400 · invalid_code/);
+    await browser.shots(page, 'billing-bad-code');
+    await page.getByRole('button', { name: 'Dismiss this error' }).click();
+
+    await page.getByLabel('Code', { exact: true }).fill(code);
+    await page.getByRole('button', { name: 'Redeem' }).click();
+    await page.locator('#redeem-status', { hasText: 'Code redeemed: 300 tokens added.' }).waitFor();
+    await page.waitForFunction((b) => Number(document.getElementById('sub-remaining')?.textContent?.replace(/,/g, '')) === b + 300, before);
+    assert.is(await page.locator('#payments-table tbody tr').count(), 2);
+    assert.match((await page.locator('#payments-table tbody tr').first().textContent()) ?? '', /Code.*2\.50 USD/);
+
+    const card = page.locator('#payments-table tbody tr', { hasText: 'Card (Stripe)' });
+    const paymentId = await card.getAttribute('data-payment');
+    const [receipt] = await Promise.all([page.waitForEvent('download'), card.getByRole('button', { name: /Download the receipt/ }).click()]);
+    assert.is(receipt.suggestedFilename(), `receipt-${paymentId}.html`);
+    const html = readFileSync(await receipt.path(), 'utf8');
+    assert.ok(html.includes(paymentId!) && html.includes('3.00 USD') && html.includes(acme.accountId), html);
+    await page.locator('#receipt-status', { hasText: `Downloaded receipt-${paymentId}.html.` }).waitFor();
+
+    // Some usage first, so the statement has a line.
+    const used = await call(gw, '/v1/chat/completions', {
+      key: acme.key,
+      body: { model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'hello' }], max_tokens: 10 },
+    });
+    assert.is(used.status, 200, used.text);
+    await gw.ledger.caughtUp();
+    const [statement] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download statement' }).click()]);
+    assert.is(statement.suggestedFilename(), `statement-${acme.accountId}.csv`);
+    const csv = readFileSync(await statement.path(), 'utf8');
+    assert.ok(csv.includes(used.headers.get('x-request-id')!), csv);
+    const [usage] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download usage CSV' }).click()]);
+    assert.match(usage.suggestedFilename(), /-by-key\.csv$/);
+    assert.match(readFileSync(await usage.path(), 'utf8'), new RegExp(acme.keyId));
+  });
+
+  test('a phone-sized screen (390x844): the billing page fits the width', async () => {
+    await page.setViewportSize(PHONE);
+    await page.reload();
+    await page.locator('#sub-remaining').waitFor();
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= PHONE.width, `no sideways scrolling (${width}px)`);
+    assert.ok(await page.getByRole('button', { name: 'Buy 300 tokens for 3.00 USD' }).isVisible());
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  test('a developer of the account sees no Billing, and the page does not open for them', async () => {
+    await signInBrowser(await signInByLink(gw, setup.smtp, 'dev@acme.test'));
+    await page.goto(`${gw.url}/app/home`);
+    await page.locator('.shell-bar').waitFor();
+    assert.is(await page.getByRole('link', { name: 'Billing' }).count(), 0);
+    await page.goto(`${gw.url}/app/billing`);
+    await page.locator('.shell-bar').waitFor();
+    assert.not.match(page.url(), /\/app\/billing/, 'sent to a page the role may use');
+    assert.is(await page.locator('#billing-heading').count(), 0);
+    assert.is(await page.getByRole('button', { name: /^Buy / }).count(), 0);
+    await browser.shots(page, 'billing-developer');
+  });
+
+  test('the CSP blocked nothing and no page had an error', async () => {
+    assert.equal(browser.problems, []);
+  });
+}
+
+test.run();
