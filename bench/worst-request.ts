@@ -10,6 +10,11 @@
 // - event-loop hold: /healthz is called back to back on another connection; the longest answer,
 //   minus the median answer when idle, is how long the loop was held (a loop held for 10 ms
 //   delays the probe that arrived during it by up to 10 ms);
+// - loop CPU: the CPU time the gateway's main thread ran during one probe's round trip (the most
+//   of any probe, minus an idle probe's), from /proc/<pid>/task/<pid>/schedstat. On a loaded
+//   machine the wait also counts the time the gateway was not scheduled at all, this does not;
+//   both are upper bounds of the hold (the CPU one also counts work done after the answer left
+//   while the probing client itself waited to be scheduled).
 // - memory: the process's resident memory (/proc/<pid>/status VmRSS) sampled every 5 ms; the
 //   peak minus the resident memory just before the request.
 // Each case runs RUNS times (default 3) and the worst of the runs is kept.
@@ -20,6 +25,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { chatWithInlineImage } from '../test/support/inline-image.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const RUNS = Number(process.env.RUNS ?? 3);
@@ -49,6 +55,8 @@ function send(origin: string, path: string, opts: { method?: string; headers?: R
   });
 }
 
+/** CPU time (ms) the gateway's main thread, its event loop, has run: on a loaded machine a wait also counts time the process was not scheduled, this does not. */
+const loopCpu = (pid: number) => Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function startGateway() {
@@ -116,22 +124,7 @@ function cases(key: string, paying: string): Case[] {
   const deep = chat(`,"metadata":${'{"a":'.repeat(60)}1${'}'.repeat(60)}`);
   const prompt = (bytes: number) =>
     Buffer.from(JSON.stringify({ model: 'cx/gen-6-luna', max_tokens: 5, messages: [{ role: 'user', content: 'word '.repeat(bytes / 5) }] }));
-  const image = (bytes: number) =>
-    Buffer.from(
-      JSON.stringify({
-        model: 'cx/gen-6-luna',
-        max_tokens: 5,
-        messages: [
-          {
-            role: 'user',
-            content: [
-              { type: 'text', text: 'what is this?' },
-              { type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(bytes)}` } },
-            ],
-          },
-        ],
-      }),
-    );
+  const image = (bytes: number) => Buffer.from(chatWithInlineImage(bytes));
   return [
     { name: 'no key: gzip bomb (8M empty objects) to /admin/v1/plans', path: '/admin/v1/plans', body: bomb, headers: gz },
     { name: `no key: ${LIMIT_MB} MB body to /admin/v1/plans`, path: '/admin/v1/plans', body: longString(atLimit), headers: {} },
@@ -165,18 +158,21 @@ function cases(key: string, paying: string): Case[] {
   ];
 }
 
-async function measure(gw: { origin: string; pid: number }, c: Case, idleMs: number) {
+async function measure(gw: { origin: string; pid: number }, c: Case, idle: { ms: number; cpu: number }) {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const startRss = rss(gw.pid);
   let peakRss = startRss;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, rss(gw.pid))), 5);
   let done = false;
   let worstProbe = 0;
+  let worstCpu = 0;
   const probing = (async () => {
     while (!done) {
       const t = performance.now();
+      const cpu = loopCpu(gw.pid);
       await send(gw.origin, '/healthz', { agent });
       worstProbe = Math.max(worstProbe, performance.now() - t);
+      worstCpu = Math.max(worstCpu, loopCpu(gw.pid) - cpu);
     }
   })();
   const t = performance.now();
@@ -193,38 +189,58 @@ async function measure(gw: { origin: string; pid: number }, c: Case, idleMs: num
   } catch {
     /* not JSON */
   }
-  return { status: reply.status, code, elapsed, hold: Math.max(0, worstProbe - idleMs), memory: peakRss - startRss };
+  return {
+    status: reply.status,
+    code,
+    elapsed,
+    hold: Math.max(0, worstProbe - idle.ms),
+    cpuHold: Math.max(0, worstCpu - idle.cpu),
+    memory: peakRss - startRss,
+  };
 }
 
-async function idleProbe(origin: string): Promise<number> {
+/** The median wait and main-thread CPU of a /healthz call when nothing else runs. */
+async function idleProbe(origin: string, pid: number): Promise<{ ms: number; cpu: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const times: number[] = [];
+  const cpus: number[] = [];
   for (let i = 0; i < 200; i++) {
     const t = performance.now();
+    const cpu = loopCpu(pid);
     await send(origin, '/healthz', { agent });
     times.push(performance.now() - t);
+    cpus.push(loopCpu(pid) - cpu);
   }
   agent.destroy();
-  return times.sort((a, b) => a - b)[100];
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[100];
+  return { ms: median(times), cpu: median(cpus) };
 }
 
 const gw = await startGateway();
 try {
   const key = await keyWith(gw.origin, 'attacker', 0, 5);
   const paying = await keyWith(gw.origin, 'payer', 1_000_000_000, 1000);
-  const idle = await idleProbe(gw.origin);
-  console.log(`Node ${process.version}, ${RUNS} runs per case (worst kept), bodies up to ${LIMIT_MB} MB; idle /healthz median ${idle.toFixed(2)} ms\n`);
-  console.log('| request | bytes sent | answer | took (ms) | event-loop hold (ms) | memory (MB) |');
-  console.log('|---|---:|---|---:|---:|---:|');
+  const idle = await idleProbe(gw.origin, gw.pid);
+  console.log(
+    `Node ${process.version}, ${RUNS} runs per case (worst kept), bodies up to ${LIMIT_MB} MB; idle /healthz median ${idle.ms.toFixed(2)} ms (${idle.cpu.toFixed(2)} ms of loop CPU)\n`,
+  );
+  console.log('| request | bytes sent | answer | took (ms) | event-loop hold (ms) | loop CPU during one probe (ms) | memory (MB) |');
+  console.log('|---|---:|---|---:|---:|---:|---:|');
   for (const c of cases(key, paying)) {
-    let worst = { status: 0, code: '', elapsed: 0, hold: 0, memory: 0 };
+    let worst = { status: 0, code: '', elapsed: 0, hold: 0, cpuHold: 0, memory: 0 };
     for (let i = 0; i < RUNS; i++) {
       const m = await measure(gw, c, idle);
-      worst = { ...m, elapsed: Math.max(worst.elapsed, m.elapsed), hold: Math.max(worst.hold, m.hold), memory: Math.max(worst.memory, m.memory) };
+      worst = {
+        ...m,
+        elapsed: Math.max(worst.elapsed, m.elapsed),
+        hold: Math.max(worst.hold, m.hold),
+        cpuHold: Math.max(worst.cpuHold, m.cpuHold),
+        memory: Math.max(worst.memory, m.memory),
+      };
       await new Promise((r) => setTimeout(r, 300));
     }
     console.log(
-      `| ${c.name} | ${c.body.length.toLocaleString('en')} | ${worst.status} ${worst.code} | ${worst.elapsed.toFixed(0)} | ${worst.hold.toFixed(1)} | ${worst.memory.toFixed(1)} |`,
+      `| ${c.name} | ${c.body.length.toLocaleString('en')} | ${worst.status} ${worst.code} | ${worst.elapsed.toFixed(0)} | ${worst.hold.toFixed(1)} | ${worst.cpuHold.toFixed(1)} | ${worst.memory.toFixed(1)} |`,
     );
   }
 } finally {
