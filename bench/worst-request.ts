@@ -4,11 +4,17 @@
 //   node --import tsx bench/worst-request.ts            (prints a Markdown table)
 //
 // A gateway is started as deployed (`tollgate serve`, embedded PGlite, the start script's V8
-// flags). A zero-quota key on a 5-calls-a-minute plan is the "with a key" caller. For each case,
+// flags). A zero-quota key on a 5-calls-a-minute plan and a key with quota are the "with a key"
+// callers; bodies "at the limit" are as large as TOLLGATE_MAX_REQUEST_MB allows (default 10). For each case,
 // while the one request runs:
 // - event-loop hold: /healthz is called back to back on another connection; the longest answer,
 //   minus the median answer when idle, is how long the loop was held (a loop held for 10 ms
 //   delays the probe that arrived during it by up to 10 ms);
+// - loop CPU: the CPU time the gateway's main thread ran during one probe's round trip (the most
+//   of any probe, minus an idle probe's), from /proc/<pid>/task/<pid>/schedstat. On a loaded
+//   machine the wait also counts the time the gateway was not scheduled at all, this does not;
+//   both are upper bounds of the hold (the CPU one also counts work done after the answer left
+//   while the probing client itself waited to be scheduled).
 // - memory: the process's resident memory (/proc/<pid>/status VmRSS) sampled every 5 ms; the
 //   peak minus the resident memory just before the request.
 // Each case runs RUNS times (default 3) and the worst of the runs is kept.
@@ -19,11 +25,13 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { chatWithInlineImage } from '../test/support/inline-image.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const RUNS = Number(process.env.RUNS ?? 3);
 const ADMIN = `tg_admin_${randomBytes(24).toString('base64url')}`;
 const MB = 1024 * 1024;
+const LIMIT_MB = Number(process.env.TOLLGATE_MAX_REQUEST_MB ?? 10);
 
 interface Reply {
   status: number;
@@ -47,13 +55,24 @@ function send(origin: string, path: string, opts: { method?: string; headers?: R
   });
 }
 
+/** CPU time (ms) the gateway's main thread, its event loop, has run: on a loaded machine a wait also counts time the process was not scheduled, this does not. */
+const loopCpu = (pid: number) => Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function startGateway() {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-worst-'));
   const child = spawn(process.execPath, ['--max-semi-space-size=8', '--heap-growing-percent=30', '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', TOLLGATE_DATA_DIR: dir, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_BOOTSTRAP: 'off', LOG_LEVEL: 'warn', DATABASE_URL: '' },
+    env: {
+      ...process.env,
+      PORT: '0',
+      TOLLGATE_DATA_DIR: dir,
+      TOLLGATE_ADMIN_TOKEN: ADMIN,
+      TOLLGATE_BOOTSTRAP: 'off',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: '',
+      TOLLGATE_MAX_REQUEST_MB: String(LIMIT_MB),
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
@@ -75,13 +94,14 @@ async function startGateway() {
   };
 }
 
-async function zeroQuotaKey(origin: string): Promise<string> {
+/** A key of a new account on a plan of `quota` tokens and `perMinute` calls a minute. */
+async function keyWith(origin: string, id: string, quota: number, perMinute: number): Promise<string> {
   const admin = (path: string, body: unknown) =>
     send(origin, `/admin/v1${path}`, { headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify(body) });
-  await admin('/plans', { plan_id: 'broke', name: 'Broke', quota: 0, validity_days: 30, requests_per_minute: 5, models: ['*'] });
-  await admin('/accounts', { account_id: 'attacker', name: 'Attacker' });
-  await admin('/accounts/attacker/subscription', { plan_id: 'broke' });
-  return JSON.parse((await admin('/accounts/attacker/keys', { name: 'k' })).text).key as string;
+  await admin('/plans', { plan_id: id, name: id, quota, validity_days: 30, requests_per_minute: perMinute, models: ['*'] });
+  await admin('/accounts', { account_id: id, name: id });
+  await admin(`/accounts/${id}/subscription`, { plan_id: id });
+  return JSON.parse((await admin(`/accounts/${id}/keys`, { name: 'k' })).text).key as string;
 }
 
 interface Case {
@@ -91,18 +111,23 @@ interface Case {
   headers: Record<string, string>;
 }
 
-function cases(key: string): Case[] {
+function cases(key: string, paying: string): Case[] {
   const gz = { 'content-encoding': 'gzip' };
   const keyed = { authorization: `Bearer ${key}` };
+  const paid = { authorization: `Bearer ${paying}` };
+  const atLimit = LIMIT_MB * MB - 200;
   const chat = (extra: string) => Buffer.from(`{"model":"cx/gen-6-luna","messages":[{"role":"user","content":"hi"}]${extra}}`);
   const bomb = gzipSync(Buffer.from(`[${'{},'.repeat(8_000_000)}{}]`), { level: 9 });
   const longString = (n: number) => chat(`,"metadata":{"a":"${'x'.repeat(n)}"}`);
   // Just inside every shape limit: 9 arrays of 10,000 numbers (90,000 values and a few).
   const manyValues = chat(`,"metadata":{${Array.from({ length: 9 }, (_, i) => `"m${i}":[${'0,'.repeat(9_999)}0]`).join(',')}}`);
   const deep = chat(`,"metadata":${'{"a":'.repeat(60)}1${'}'.repeat(60)}`);
+  const prompt = (bytes: number) =>
+    Buffer.from(JSON.stringify({ model: 'cx/gen-6-luna', max_tokens: 5, messages: [{ role: 'user', content: 'word '.repeat(bytes / 5) }] }));
+  const image = (bytes: number) => Buffer.from(chatWithInlineImage(bytes));
   return [
     { name: 'no key: gzip bomb (8M empty objects) to /admin/v1/plans', path: '/admin/v1/plans', body: bomb, headers: gz },
-    { name: 'no key: 25 MB body to /admin/v1/plans', path: '/admin/v1/plans', body: longString(25 * MB - 200), headers: {} },
+    { name: `no key: ${LIMIT_MB} MB body to /admin/v1/plans`, path: '/admin/v1/plans', body: longString(atLimit), headers: {} },
     { name: 'no key: gzip bomb to /v1/chat/completions', path: '/v1/chat/completions', body: bomb, headers: gz },
     { name: 'no key: body on GET /healthz', path: '/healthz', body: Buffer.from('{"a":1}'), headers: {} },
     { name: 'zero-quota key: gzip bomb (8M empty objects)', path: '/v1/chat/completions', body: bomb, headers: { ...keyed, ...gz } },
@@ -114,11 +139,11 @@ function cases(key: string): Case[] {
     },
     { name: 'zero-quota key: 90,000 values (inside every limit)', path: '/v1/chat/completions', body: manyValues, headers: keyed },
     { name: 'zero-quota key: 60 levels deep', path: '/v1/chat/completions', body: deep, headers: keyed },
-    { name: 'zero-quota key: 25 MB string (the size limit)', path: '/v1/chat/completions', body: longString(25 * MB - 200), headers: keyed },
+    { name: `zero-quota key: ${LIMIT_MB} MB string (the size limit)`, path: '/v1/chat/completions', body: longString(atLimit), headers: keyed },
     {
-      name: 'zero-quota key: 25 MB gzipped to 25 KB',
+      name: `zero-quota key: ${LIMIT_MB} MB gzipped to ${Math.round((LIMIT_MB * 1024) / 1000)} KB`,
       path: '/v1/chat/completions',
-      body: gzipSync(longString(25 * MB - 200), { level: 9 }),
+      body: gzipSync(longString(atLimit), { level: 9 }),
       headers: { ...keyed, ...gz },
     },
     {
@@ -127,21 +152,27 @@ function cases(key: string): Case[] {
       body: Buffer.from(JSON.stringify({ model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'word '.repeat(1_000_000) }] })),
       headers: keyed,
     },
+    { name: `key with quota: ${LIMIT_MB} MB string (the size limit)`, path: '/v1/chat/completions', body: longString(atLimit), headers: paid },
+    { name: `key with quota: ${LIMIT_MB} MB inline image, answered`, path: '/v1/chat/completions', body: image(atLimit - 300), headers: paid },
+    { name: `key with quota: ${LIMIT_MB} MB prompt, counted and answered`, path: '/v1/chat/completions', body: prompt(atLimit - 200), headers: paid },
   ];
 }
 
-async function measure(gw: { origin: string; pid: number }, c: Case, idleMs: number) {
+async function measure(gw: { origin: string; pid: number }, c: Case, idle: { ms: number; cpu: number }) {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const startRss = rss(gw.pid);
   let peakRss = startRss;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, rss(gw.pid))), 5);
   let done = false;
   let worstProbe = 0;
+  let worstCpu = 0;
   const probing = (async () => {
     while (!done) {
       const t = performance.now();
+      const cpu = loopCpu(gw.pid);
       await send(gw.origin, '/healthz', { agent });
       worstProbe = Math.max(worstProbe, performance.now() - t);
+      worstCpu = Math.max(worstCpu, loopCpu(gw.pid) - cpu);
     }
   })();
   const t = performance.now();
@@ -158,37 +189,58 @@ async function measure(gw: { origin: string; pid: number }, c: Case, idleMs: num
   } catch {
     /* not JSON */
   }
-  return { status: reply.status, code, elapsed, hold: Math.max(0, worstProbe - idleMs), memory: peakRss - startRss };
+  return {
+    status: reply.status,
+    code,
+    elapsed,
+    hold: Math.max(0, worstProbe - idle.ms),
+    cpuHold: Math.max(0, worstCpu - idle.cpu),
+    memory: peakRss - startRss,
+  };
 }
 
-async function idleProbe(origin: string): Promise<number> {
+/** The median wait and main-thread CPU of a /healthz call when nothing else runs. */
+async function idleProbe(origin: string, pid: number): Promise<{ ms: number; cpu: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const times: number[] = [];
+  const cpus: number[] = [];
   for (let i = 0; i < 200; i++) {
     const t = performance.now();
+    const cpu = loopCpu(pid);
     await send(origin, '/healthz', { agent });
     times.push(performance.now() - t);
+    cpus.push(loopCpu(pid) - cpu);
   }
   agent.destroy();
-  return times.sort((a, b) => a - b)[100];
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[100];
+  return { ms: median(times), cpu: median(cpus) };
 }
 
 const gw = await startGateway();
 try {
-  const key = await zeroQuotaKey(gw.origin);
-  const idle = await idleProbe(gw.origin);
-  console.log(`Node ${process.version}, ${RUNS} runs per case (worst kept); idle /healthz median ${idle.toFixed(2)} ms\n`);
-  console.log('| request | bytes sent | answer | took (ms) | event-loop hold (ms) | memory (MB) |');
-  console.log('|---|---:|---|---:|---:|---:|');
-  for (const c of cases(key)) {
-    let worst = { status: 0, code: '', elapsed: 0, hold: 0, memory: 0 };
+  const key = await keyWith(gw.origin, 'attacker', 0, 5);
+  const paying = await keyWith(gw.origin, 'payer', 1_000_000_000, 1000);
+  const idle = await idleProbe(gw.origin, gw.pid);
+  console.log(
+    `Node ${process.version}, ${RUNS} runs per case (worst kept), bodies up to ${LIMIT_MB} MB; idle /healthz median ${idle.ms.toFixed(2)} ms (${idle.cpu.toFixed(2)} ms of loop CPU)\n`,
+  );
+  console.log('| request | bytes sent | answer | took (ms) | event-loop hold (ms) | loop CPU during one probe (ms) | memory (MB) |');
+  console.log('|---|---:|---|---:|---:|---:|---:|');
+  for (const c of cases(key, paying)) {
+    let worst = { status: 0, code: '', elapsed: 0, hold: 0, cpuHold: 0, memory: 0 };
     for (let i = 0; i < RUNS; i++) {
       const m = await measure(gw, c, idle);
-      worst = { ...m, elapsed: Math.max(worst.elapsed, m.elapsed), hold: Math.max(worst.hold, m.hold), memory: Math.max(worst.memory, m.memory) };
+      worst = {
+        ...m,
+        elapsed: Math.max(worst.elapsed, m.elapsed),
+        hold: Math.max(worst.hold, m.hold),
+        cpuHold: Math.max(worst.cpuHold, m.cpuHold),
+        memory: Math.max(worst.memory, m.memory),
+      };
       await new Promise((r) => setTimeout(r, 300));
     }
     console.log(
-      `| ${c.name} | ${c.body.length.toLocaleString('en')} | ${worst.status} ${worst.code} | ${worst.elapsed.toFixed(0)} | ${worst.hold.toFixed(1)} | ${worst.memory.toFixed(1)} |`,
+      `| ${c.name} | ${c.body.length.toLocaleString('en')} | ${worst.status} ${worst.code} | ${worst.elapsed.toFixed(0)} | ${worst.hold.toFixed(1)} | ${worst.cpuHold.toFixed(1)} | ${worst.memory.toFixed(1)} |`,
     );
   }
 } finally {

@@ -14,6 +14,7 @@ import { request } from 'node:http';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { openAccount, type TestAccount } from './support/http.ts';
 import { ADMIN_LIMITS, modelCallLimits } from '../src/http/body.ts';
+import { chatWithInlineImage } from './support/inline-image.ts';
 
 const ADMIN = `tg_admin_${randomBytes(24).toString('base64url')}`;
 const MODEL_CALL_LIMITS = modelCallLimits();
@@ -124,20 +125,7 @@ test('each route takes the body size it needs and no more: 10 MB for a model cal
   const rich = await openAccount(gw, { quota: 100_000_000 });
   const auth = { authorization: `Bearer ${rich.key}` };
   const MB = 1024 * 1024;
-  const withImage = (bytes: number) =>
-    JSON.stringify({
-      model: 'cx/gen-6-luna',
-      max_tokens: 5,
-      messages: [
-        {
-          role: 'user',
-          content: [
-            { type: 'text', text: 'what is this?' },
-            { type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(bytes)}` } },
-          ],
-        },
-      ],
-    });
+  const withImage = chatWithInlineImage;
   const fits = await send('/v1/chat/completions', withImage(MODEL_CALL_LIMITS.bytes - 1024), auth);
   assert.is(fits.status, 200, fits.text.slice(0, 300));
   const over = await send('/v1/chat/completions', withImage(MODEL_CALL_LIMITS.bytes + MB), auth);

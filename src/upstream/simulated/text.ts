@@ -42,11 +42,14 @@ function textOf(message: ChatMessage | undefined): string {
   return message.content.map((part) => (part.type === 'text' ? part.text : '')).join(' ');
 }
 
+const KEYWORD_SOURCE_CHARS = 65_536;
+
 function keywords(text: string): string[] {
   const seen = new Set<string>();
   const out: string[] = [];
-  // Words are capped in length so a pasted blob cannot blow up the reply size.
-  for (const word of text.match(/[\p{L}\p{N}][\p{L}\p{N}_-]{2,23}/gu) ?? []) {
+  // Words are capped in length so a pasted blob cannot blow up the reply size, and taken from the
+  // text's start only, so a 10 MB prompt does not hold the event loop while they are found.
+  for (const word of text.slice(0, KEYWORD_SOURCE_CHARS).match(/[\p{L}\p{N}][\p{L}\p{N}_-]{2,23}/gu) ?? []) {
     const key = word.toLowerCase();
     if (STOPWORDS.has(key) || seen.has(key)) continue;
     seen.add(key);
