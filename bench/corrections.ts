@@ -26,6 +26,8 @@ const UNLIMITED_RATE = 1_000_000;
 export interface PhaseFigure {
   seconds: number;
   peakRssMiB: number;
+  /** CPU seconds the gateway process used in the phase (user + system, all its threads): on a shared machine, the figure the load changes least. */
+  gatewayCpuSeconds: number;
   /** Live chat calls on another account while the phase ran. */
   live: { calls: number; p99: number; max: number };
 }
@@ -72,6 +74,11 @@ async function probeCalls(gw: Tollgate, account: { accountId: string; key: strin
     }
   }
   return latencyOf(ms);
+}
+/** CPU seconds a process has used so far (user + system, from /proc/<pid>/stat, in clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 function rssKb(pid: number): number {
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -152,12 +159,19 @@ async function oneSize(url: string, charges: number, log: (l: string) => void): 
       let peak = rssKb(g.proc.pid);
       const timer = setInterval(() => (peak = Math.max(peak, rssKb(g.proc.pid))), 50);
       const start = performance.now();
+      const cpuBefore = cpuSeconds(g.proc.pid);
       try {
         const value = await fn();
         const end = performance.now();
-        const figure = { seconds: (end - start) / 1000, peakRssMiB: mib(peak), live: live.between(start, end), value };
+        const figure = {
+          seconds: (end - start) / 1000,
+          peakRssMiB: mib(peak),
+          gatewayCpuSeconds: cpuSeconds(g.proc.pid) - cpuBefore,
+          live: live.between(start, end),
+          value,
+        };
         log(
-          `corrections ${charges}: ${name} ${figure.seconds.toFixed(2)} s, peak RSS ${figure.peakRssMiB.toFixed(0)} MiB, live p99 ${figure.live.p99.toFixed(1)} ms, longest ${figure.live.max.toFixed(1)} ms (${figure.live.calls} calls)`,
+          `corrections ${charges}: ${name} ${figure.seconds.toFixed(2)} s, peak RSS ${figure.peakRssMiB.toFixed(0)} MiB, gateway CPU ${figure.gatewayCpuSeconds.toFixed(1)} s, live p99 ${figure.live.p99.toFixed(1)} ms, longest ${figure.live.max.toFixed(1)} ms (${figure.live.calls} calls)`,
         );
         return figure;
       } finally {
@@ -300,6 +314,11 @@ export function correctionsTable(rs: CorrectionSizeResult[]): string {
     row('apply: time, adjustments/s overall', (r) => `${f1(r.apply.seconds)} s, ${f0(r.apply.rate.overall)}/s`),
     row('apply rate: start / middle / end', (r) => `${f0(r.apply.rate.start)} / ${f0(r.apply.rate.middle)} / ${f0(r.apply.rate.end)}`),
     row('apply: peak RSS', (r) => `${f0(r.apply.peakRssMiB)} MiB`),
+    row(
+      'apply: gateway CPU, adjustments per CPU second',
+      (r) => `${f1(r.apply.gatewayCpuSeconds)} s, ${f0(r.apply.appended / (r.apply.gatewayCpuSeconds || 1))}/s`,
+    ),
+    row('verify: gateway CPU (all its threads)', (r) => `${f1(r.verify.gatewayCpuSeconds)} s`),
     row('apply again (appends nothing): time, peak RSS', (r) => `${f1(r.reapply.seconds)} s, ${f0(r.reapply.peakRssMiB)} MiB`),
     row(
       'statement of the big account (JSON): time, size, peak RSS',
