@@ -9,7 +9,7 @@
 // node --import tsx bench/corrections.ts [--sizes 10000,100000,1000000]   (or npm run bench -- --only corrections)
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { openPostgres } from '../src/eventstore/db.ts';
+import { DEFAULT_PG_TIMEOUTS, openPostgres } from '../src/eventstore/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { validateEvent } from '../src/ledger/catalogue.ts';
 import { replayInto } from '../projections/rebuild.ts';
@@ -26,6 +26,8 @@ const UNLIMITED_RATE = 1_000_000;
 export interface PhaseFigure {
   seconds: number;
   peakRssMiB: number;
+  /** CPU seconds the gateway process used in the phase (user + system, all its threads): on a shared machine, the figure the load changes least. */
+  gatewayCpuSeconds: number;
   /** Live chat calls on another account while the phase ran. */
   live: { calls: number; p99: number; max: number };
 }
@@ -73,6 +75,11 @@ async function probeCalls(gw: Tollgate, account: { accountId: string; key: strin
   }
   return latencyOf(ms);
 }
+/** CPU seconds a process has used so far (user + system, from /proc/<pid>/stat, in clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 function rssKb(pid: number): number {
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) : 0;
@@ -103,14 +110,23 @@ function liveLoad(gw: Tollgate, account: { accountId: string; key: string }) {
   };
 }
 
-export async function runCorrectionsBench(o: { databaseUrl: string; sizes: number[]; log?: (l: string) => void }): Promise<CorrectionSizeResult[]> {
+/** The phases a run may leave out (--phases): the apply always runs. */
+export const OPTIONAL_PHASES = ['probe', 'dry run', 'apply again', 'statement of the big account', 'verify'];
+
+export async function runCorrectionsBench(o: {
+  databaseUrl: string;
+  sizes: number[];
+  log?: (l: string) => void;
+  phases?: string[];
+}): Promise<CorrectionSizeResult[]> {
   const out: CorrectionSizeResult[] = [];
-  for (const n of o.sizes) out.push(await oneSize(o.databaseUrl, n, o.log ?? console.log));
+  for (const n of o.sizes) out.push(await oneSize(o.databaseUrl, n, o.log ?? console.log, new Set(o.phases ?? OPTIONAL_PHASES)));
   return out;
 }
 
-async function oneSize(url: string, charges: number, log: (l: string) => void): Promise<CorrectionSizeResult> {
-  const db = openPostgres(url, 8);
+async function oneSize(url: string, charges: number, log: (l: string) => void, phases: Set<string>): Promise<CorrectionSizeResult> {
+  // The bench's own checks (seeding, the SQL check of every charge) run long at 1M: no statement timeout of the gateway's.
+  const db = openPostgres(url, 8, { ...DEFAULT_PG_TIMEOUTS, statementMs: 600_000 });
   const schema = `bench_corr_${randomBytes(4).toString('hex')}`;
   const errors: string[] = [];
   let mock: Mock | null = null;
@@ -148,16 +164,27 @@ async function oneSize(url: string, charges: number, log: (l: string) => void): 
     const terms = { model: CORRECTED_MODEL, from: from.toISOString(), to: to.toISOString(), multiplier: 1.5, reason: 'bench' };
 
     /** Runs a phase, sampling the gateway's resident memory every 50 ms. */
-    const phase = async <T>(name: string, fn: () => Promise<T>): Promise<PhaseFigure & { value: T }> => {
+    const phase = async <T>(name: string, fn: () => Promise<T>, skipped?: T): Promise<PhaseFigure & { value: T }> => {
+      if (skipped !== undefined && !phases.has(name.split(' (')[0])) {
+        log(`corrections ${charges}: ${name} skipped (--phases)`);
+        return { seconds: NaN, peakRssMiB: NaN, gatewayCpuSeconds: NaN, live: { calls: 0, p99: NaN, max: NaN }, value: skipped };
+      }
       let peak = rssKb(g.proc.pid);
       const timer = setInterval(() => (peak = Math.max(peak, rssKb(g.proc.pid))), 50);
       const start = performance.now();
+      const cpuBefore = cpuSeconds(g.proc.pid);
       try {
         const value = await fn();
         const end = performance.now();
-        const figure = { seconds: (end - start) / 1000, peakRssMiB: mib(peak), live: live.between(start, end), value };
+        const figure = {
+          seconds: (end - start) / 1000,
+          peakRssMiB: mib(peak),
+          gatewayCpuSeconds: cpuSeconds(g.proc.pid) - cpuBefore,
+          live: live.between(start, end),
+          value,
+        };
         log(
-          `corrections ${charges}: ${name} ${figure.seconds.toFixed(2)} s, peak RSS ${figure.peakRssMiB.toFixed(0)} MiB, live p99 ${figure.live.p99.toFixed(1)} ms, longest ${figure.live.max.toFixed(1)} ms (${figure.live.calls} calls)`,
+          `corrections ${charges}: ${name} ${figure.seconds.toFixed(2)} s, peak RSS ${figure.peakRssMiB.toFixed(0)} MiB, gateway CPU ${figure.gatewayCpuSeconds.toFixed(1)} s, live p99 ${figure.live.p99.toFixed(1)} ms, longest ${figure.live.max.toFixed(1)} ms (${figure.live.calls} calls)`,
         );
         return figure;
       } finally {
@@ -175,26 +202,36 @@ async function oneSize(url: string, charges: number, log: (l: string) => void): 
     // The big account's own calls, with a key issued now (the seeded keys' secrets are not known).
     const bigKey = (await (await post(`/accounts/${accounts[0].accountId}/keys`, { name: 'bench probe' })).json()) as { key: string };
     const big = { accountId: accounts[0].accountId, key: bigKey.key };
-    const correctedBefore = await probeCalls(g, big, errors);
+    const noProbe = { calls: 0, p99: NaN, max: NaN };
+    const correctedBefore = phases.has('probe') ? await probeCalls(g, big, errors) : noProbe;
     log(`corrections ${charges}: the big account's calls before: p99 ${correctedBefore.p99.toFixed(1)} ms, longest ${correctedBefore.max.toFixed(1)} ms`);
 
-    const dry = await phase('dry run (totals)', async () => {
-      const text = await (await post('/corrections', { ...terms, dry_run: true })).text();
-      const r = JSON.parse(text) as { totals: { charges: number } };
-      if (r.totals.charges !== charges) errors.push(`dry run: ${r.totals.charges} charges, expected ${charges}`);
-      return text.length;
-    });
-    const detail = await phase('dry run (NDJSON detail)', async () => {
-      const res = await post('/corrections', { ...terms, dry_run: true }, 'application/x-ndjson');
-      let bytes = 0;
-      let lines = 0;
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        bytes += chunk.length;
-        for (const b of chunk) if (b === 10) lines++;
-      }
-      return { bytes, lines };
-    });
+    const dry = await phase(
+      'dry run (totals)',
+      async () => {
+        const text = await (await post('/corrections', { ...terms, dry_run: true })).text();
+        const r = JSON.parse(text) as { totals: { charges: number } };
+        if (r.totals.charges !== charges) errors.push(`dry run: ${r.totals.charges} charges, expected ${charges}`);
+        return text.length;
+      },
+      0,
+    );
+    const detail = await phase(
+      'dry run (NDJSON detail)',
+      async () => {
+        const res = await post('/corrections', { ...terms, dry_run: true }, 'application/x-ndjson');
+        let bytes = 0;
+        let lines = 0;
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+          bytes += chunk.length;
+          for (const b of chunk) if (b === 10) lines++;
+        }
+        return { bytes, lines };
+      },
+      { bytes: 0, lines: 0 },
+    );
     const progress: Array<{ at: number; appended: number }> = [];
+    const applyStart = performance.now();
     const apply = await phase('apply', async () => {
       const res = await post('/corrections', terms, 'application/x-ndjson');
       let buffer = '';
@@ -205,7 +242,11 @@ async function oneSize(url: string, charges: number, log: (l: string) => void): 
         while ((i = buffer.indexOf('\n')) >= 0) {
           const l = JSON.parse(buffer.slice(0, i)) as Record<string, unknown>;
           buffer = buffer.slice(i + 1);
-          if (l.object === 'correction.progress') progress.push({ at: performance.now(), appended: Number(l.appended) });
+          if (l.object === 'correction.progress') {
+            progress.push({ at: performance.now(), appended: Number(l.appended) });
+            if (progress.length % 50 === 0)
+              log(`corrections ${charges}: apply progress ${l.appended} appended at ${((performance.now() - applyStart) / 1000).toFixed(1)} s`);
+          }
           last = l;
         }
       }
@@ -223,22 +264,30 @@ async function oneSize(url: string, charges: number, log: (l: string) => void): 
     log(
       `corrections ${charges}: apply ${apply.value} adjustments, ${rate.overall.toFixed(0)}/s (start ${rate.start.toFixed(0)}, middle ${rate.middle.toFixed(0)}, end ${rate.end.toFixed(0)})`,
     );
-    const reapply = await phase('apply again', async () => Number(((await (await post('/corrections', terms)).json()) as { appended: number }).appended));
+    const reapply = await phase('apply again', async () => Number(((await (await post('/corrections', terms)).json()) as { appended: number }).appended), 0);
     if (reapply.value !== 0) errors.push(`apply again appended ${reapply.value}`);
-    const correctedAfter = await probeCalls(g, big, errors);
+    const correctedAfter = phases.has('probe') ? await probeCalls(g, big, errors) : noProbe;
     log(`corrections ${charges}: the big account's calls after: p99 ${correctedAfter.p99.toFixed(1)} ms, longest ${correctedAfter.max.toFixed(1)} ms`);
-    const statement = await phase('statement of the big account (JSON)', async () => {
-      const res = await fetch(`${g.url}/admin/v1/accounts/${accounts[0].accountId}/statement?from=${terms.from}&to=${terms.to}`, { headers });
-      let bytes = 0;
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
-      return bytes;
-    });
-    const verify = await phase('verify', async () => {
-      const text = await (await post('/verify', {}, 'application/x-ndjson')).text();
-      const lastLine = JSON.parse(text.trim().split('\n').pop()!) as { ok?: boolean; events?: number };
-      if (lastLine.ok !== true) errors.push(`verify: ${JSON.stringify(lastLine).slice(0, 1500)}`);
-      return { ok: lastLine.ok === true, events: Number(lastLine.events ?? 0) };
-    });
+    const statement = await phase(
+      'statement of the big account (JSON)',
+      async () => {
+        const res = await fetch(`${g.url}/admin/v1/accounts/${accounts[0].accountId}/statement?from=${terms.from}&to=${terms.to}`, { headers });
+        let bytes = 0;
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
+        return bytes;
+      },
+      0,
+    );
+    const verify = await phase(
+      'verify',
+      async () => {
+        const text = await (await post('/verify', {}, 'application/x-ndjson')).text();
+        const lastLine = JSON.parse(text.trim().split('\n').pop()!) as { ok?: boolean; events?: number };
+        if (lastLine.ok !== true) errors.push(`verify: ${JSON.stringify(lastLine).slice(0, 1500)}`);
+        return { ok: lastLine.ok === true, events: Number(lastLine.events ?? 0) };
+      },
+      { ok: false, events: 0 },
+    );
     // Exact to the token: every charge of the window billed now at ceil(tokens × 1.5).
     const [bad] = await db.query<{ n: string }>(
       `SELECT count(*) AS n FROM (SELECT c.event_id, c.prompt_tokens + c.completion_tokens AS tokens, c.billed + coalesce(sum(a.billed), 0) AS net
@@ -300,6 +349,11 @@ export function correctionsTable(rs: CorrectionSizeResult[]): string {
     row('apply: time, adjustments/s overall', (r) => `${f1(r.apply.seconds)} s, ${f0(r.apply.rate.overall)}/s`),
     row('apply rate: start / middle / end', (r) => `${f0(r.apply.rate.start)} / ${f0(r.apply.rate.middle)} / ${f0(r.apply.rate.end)}`),
     row('apply: peak RSS', (r) => `${f0(r.apply.peakRssMiB)} MiB`),
+    row(
+      'apply: gateway CPU, adjustments per CPU second',
+      (r) => `${f1(r.apply.gatewayCpuSeconds)} s, ${f0(r.apply.appended / (r.apply.gatewayCpuSeconds || 1))}/s`,
+    ),
+    row('verify: gateway CPU (all its threads)', (r) => `${f1(r.verify.gatewayCpuSeconds)} s`),
     row('apply again (appends nothing): time, peak RSS', (r) => `${f1(r.reapply.seconds)} s, ${f0(r.reapply.peakRssMiB)} MiB`),
     row(
       'statement of the big account (JSON): time, size, peak RSS',
@@ -333,9 +387,11 @@ export function writeCorrectionsBlock(path: string, rs: CorrectionSizeResult[], 
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { parseArgs } = await import('node:util');
-  const { values } = parseArgs({ options: { sizes: { type: 'string' } } });
+  const { values } = parseArgs({ options: { sizes: { type: 'string' }, phases: { type: 'string' } } });
   const sizes = (values.sizes ?? '10000,100000,1000000').split(',').map(Number);
-  const rs = await runCorrectionsBench({ databaseUrl: process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test', sizes });
+  // --phases probe,dry run,apply again,statement of the big account,verify (default all; the apply always runs)
+  const phases = values.phases?.split(',');
+  const rs = await runCorrectionsBench({ databaseUrl: process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test', sizes, phases });
   console.log(`\n${correctionsTable(rs)}`);
   for (const e of rs.flatMap((r) => r.errors)) console.log(`ERROR: ${e}`);
 }

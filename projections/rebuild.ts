@@ -194,21 +194,41 @@ export interface RowDifference {
   rebuilt: unknown;
 }
 
+/** Rows of a table compared by one statement of differingRows. */
+const COMPARED_PER_STATEMENT = 20_000;
+
 /**
  * The rows that differ between two read-model schemas (a row missing on one side is null there),
  * at most `limit` per table. The database compares them (a full join on the key, each row as
  * jsonb), so the check holds two pages in memory, not two copies of every table.
  */
+
 export async function differingRows(db: Database, live: string, rebuilt: string, limit: number): Promise<RowDifference[]> {
   const out: RowDifference[] = [];
   for (const p of ALL_PROJECTIONS) {
-    const rows = await db.query<{ key: string; live: Record<string, unknown> | null; rebuilt: Record<string, unknown> | null }>(
-      `SELECT coalesce(a.key, b.key) AS key, CASE WHEN a.key IS NULL THEN NULL ELSE to_jsonb(a) END AS live,
-        CASE WHEN b.key IS NULL THEN NULL ELSE to_jsonb(b) END AS rebuilt
-      FROM ${q(live, p.table)} a FULL JOIN ${q(rebuilt, p.table)} b ON a.key = b.key
-      WHERE a.key IS NULL OR b.key IS NULL OR to_jsonb(a) <> to_jsonb(b) ORDER BY 1 LIMIT ${limit}`,
-    );
-    for (const r of rows) out.push({ table: p.table, key: r.key, live: r.live, rebuilt: r.rebuilt });
+    // A range of keys at a time (COMPARED_PER_STATEMENT of the rebuilt rows): one statement over a
+    // table of millions of rows outlasts the statement timeout, and its join holds them all.
+    let found = 0;
+    for (let after: string | null = null; found < limit;) {
+      const [edge]: Array<{ key: string }> = await db.query<{ key: string }>(
+        `SELECT key FROM ${q(rebuilt, p.table)} ${after === null ? '' : 'WHERE key > $1'} ORDER BY key OFFSET ${COMPARED_PER_STATEMENT - 1} LIMIT 1`,
+        after === null ? [] : [after],
+      );
+      const upTo: string | null = edge?.key ?? null;
+      const range = [after === null ? null : 'key > $1', upTo === null ? null : `key <= $${after === null ? 1 : 2}`].filter(Boolean).join(' AND ') || 'true';
+      const params = [after, upTo].filter((x) => x !== null);
+      const rows = await db.query<{ key: string; live: Record<string, unknown> | null; rebuilt: Record<string, unknown> | null }>(
+        `SELECT coalesce(a.key, b.key) AS key, CASE WHEN a.key IS NULL THEN NULL ELSE to_jsonb(a) END AS live,
+          CASE WHEN b.key IS NULL THEN NULL ELSE to_jsonb(b) END AS rebuilt
+        FROM (SELECT * FROM ${q(live, p.table)} WHERE ${range}) a FULL JOIN (SELECT * FROM ${q(rebuilt, p.table)} WHERE ${range}) b ON a.key = b.key
+        WHERE a.key IS NULL OR b.key IS NULL OR to_jsonb(a) <> to_jsonb(b) ORDER BY 1 LIMIT ${limit - found}`,
+        params,
+      );
+      for (const r of rows) out.push({ table: p.table, key: r.key, live: r.live, rebuilt: r.rebuilt });
+      found += rows.length;
+      if (upTo === null) break;
+      after = upTo;
+    }
   }
   return out;
 }

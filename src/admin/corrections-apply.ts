@@ -76,10 +76,16 @@ async function applyChecked(
   let appended = 0;
   let alreadyApplied = 0;
   let passes = 0;
-  // Paced against the read side: the next page waits until this one's adjustments are projected
-  // (in this process, beside live calls), so the projection's backlog never grows past a page. A
-  // read side that is slow to answer only slows the pace: the figures are read after caughtUp below.
-  const pacer = new Pacer(() => ledger.caughtUp().catch(() => undefined));
+  // Paced against the read side, a page behind: the next page waits until the page before this
+  // one is projected (in this process, beside live calls), so a page's projection overlaps the
+  // next one's planning and append, and the backlog never grows past two pages. A read side that
+  // is slow to answer only slows the pace: the figures are read after caughtUp below.
+  let projected: Promise<void> = Promise.resolve();
+  const pacer = new Pacer(() => {
+    const previous = projected;
+    projected = ledger.caughtUp().catch(() => undefined);
+    return previous;
+  });
   try {
     for (;;) {
       passes++;
