@@ -174,6 +174,7 @@ const rows = (): Row[] => [
   codes('codes for an unknown pack', { pack_id: 'nope' }, 'pack_id'),
   codes('codes for an unknown plan', { pack_id: undefined, plan_id: 'nope' }, 'plan_id'),
   codes('codes expiring at no time', { expires_at: 'tomorrow' }, 'expires_at'),
+  codes('codes expired already', { expires_at: '2020-01-01T00:00:00Z' }, 'expires_at'),
   customer('empty code', 'key', '/v1/redemptions', { code: '' }, 'code'),
   customer('code of the wrong shape', 'key', '/v1/redemptions', { code: 'tgc_short' }, 'code'),
   customer('code as a number', 'key', '/v1/redemptions', { code: 42 }, 'code'),

@@ -9,6 +9,7 @@ import * as assert from 'uvu/assert';
 import { spawnGateway, type GatewayProcess } from './support/gateway.ts';
 import { call, type Reply } from './support/http.ts';
 import { startStripeDouble, type StripeDouble } from './support/stripe-double.ts';
+import { adminApi, deliverStripe } from './support/money.ts';
 
 const ADMIN = 'tg_admin_readme_payments_example_0123456789';
 const accountId = 'acme';
@@ -17,15 +18,8 @@ let proc: GatewayProcess;
 let gw: { url: string };
 let key: string;
 
-const admin = (path: string, body?: unknown, method?: string) =>
-  call(gw, `/admin/v1${path}`, { key: ADMIN, body, method: method ?? (body === undefined ? 'GET' : 'POST') });
-
-async function deliver(type: string, object: Record<string, unknown>): Promise<string> {
-  const { body, signature } = stripe.signed(stripe.event(type, object));
-  const r = await call(gw, '/webhooks/stripe', { raw: body, headers: { 'content-type': 'application/json', 'stripe-signature': signature } });
-  assert.is(r.status, 200, r.text);
-  return r.json.outcome;
-}
+const admin = (path: string, body?: unknown, method?: string) => adminApi(gw, ADMIN)(path, body, method);
+const deliver = (type: string, object: Record<string, unknown>) => deliverStripe(gw, stripe, type, object);
 
 /** The account's events as the auditor's export has them. */
 async function accountEvents(): Promise<Array<{ type: string; position: number; data: Record<string, any>; metadata: Record<string, any> }>> {

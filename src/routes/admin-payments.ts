@@ -115,6 +115,8 @@ export function adminPaymentsRoutes(deps: GatewayDeps, payments: Payments, opts:
     if (b.expires_at !== undefined && b.expires_at !== null) {
       expiresAt = typeof b.expires_at === 'string' ? new Date(b.expires_at) : new Date(NaN);
       if (Number.isNaN(expiresAt.getTime())) throw badRequest("'expires_at' must be an ISO 8601 time.", 'expires_at');
+      // A batch that could never be redeemed is a mistake, not a batch.
+      if (expiresAt.getTime() <= Date.now()) throw badRequest("'expires_at' must be in the future.", 'expires_at');
     }
     const batch = await payments.mintCodes(
       { count: b.count, amount: b.amount, currency: b.currency, expiresAt, planId: b.plan_id, packId: b.pack_id },

@@ -3,6 +3,21 @@
 import * as assert from 'uvu/assert';
 import { call, chat, eventually, userMessage, type Reply } from './http.ts';
 import type { EventReader } from '../../src/eventstore/port.ts';
+import type { StripeDouble } from './stripe-double.ts';
+
+/** The admin API with its token: GET without a body, POST with one, or the method given. */
+export const adminApi =
+  (gw: { url: string }, token: string) =>
+  (path: string, body?: unknown, method?: string): Promise<Reply> =>
+    call(gw, `/admin/v1${path}`, { key: token, body, method: method ?? (body === undefined ? 'GET' : 'POST') });
+
+/** A Stripe notice signed with the webhook secret, delivered to the gateway; its outcome (a 200 is asserted). */
+export async function deliverStripe(gw: { url: string }, stripe: StripeDouble, type: string, object: Record<string, unknown>): Promise<string> {
+  const { body, signature } = stripe.signed(stripe.event(type, object));
+  const r = await call(gw, '/webhooks/stripe', { raw: body, headers: { 'content-type': 'application/json', 'stripe-signature': signature } });
+  assert.is(r.status, 200, r.text);
+  return r.json.outcome;
+}
 
 /** A GET with a key, retried while the gateway answers 503 (read models behind under load). */
 export const readWhenReady = (gw: { url: string }, path: string, key: string): Promise<Reply> =>
