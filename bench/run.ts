@@ -5,6 +5,8 @@
 //   3. ledger: appends and rebuilds of 100k, 1M and 5M events on PostgreSQL (bench/ledger.ts)
 //   4. corrections: dry run, apply, re-apply, statement and verify over windows of 10k, 100k and
 //      1M charges beside a light chat load (bench/corrections.ts; its own block in BENCHMARKS.md)
+//   5. finance: the finance report, reconciliation and lots over ledgers of 100k and 1M events
+//      (bench/finance.ts; its own block in BENCHMARKS.md)
 //
 // npm run bench -- [--quick] [--only gateway,growth,ledger] [--no-peer] [--pglite]
 //                  [--cpu-profile DIR] [--no-write] [--json] [--projector]
@@ -23,6 +25,7 @@ import { runLedgerBench, type Engine } from './ledger.ts';
 import { ledgerCheckLines, mainTable, writeBenchmarksFile, describeRun, type BenchRun } from './report.ts';
 import { formatTable as formatLedgerTable } from './ledger.ts';
 import { correctionsTable, runCorrectionsBench, writeCorrectionsBlock, type CorrectionSizeResult } from './corrections.ts';
+import { financeTable, runFinanceBench, writeFinanceBlock, type FinanceSizeResult } from './finance.ts';
 
 const { values } = parseArgs({
   options: {
@@ -37,7 +40,7 @@ const { values } = parseArgs({
   },
 });
 const quick = !!values.quick;
-const sections = new Set((values.only ?? 'gateway,growth,ledger,corrections').split(','));
+const sections = new Set((values.only ?? 'gateway,growth,ledger,corrections,finance').split(','));
 const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const started = Date.now();
 const log = (line: string) => console.log(line);
@@ -80,6 +83,11 @@ if (sections.has('corrections')) {
   log('\n== corrections: dry run, apply, statement and verify beside live traffic ==');
   corrections = await runCorrectionsBench({ databaseUrl: url, sizes: quick ? [10_000] : [10_000, 100_000, 1_000_000], log });
 }
+let finance: FinanceSizeResult[] | null = null;
+if (sections.has('finance')) {
+  log('\n== finance: the reports over a large ledger ==');
+  finance = await runFinanceBench({ databaseUrl: url, sizes: quick ? [100_000] : [100_000, 1_000_000], log });
+}
 run.seconds = (Date.now() - started) / 1000;
 
 log(`\n${describeRun(run)}\n`);
@@ -88,7 +96,13 @@ const checks = ledgerCheckLines(run);
 if (checks.length) log(`\nLedger checks:\n${checks.join('\n')}`);
 if (run.ledger) log(`\nEvent store appends and rebuilds:\n${formatLedgerTable(run.ledger)}`);
 if (corrections) log(`\nCorrections:\n${correctionsTable(corrections)}`);
-const errors = [...(run.gateway?.errors ?? []), ...(run.growth?.errors ?? []), ...(corrections?.flatMap((c) => c.errors) ?? [])];
+if (finance) log(`\nFinance reports:\n${financeTable(finance)}`);
+const errors = [
+  ...(run.gateway?.errors ?? []),
+  ...(run.growth?.errors ?? []),
+  ...(corrections?.flatMap((c) => c.errors) ?? []),
+  ...(finance?.flatMap((f) => f.errors) ?? []),
+];
 if (errors.length) log(`\nERRORS:\n${errors.map((e) => `- ${e}`).join('\n')}`);
 if (!values['no-write']) {
   const path = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
@@ -97,6 +111,7 @@ if (!values['no-write']) {
   if (run.gateway && run.growth && run.ledger) writeBenchmarksFile(path, run);
   else if (run.gateway || run.growth || run.ledger) log('(a run of only some of gateway, growth and ledger does not rewrite the results block)');
   if (corrections) writeCorrectionsBlock(path, corrections, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
+  if (finance) writeFinanceBlock(path, finance, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
   log(`\nwritten to ${path}`);
 }
 if (values.json) log(JSON.stringify(run, null, 2));

@@ -457,10 +457,20 @@ test('native call: the body goes upstream intact but for model and max_tokens; c
   assert.equal(sent, { ...rest, model: UPSTREAM_MODEL, max_tokens: 1500, thinking: { type: 'enabled', budget_tokens: 1499 } });
 
   const prompt = anthropicPromptTokens(sent);
-  const prefix = anthropicCachePrefixes(sent).at(-1)!;
+  const prefixes = anthropicCachePrefixes(sent);
+  const prefix = prefixes.at(-1)!;
   assert.ok(prefix > 0 && prefix <= prompt);
   const completion = words(ANTHROPIC_DEFAULT_THINKING) + words(REPLY);
-  assert.equal(first.usage, { prompt_tokens: prompt, completion_tokens: completion, cached_tokens: 0, cache_write_tokens: prefix });
+  // The last breakpoint (the user turn) lives an hour: the tokens after the one before it are 1-hour writes.
+  const hour = prefix - prefixes.at(-2)!;
+  assert.ok(hour > 0);
+  assert.equal(first.usage, {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    cached_tokens: 0,
+    cache_write_tokens: prefix,
+    cache_write_1h_tokens: hour,
+  });
   assert.is(first.body.model, PUBLIC_MODEL);
   assert.is(first.body.id, first.upstreamId);
   assert.match(first.upstreamId ?? '', /^msg_01/);
