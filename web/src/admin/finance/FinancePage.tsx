@@ -29,7 +29,8 @@ function bars(days: Day[], series: Array<'revenue' | 'breakage' | 'deferred'>, c
     axisLabel: dayLabel(d.day),
     total: series.reduce((s, k) => s + Math.max(0, d[k]), 0),
     highlight: d.day === today,
-    segments: series.map((k) => ({ series: k, value: Math.max(0, d[k]), title: `${d.day} · ${k}: ${money(d[k], currency)}` })),
+    // A zero is drawn as no segment at all (the chart gives every segment a visible minimum).
+    segments: series.filter((k) => d[k] > 0).map((k) => ({ series: k, value: d[k], title: `${d.day} · ${k}: ${money(d[k], currency)}` })),
     text: `${longDay(d.day)}: ${series.map((k) => `${k} ${money(d[k], currency)}`).join(', ')}.`,
   }));
 }
@@ -118,7 +119,7 @@ export function FinancePage() {
               desc="One bar per UTC day; the table below holds the same figures."
               empty="Nothing deferred in this range"
             />
-            <DaysTable days={days} currency={currency} />
+            <DaysTable days={days.filter((d) => d.revenue || d.breakage || d.refunded_revenue || d.deferred)} currency={currency} />
           </section>
           <section class="card" aria-labelledby="recon-heading">
             <h2 id="recon-heading">Money reconciliation</h2>
