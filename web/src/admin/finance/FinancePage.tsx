@@ -7,7 +7,7 @@ import { StackedBarChart, type Bar } from '../../shared/components/StackedBarCha
 import { dayLabel, longDay } from '../../shared/format.ts';
 import { admin, clientProblem } from '../api/client.ts';
 import type { FinanceReport, MoneyReconciliation } from '../api/types.ts';
-import { Field, Heading, Loading, plain } from '../ui/bits.tsx';
+import { InputField, Heading, Loading } from '../ui/bits.tsx';
 import { dayUtc, daysBefore, money } from '../ui/format.ts';
 import { useAction } from '../ui/Problem.tsx';
 import { useLoaded } from '../ui/useLoaded.ts';
@@ -66,12 +66,8 @@ export function FinancePage() {
       <section class="card" aria-labelledby="finance-range-heading">
         <h2 id="finance-range-heading">Range</h2>
         <form ref={form} class="form-grid" noValidate onSubmit={show}>
-          <Field id="fin-from" label="From (UTC day)">
-            <input id="fin-from" type="date" name="from" {...plain} value={range.from} onInput={(e) => setRange({ ...range, from: e.currentTarget.value })} />
-          </Field>
-          <Field id="fin-to" label="To (UTC day, included)">
-            <input id="fin-to" type="date" name="to" {...plain} value={range.to} onInput={(e) => setRange({ ...range, to: e.currentTarget.value })} />
-          </Field>
+          <InputField id="fin-from" label="From (UTC day)" type="date" name="from" value={range.from} onValue={(v) => setRange({ ...range, from: v })} />
+          <InputField id="fin-to" label="To (UTC day, included)" type="date" name="to" value={range.to} onValue={(v) => setRange({ ...range, to: v })} />
           <div class="form-actions">
             <button type="submit" disabled={data.busy}>
               Show
