@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { admin, clientProblem, enc } from '../api/client.ts';
 import type { AccountSummary, List } from '../api/types.ts';
-import { Field, Heading, Loading, Num, Pill, plain, Result, Table } from '../ui/bits.tsx';
+import { InputField, Heading, Loading, Num, Pill, Result, Table } from '../ui/bits.tsx';
 import { fmt, when } from '../ui/format.ts';
 import { ProblemRegion, useAction } from '../ui/Problem.tsx';
 
@@ -126,21 +126,18 @@ function OpenAccount({ onOpened }: { onOpened: () => void }) {
     <section class="card" aria-labelledby="open-account-heading">
       <h2 id="open-account-heading">Open an account</h2>
       <form ref={form} class="form-grid" noValidate onSubmit={submit}>
-        <Field id="open-name" label="Name">
-          <input id="open-name" type="text" name="name" required maxLength={200} {...plain} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        </Field>
-        <Field id="open-id" label="Account id" optional help="Letters, digits, _ . : -; left empty, one is generated.">
-          <input
-            id="open-id"
-            type="text"
-            name="account_id"
-            maxLength={64}
-            {...plain}
-            aria-describedby="open-id-help"
-            value={id}
-            onInput={(e) => setId(e.currentTarget.value)}
-          />
-        </Field>
+        <InputField id="open-name" label="Name" type="text" name="name" required maxLength={200} value={name} onValue={(v) => setName(v)} />
+        <InputField
+          id="open-id"
+          label="Account id"
+          optional
+          help="Letters, digits, _ . : -; left empty, one is generated."
+          type="text"
+          name="account_id"
+          maxLength={64}
+          value={id}
+          onValue={(v) => setId(v)}
+        />
         <div class="form-actions">
           <button type="submit" disabled={action.busy}>
             Open account

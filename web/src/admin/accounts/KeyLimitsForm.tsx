@@ -3,7 +3,7 @@
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { admin, clientProblem, enc } from '../api/client.ts';
 import type { KeyRow } from '../api/types.ts';
-import { Field, plain } from '../ui/bits.tsx';
+import { Field, InputField } from '../ui/bits.tsx';
 import { isoToLocal, localToIso } from '../ui/format.ts';
 import { useAction } from '../ui/Problem.tsx';
 
@@ -45,20 +45,19 @@ export function KeyLimitsForm({ accountId, k, onClose, onSaved }: { accountId: s
         Limits of key {k.name} ({k.masked})
       </h3>
       <form ref={form} class="form-grid" noValidate onSubmit={submit}>
-        <Field id="limit-tokens" label="Spend limit (billed tokens)" optional help="Empty: no limit of its own (the account’s balance still applies).">
-          <input
-            id="limit-tokens"
-            type="number"
-            name="spend_limit.tokens"
-            min={0}
-            step={1}
-            inputMode="numeric"
-            {...plain}
-            aria-describedby="limit-tokens-help"
-            value={tokens}
-            onInput={(e) => setTokens(e.currentTarget.value)}
-          />
-        </Field>
+        <InputField
+          id="limit-tokens"
+          label="Spend limit (billed tokens)"
+          optional
+          help="Empty: no limit of its own (the account’s balance still applies)."
+          type="number"
+          name="spend_limit.tokens"
+          min={0}
+          step={1}
+          inputMode="numeric"
+          value={tokens}
+          onValue={(v) => setTokens(v)}
+        />
         <Field id="limit-period" label="Limit period">
           <select id="limit-period" name="spend_limit.period" value={period} onChange={(e) => setPeriod(e.currentTarget.value)}>
             {Object.entries(PERIODS).map(([v, t]) => (
@@ -68,29 +67,27 @@ export function KeyLimitsForm({ accountId, k, onClose, onSaved }: { accountId: s
             ))}
           </select>
         </Field>
-        <Field id="limit-models" label="Models" optional help="Model ids, separated by commas; empty: every model of the plan.">
-          <input
-            id="limit-models"
-            type="text"
-            name="models"
-            {...plain}
-            aria-describedby="limit-models-help"
-            value={models}
-            onInput={(e) => setModels(e.currentTarget.value)}
-          />
-        </Field>
-        <Field id="limit-expires" label="Key expires (your local time)" optional help="Empty: the key does not expire.">
-          <input
-            id="limit-expires"
-            type="datetime-local"
-            name="expires_at"
-            step={1}
-            {...plain}
-            aria-describedby="limit-expires-help"
-            value={expires}
-            onInput={(e) => setExpires(e.currentTarget.value)}
-          />
-        </Field>
+        <InputField
+          id="limit-models"
+          label="Models"
+          optional
+          help="Model ids, separated by commas; empty: every model of the plan."
+          type="text"
+          name="models"
+          value={models}
+          onValue={(v) => setModels(v)}
+        />
+        <InputField
+          id="limit-expires"
+          label="Key expires (your local time)"
+          optional
+          help="Empty: the key does not expire."
+          type="datetime-local"
+          name="expires_at"
+          step={1}
+          value={expires}
+          onValue={(v) => setExpires(v)}
+        />
         <div class="form-actions">
           <button type="submit" disabled={action.busy}>
             Save limits

@@ -1,12 +1,13 @@
 // An account's API keys: the list with each key's state and controls, issuing one (its secret
 // shown once), editing a key's limits and revoking one after a confirmation.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { confirmAction } from '../../shared/components/ConfirmDialog.tsx';
 import { admin, enc } from '../api/client.ts';
 import type { KeyRow, List } from '../api/types.ts';
 import { announce } from '../ui/announce.tsx';
-import { Field, Loading, Pill, plain, Result, Table } from '../ui/bits.tsx';
+import { InputField, Loading, Pill, Result, Table } from '../ui/bits.tsx';
 import { fmt, when } from '../ui/format.ts';
+import { useLoaded } from '../ui/useLoaded.ts';
 import { ProblemRegion, useAction } from '../ui/Problem.tsx';
 import { KeyLimitsForm } from './KeyLimitsForm.tsx';
 import { NewSecret, type IssuedKey } from './NewSecret.tsx';
@@ -45,10 +46,8 @@ function Controls({ k }: { k: KeyRow }) {
 }
 
 export function KeysCard({ accountId }: { accountId: string }) {
-  const [keys, setKeys] = useState<KeyRow[] | null>(null);
-  const [busy, setBusy] = useState(true);
-  const [failed, setFailed] = useState(false);
-  const [problem, setProblem] = useState<unknown>(null);
+  const loaded = useLoaded(async () => (await admin<List<KeyRow>>(`accounts/${enc(accountId)}/keys`)).data);
+  const { data: keys, busy, failed, problem, setProblem, load } = loaded;
   const [done, setDone] = useState('');
   const [editing, setEditing] = useState<KeyRow | null>(null);
   const [issued, setIssued] = useState<IssuedKey | null>(null);
@@ -57,19 +56,6 @@ export function KeysCard({ accountId }: { accountId: string }) {
   const issue = useAction(issueForm);
   const [keyName, setKeyName] = useState('');
 
-  const load = async () => {
-    setBusy(true);
-    try {
-      setKeys((await admin<List<KeyRow>>(`accounts/${enc(accountId)}/keys`)).data);
-      setFailed(false);
-    } catch (err) {
-      setFailed(true);
-      setProblem(err);
-    } finally {
-      setBusy(false);
-    }
-  };
-  useEffect(() => void load(), []);
   /** After the table re-renders, the focus goes to a row's first button. */
   const focusRow = (keyId: string) => setTimeout(() => table.current?.querySelector<HTMLElement>(`tr[data-key-id="${CSS.escape(keyId)}"] button`)?.focus(), 0);
 
@@ -193,18 +179,17 @@ export function KeysCard({ accountId }: { accountId: string }) {
       )}
       <h3>Issue a key</h3>
       <form ref={issueForm} class="form-grid" noValidate onSubmit={submitIssue}>
-        <Field id="key-name" label="Key name" optional>
-          <input
-            id="key-name"
-            type="text"
-            name="name"
-            maxLength={200}
-            placeholder="default"
-            {...plain}
-            value={keyName}
-            onInput={(e) => setKeyName(e.currentTarget.value)}
-          />
-        </Field>
+        <InputField
+          id="key-name"
+          label="Key name"
+          optional
+          type="text"
+          name="name"
+          maxLength={200}
+          placeholder="default"
+          value={keyName}
+          onValue={(v) => setKeyName(v)}
+        />
         <div class="form-actions">
           <button type="submit" id="issue-key" disabled={issue.busy}>
             Issue a key

@@ -2,7 +2,7 @@
 import { useRef, useState } from 'preact/hooks';
 import { admin, clientProblem, enc } from '../api/client.ts';
 import type { AccountSummary, Plan } from '../api/types.ts';
-import { Field, plain, Result } from '../ui/bits.tsx';
+import { Field, InputField, Result } from '../ui/bits.tsx';
 import { fmt, when } from '../ui/format.ts';
 import { ProblemRegion, useAction } from '../ui/Problem.tsx';
 
@@ -90,24 +90,29 @@ export function ExtraTokensCard({ accountId, onChanged }: { accountId: string; o
     <section class="card" aria-labelledby="extra-heading">
       <h2 id="extra-heading">Extra tokens</h2>
       <form ref={form} class="form-grid" noValidate onSubmit={submit}>
-        <Field id="grant-amount" label="Tokens to grant" help="Spent after the main plan; they do not change the call rate.">
-          <input
-            id="grant-amount"
-            type="number"
-            name="amount"
-            min={1}
-            step={1}
-            inputMode="numeric"
-            required
-            {...plain}
-            aria-describedby="grant-amount-help"
-            value={amount}
-            onInput={(e) => setAmount(e.currentTarget.value)}
-          />
-        </Field>
-        <Field id="grant-reason" label="Reason for the grant" optional>
-          <input id="grant-reason" type="text" name="reason" maxLength={500} {...plain} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
-        </Field>
+        <InputField
+          id="grant-amount"
+          label="Tokens to grant"
+          help="Spent after the main plan; they do not change the call rate."
+          type="number"
+          name="amount"
+          min={1}
+          step={1}
+          inputMode="numeric"
+          required
+          value={amount}
+          onValue={(v) => setAmount(v)}
+        />
+        <InputField
+          id="grant-reason"
+          label="Reason for the grant"
+          optional
+          type="text"
+          name="reason"
+          maxLength={500}
+          value={reason}
+          onValue={(v) => setReason(v)}
+        />
         <div class="form-actions">
           <button type="submit" disabled={action.busy}>
             Grant extra tokens

@@ -3,7 +3,7 @@
 import { useRef, useState } from 'preact/hooks';
 import { saveAsFile } from '../../shared/download.ts';
 import { adminCall, clientProblem, enc } from '../api/client.ts';
-import { Field, plain, Result } from '../ui/bits.tsx';
+import { InputField, Result } from '../ui/bits.tsx';
 import { dayUtc, fmt } from '../ui/format.ts';
 import { useAction } from '../ui/Problem.tsx';
 
@@ -56,12 +56,8 @@ export function StatementCard({ accountId }: { accountId: string }) {
       <h2 id="statement-heading">Statement</h2>
       <p class="help">Every charge and adjustment in the period, with request ids and daily totals.</p>
       <form ref={form} class="form-grid" noValidate onSubmit={submit}>
-        <Field id="st-from" label="From (UTC day)">
-          <input id="st-from" type="date" name="from" required {...plain} value={from} onInput={(e) => setFrom(e.currentTarget.value)} />
-        </Field>
-        <Field id="st-to" label="To (UTC day, included)">
-          <input id="st-to" type="date" name="to" required {...plain} value={to} onInput={(e) => setTo(e.currentTarget.value)} />
-        </Field>
+        <InputField id="st-from" label="From (UTC day)" type="date" name="from" required value={from} onValue={(v) => setFrom(v)} />
+        <InputField id="st-to" label="To (UTC day, included)" type="date" name="to" required value={to} onValue={(v) => setTo(v)} />
         <fieldset class="field">
           <legend>Format</legend>
           <div class="radio-row">

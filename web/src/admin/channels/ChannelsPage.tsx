@@ -1,12 +1,13 @@
 // Channel health: each upstream channel's state and this process's counters, and the switch that
 // disables one (a reason required) or enables it again, after a confirmation.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { confirmAction } from '../../shared/components/ConfirmDialog.tsx';
 import { admin, pathOf } from '../api/client.ts';
 import type { Channel, List } from '../api/types.ts';
 import { announce } from '../ui/announce.tsx';
 import { Heading, Loading, Num, Pill, Result, Table } from '../ui/bits.tsx';
 import { when } from '../ui/format.ts';
+import { useLoaded } from '../ui/useLoaded.ts';
 import { ProblemRegion } from '../ui/Problem.tsx';
 
 const STATE_TEXT: Record<string, string> = { closed: 'Healthy', open: 'Open (failing)', half_open: 'Trial', disabled: 'Disabled' };
@@ -17,26 +18,10 @@ function note(c: Channel): string {
 }
 
 export function ChannelsPage() {
-  const [channels, setChannels] = useState<Channel[] | null>(null);
-  const [busy, setBusy] = useState(true);
-  const [failed, setFailed] = useState(false);
-  const [problem, setProblem] = useState<unknown>(null);
+  const loaded = useLoaded(async () => (await admin<List<Channel>>('channels')).data);
+  const { data: channels, busy, failed, problem, setProblem, load } = loaded;
   const [done, setDone] = useState('');
   const list = useRef<HTMLDivElement>(null);
-
-  const load = async () => {
-    setBusy(true);
-    try {
-      setChannels((await admin<List<Channel>>('channels')).data);
-      setFailed(false);
-    } catch (err) {
-      setFailed(true);
-      setProblem(err);
-    } finally {
-      setBusy(false);
-    }
-  };
-  useEffect(() => void load(), []);
 
   const toggle = async (c: Channel) => {
     const enable = c.state === 'disabled';

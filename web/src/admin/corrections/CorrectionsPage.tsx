@@ -6,7 +6,7 @@ import { confirmAction } from '../../shared/components/ConfirmDialog.tsx';
 import { admin, clientProblem } from '../api/client.ts';
 import type { AppliedCorrection, CorrectionReport, List, Model } from '../api/types.ts';
 import { announce } from '../ui/announce.tsx';
-import { Field, Heading, plain } from '../ui/bits.tsx';
+import { Field, InputField, Heading, plain } from '../ui/bits.tsx';
 import { fmt, isoToLocal, localToIso, milli, signed } from '../ui/format.ts';
 import { useAction } from '../ui/Problem.tsx';
 import { ChargeDetails, COMPONENTS, ReconciliationTable, ReportSummary } from './Reconciliation.tsx';
@@ -127,21 +127,19 @@ export function CorrectionsPage() {
               ))}
             </select>
           </Field>
-          <Field id="cx-value" label={c.label} help={c.help}>
-            <input
-              id="cx-value"
-              type="number"
-              name="value"
-              min={0}
-              step={c.step}
-              inputMode="decimal"
-              required
-              {...plain}
-              aria-describedby="cx-value-help"
-              value={t.value}
-              onInput={(e) => set({ value: e.currentTarget.value })}
-            />
-          </Field>
+          <InputField
+            id="cx-value"
+            label={c.label}
+            help={c.help}
+            type="number"
+            name="value"
+            min={0}
+            step={c.step}
+            inputMode="decimal"
+            required
+            value={t.value}
+            onValue={(v) => set({ value: v })}
+          />
           <div class="field">
             <label for="cx-from">From (your local time, included)</label>
             <input
@@ -175,18 +173,18 @@ export function CorrectionsPage() {
               {toIso ? `= ${toIso}` : t.alsoNow ? 'empty: until the correction is applied' : ''}
             </output>
           </div>
-          <Field id="cx-reason" label="Reason for the correction" optional wide help="Recorded with the correction.">
-            <input
-              id="cx-reason"
-              type="text"
-              name="reason"
-              maxLength={500}
-              {...plain}
-              aria-describedby="cx-reason-help"
-              value={t.reason}
-              onInput={(e) => set({ reason: e.currentTarget.value })}
-            />
-          </Field>
+          <InputField
+            id="cx-reason"
+            label="Reason for the correction"
+            optional
+            wide
+            help="Recorded with the correction."
+            type="text"
+            name="reason"
+            maxLength={500}
+            value={t.reason}
+            onValue={(v) => set({ reason: v })}
+          />
           <div class="field check-field">
             <label class="check" for="cx-now">
               <input type="checkbox" id="cx-now" name="also_from_now" checked={t.alsoNow} onChange={(e) => set({ alsoNow: e.currentTarget.checked })} /> Also

@@ -7,7 +7,7 @@ import { StackedBarChart, type Bar } from '../../shared/components/StackedBarCha
 import { dayLabel, longDay } from '../../shared/format.ts';
 import { admin, clientProblem } from '../api/client.ts';
 import type { FinanceReport, MoneyReconciliation } from '../api/types.ts';
-import { Field, Heading, Loading, plain } from '../ui/bits.tsx';
+import { InputField, Heading, Loading } from '../ui/bits.tsx';
 import { dayUtc, daysBefore, money } from '../ui/format.ts';
 import { useAction } from '../ui/Problem.tsx';
 import { useLoaded } from '../ui/useLoaded.ts';
@@ -29,7 +29,8 @@ function bars(days: Day[], series: Array<'revenue' | 'breakage' | 'deferred'>, c
     axisLabel: dayLabel(d.day),
     total: series.reduce((s, k) => s + Math.max(0, d[k]), 0),
     highlight: d.day === today,
-    segments: series.map((k) => ({ series: k, value: Math.max(0, d[k]), title: `${d.day} · ${k}: ${money(d[k], currency)}` })),
+    // A zero is drawn as no segment at all (the chart gives every segment a visible minimum).
+    segments: series.filter((k) => d[k] > 0).map((k) => ({ series: k, value: d[k], title: `${d.day} · ${k}: ${money(d[k], currency)}` })),
     text: `${longDay(d.day)}: ${series.map((k) => `${k} ${money(d[k], currency)}`).join(', ')}.`,
   }));
 }
@@ -65,12 +66,8 @@ export function FinancePage() {
       <section class="card" aria-labelledby="finance-range-heading">
         <h2 id="finance-range-heading">Range</h2>
         <form ref={form} class="form-grid" noValidate onSubmit={show}>
-          <Field id="fin-from" label="From (UTC day)">
-            <input id="fin-from" type="date" name="from" {...plain} value={range.from} onInput={(e) => setRange({ ...range, from: e.currentTarget.value })} />
-          </Field>
-          <Field id="fin-to" label="To (UTC day, included)">
-            <input id="fin-to" type="date" name="to" {...plain} value={range.to} onInput={(e) => setRange({ ...range, to: e.currentTarget.value })} />
-          </Field>
+          <InputField id="fin-from" label="From (UTC day)" type="date" name="from" value={range.from} onValue={(v) => setRange({ ...range, from: v })} />
+          <InputField id="fin-to" label="To (UTC day, included)" type="date" name="to" value={range.to} onValue={(v) => setRange({ ...range, to: v })} />
           <div class="form-actions">
             <button type="submit" disabled={data.busy}>
               Show
@@ -118,7 +115,7 @@ export function FinancePage() {
               desc="One bar per UTC day; the table below holds the same figures."
               empty="Nothing deferred in this range"
             />
-            <DaysTable days={days} currency={currency} />
+            <DaysTable days={days.filter((d) => d.revenue || d.breakage || d.refunded_revenue || d.deferred)} currency={currency} />
           </section>
           <section class="card" aria-labelledby="recon-heading">
             <h2 id="recon-heading">Money reconciliation</h2>

@@ -17,6 +17,7 @@ export function DaysTable({ days, currency }: { days: Day[]; currency: string })
     <Table
       caption="Revenue recognised, breakage, refunded revenue and deferred revenue per UTC day"
       id="finance-days-table"
+      empty="No revenue, breakage or deferred revenue in this range."
       head={['Day', '#Revenue recognised', '#Breakage', '#Refunded revenue', '#Deferred at the day’s end']}
       rows={days.map((d) => (
         <tr key={d.day} data-day={d.day}>

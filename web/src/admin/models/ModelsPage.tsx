@@ -1,36 +1,22 @@
 // Models and prices: each priced model's multiplier, status, alias and cache weights, and the form
 // that changes one (only what changed is sent; a price applies from now on).
-import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { admin, clientProblem, pathOf } from '../api/client.ts';
 import type { List, Model } from '../api/types.ts';
-import { Field, Heading, Loading, Pill, plain, Result, Table } from '../ui/bits.tsx';
+import { Field, InputField, Heading, Loading, Pill, Result, Table } from '../ui/bits.tsx';
 import { milli, when } from '../ui/format.ts';
+import { useLoaded } from '../ui/useLoaded.ts';
 import { ProblemRegion, useAction } from '../ui/Problem.tsx';
 
 const Weight = ({ v }: { v: number | null }) => (v === null ? <span class="muted">plain</span> : <>{String(milli(v))}</>);
 
 export function ModelsPage() {
-  const [models, setModels] = useState<Model[] | null>(null);
-  const [busy, setBusy] = useState(true);
-  const [failed, setFailed] = useState(false);
-  const [problem, setProblem] = useState<unknown>(null);
+  const loaded = useLoaded(async () => (await admin<List<Model>>('models')).data);
+  const { data: models, busy, failed, problem, setProblem, load } = loaded;
   const [editing, setEditing] = useState<Model | null>(null);
   const [done, setDone] = useState('');
   const list = useRef<HTMLDivElement>(null);
 
-  const load = async () => {
-    setBusy(true);
-    try {
-      setModels((await admin<List<Model>>('models')).data);
-      setFailed(false);
-    } catch (err) {
-      setFailed(true);
-      setProblem(err);
-    } finally {
-      setBusy(false);
-    }
-  };
-  useEffect(() => void load(), []);
   const focusRow = (id: string) => setTimeout(() => list.current?.querySelector<HTMLElement>(`tr[data-model-id="${CSS.escape(id)}"] button`)?.focus(), 0);
 
   return (
@@ -135,58 +121,54 @@ function PriceForm({ m, onClose, onSaved }: { m: Model; onClose: () => void; onS
       );
   };
   const weight = (id: string, name: string, label: string, help: string, value: string, onValue: (v: string) => void) => (
-    <Field id={id} label={label} optional help={help}>
-      <input
-        id={id}
-        type="number"
-        name={name}
-        min={0}
-        max={1000}
-        step={0.001}
-        inputMode="decimal"
-        {...plain}
-        aria-describedby={`${id}-help`}
-        value={value}
-        onInput={(e) => onValue(e.currentTarget.value)}
-      />
-    </Field>
+    <InputField
+      id={id}
+      label={label}
+      optional
+      help={help}
+      type="number"
+      name={name}
+      min={0}
+      max={1000}
+      step={0.001}
+      inputMode="decimal"
+      value={value}
+      onValue={onValue}
+    />
   );
   return (
     <section class="card edit-card" aria-labelledby="model-edit-heading">
       <h2 id="model-edit-heading">Price of {m.model_id}</h2>
       <form ref={form} class="form-grid" noValidate onSubmit={submit}>
-        <Field id="price-multiplier" label="Multiplier" help="Billed tokens = tokens × multiplier, from now on.">
-          <input
-            id="price-multiplier"
-            type="number"
-            name="multiplier"
-            min={0.001}
-            step={0.001}
-            inputMode="decimal"
-            {...plain}
-            aria-describedby="price-multiplier-help"
-            value={multiplier}
-            onInput={(e) => setMultiplier(e.currentTarget.value)}
-          />
-        </Field>
+        <InputField
+          id="price-multiplier"
+          label="Multiplier"
+          help="Billed tokens = tokens × multiplier, from now on."
+          type="number"
+          name="multiplier"
+          min={0.001}
+          step={0.001}
+          inputMode="decimal"
+          value={multiplier}
+          onValue={(v) => setMultiplier(v)}
+        />
         <Field id="price-status" label="Status">
           <select id="price-status" name="status" value={status} onChange={(e) => setStatus(e.currentTarget.value as Model['status'])}>
             <option value="ACTIVE">Active</option>
             <option value="INACTIVE">Inactive</option>
           </select>
         </Field>
-        <Field id="price-alias" label="Alias" optional help="Another id callers may use; empty for none.">
-          <input
-            id="price-alias"
-            type="text"
-            name="alias"
-            maxLength={100}
-            {...plain}
-            aria-describedby="price-alias-help"
-            value={alias}
-            onInput={(e) => setAlias(e.currentTarget.value)}
-          />
-        </Field>
+        <InputField
+          id="price-alias"
+          label="Alias"
+          optional
+          help="Another id callers may use; empty for none."
+          type="text"
+          name="alias"
+          maxLength={100}
+          value={alias}
+          onValue={(v) => setAlias(v)}
+        />
         {weight(
           'price-read',
           'cache_read_weight',

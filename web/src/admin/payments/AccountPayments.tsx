@@ -5,7 +5,7 @@ import { confirmAction } from '../../shared/components/ConfirmDialog.tsx';
 import { admin, clientProblem, enc } from '../api/client.ts';
 import type { AccountSummary, Dispute, List, Payment, PriceList } from '../api/types.ts';
 import { announce } from '../ui/announce.tsx';
-import { Field, Loading, Num, Pill, plain, Result, Table } from '../ui/bits.tsx';
+import { Field, InputField, Loading, Num, Pill, Result, Table } from '../ui/bits.tsx';
 import { money, toMinor, when } from '../ui/format.ts';
 import { markInvalid, ProblemRegion, useAction } from '../ui/Problem.tsx';
 import { useLoaded } from '../ui/useLoaded.ts';
@@ -175,18 +175,16 @@ function ManualPayment({ accountId, prices, onRecorded }: { accountId: string; p
       <h3 id="manual-heading" class="wide">
         Record a payment by hand
       </h3>
-      <Field id="mp-reference" label="Reference" help="The invoice or transfer number; recording it again changes nothing.">
-        <input
-          id="mp-reference"
-          type="text"
-          name="reference"
-          maxLength={200}
-          {...plain}
-          aria-describedby="mp-reference-help"
-          value={v.reference}
-          onInput={(e) => set({ reference: e.currentTarget.value })}
-        />
-      </Field>
+      <InputField
+        id="mp-reference"
+        label="Reference"
+        help="The invoice or transfer number; recording it again changes nothing."
+        type="text"
+        name="reference"
+        maxLength={200}
+        value={v.reference}
+        onValue={(v) => set({ reference: v })}
+      />
       <Field id="mp-item" label="Bought">
         <select id="mp-item" name="item" value={v.item} onChange={(e) => set({ item: e.currentTarget.value })}>
           <option value="">Choose a plan or a pack</option>
@@ -198,20 +196,16 @@ function ManualPayment({ accountId, prices, onRecorded }: { accountId: string; p
           ))}
         </select>
       </Field>
-      <Field id="mp-amount" label={`Amount received (${currency})`}>
-        <input
-          id="mp-amount"
-          type="text"
-          inputMode="decimal"
-          name="amount"
-          {...plain}
-          value={v.amount}
-          onInput={(e) => set({ amount: e.currentTarget.value })}
-        />
-      </Field>
-      <Field id="mp-fee" label={`Fee (${currency})`} optional>
-        <input id="mp-fee" type="text" inputMode="decimal" name="fee" {...plain} value={v.fee} onInput={(e) => set({ fee: e.currentTarget.value })} />
-      </Field>
+      <InputField
+        id="mp-amount"
+        label={`Amount received (${currency})`}
+        type="text"
+        inputMode="decimal"
+        name="amount"
+        value={v.amount}
+        onValue={(v) => set({ amount: v })}
+      />
+      <InputField id="mp-fee" label={`Fee (${currency})`} optional type="text" inputMode="decimal" name="fee" value={v.fee} onValue={(v) => set({ fee: v })} />
       <div class="form-actions">
         <button type="submit" disabled={action.busy}>
           Record payment
@@ -254,18 +248,16 @@ function RefundForm({ accountId, p, onClose, onRefunded }: { accountId: string; 
   return (
     <form ref={form} class="form-grid edit-card" noValidate onSubmit={submit} aria-labelledby="refund-heading">
       <h3 id="refund-heading" class="wide">{`Refund payment ${p.id}`}</h3>
-      <Field id="refund-amount" label={`Amount to refund (${p.currency})`} help={`At most ${money(left, p.currency)} is left to refund.`}>
-        <input
-          id="refund-amount"
-          type="text"
-          inputMode="decimal"
-          name="amount"
-          {...plain}
-          aria-describedby="refund-amount-help"
-          value={amount}
-          onInput={(e) => setAmount(e.currentTarget.value)}
-        />
-      </Field>
+      <InputField
+        id="refund-amount"
+        label={`Amount to refund (${p.currency})`}
+        help={`At most ${money(left, p.currency)} is left to refund.`}
+        type="text"
+        inputMode="decimal"
+        name="amount"
+        value={amount}
+        onValue={(v) => setAmount(v)}
+      />
       <div class="form-actions">
         <button type="submit" disabled={action.busy}>
           Refund payment

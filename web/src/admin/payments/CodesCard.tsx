@@ -6,7 +6,7 @@ import { saveAsFile } from '../../shared/download.ts';
 import { admin, clientProblem } from '../api/client.ts';
 import type { CodeBatch, PriceList } from '../api/types.ts';
 import { announce } from '../ui/announce.tsx';
-import { Field, plain, Table } from '../ui/bits.tsx';
+import { Field, InputField, Table } from '../ui/bits.tsx';
 import { localToIso, money, toMinor, when } from '../ui/format.ts';
 import { useAction } from '../ui/Problem.tsx';
 
@@ -63,19 +63,17 @@ export function CodesCard({ prices }: { prices: PriceList | null }) {
         short-lived batches, and keep the file safe.
       </p>
       <form ref={form} class="form-grid" noValidate onSubmit={submit}>
-        <Field id="codes-count" label="Number of codes">
-          <input
-            id="codes-count"
-            type="number"
-            name="count"
-            min={1}
-            step={1}
-            inputMode="numeric"
-            {...plain}
-            value={v.count}
-            onInput={(e) => set({ count: e.currentTarget.value })}
-          />
-        </Field>
+        <InputField
+          id="codes-count"
+          label="Number of codes"
+          type="number"
+          name="count"
+          min={1}
+          step={1}
+          inputMode="numeric"
+          value={v.count}
+          onValue={(v) => set({ count: v })}
+        />
         <Field id="codes-item" label="Each code gives">
           <select id="codes-item" name="item" value={v.item} onChange={(e) => set({ item: e.currentTarget.value })}>
             <option value="">Choose a pack or a plan</option>
@@ -87,29 +85,26 @@ export function CodesCard({ prices }: { prices: PriceList | null }) {
             ))}
           </select>
         </Field>
-        <Field id="codes-amount" label={`Sold at, each (${currency})`} help="What each code was sold for elsewhere: its value in the ledger.">
-          <input
-            id="codes-amount"
-            type="text"
-            inputMode="decimal"
-            name="amount"
-            {...plain}
-            aria-describedby="codes-amount-help"
-            value={v.amount}
-            onInput={(e) => set({ amount: e.currentTarget.value })}
-          />
-        </Field>
-        <Field id="codes-expires" label="Codes expire (your local time)" optional>
-          <input
-            id="codes-expires"
-            type="datetime-local"
-            name="expires_at"
-            step={1}
-            {...plain}
-            value={v.expires}
-            onInput={(e) => set({ expires: e.currentTarget.value })}
-          />
-        </Field>
+        <InputField
+          id="codes-amount"
+          label={`Sold at, each (${currency})`}
+          help="What each code was sold for elsewhere: its value in the ledger."
+          type="text"
+          inputMode="decimal"
+          name="amount"
+          value={v.amount}
+          onValue={(v) => set({ amount: v })}
+        />
+        <InputField
+          id="codes-expires"
+          label="Codes expire (your local time)"
+          optional
+          type="datetime-local"
+          name="expires_at"
+          step={1}
+          value={v.expires}
+          onValue={(v) => set({ expires: v })}
+        />
         <div class="form-actions">
           <button type="submit" id="mint-codes" disabled={action.busy}>
             Mint codes

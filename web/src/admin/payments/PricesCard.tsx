@@ -5,7 +5,7 @@ import { confirmAction } from '../../shared/components/ConfirmDialog.tsx';
 import { admin, clientProblem, enc } from '../api/client.ts';
 import type { List, Plan, PriceList } from '../api/types.ts';
 import { announce } from '../ui/announce.tsx';
-import { Field, Loading, Num, plain, Result, Table } from '../ui/bits.tsx';
+import { Field, InputField, Loading, Num, Result, Table } from '../ui/bits.tsx';
 import { toMinor } from '../ui/format.ts';
 import { ProblemRegion, useAction } from '../ui/Problem.tsx';
 import { useLoaded } from '../ui/useLoaded.ts';
@@ -129,9 +129,15 @@ function PlanPriceForm({ plans, currency, onSaved }: { plans: Plan[]; currency: 
           ))}
         </select>
       </Field>
-      <Field id="pp-amount" label={`Price per period (${currency})`}>
-        <input id="pp-amount" type="text" inputMode="decimal" name="amount" {...plain} value={amount} onInput={(e) => setAmount(e.currentTarget.value)} />
-      </Field>
+      <InputField
+        id="pp-amount"
+        label={`Price per period (${currency})`}
+        type="text"
+        inputMode="decimal"
+        name="amount"
+        value={amount}
+        onValue={(v) => setAmount(v)}
+      />
       <div class="form-actions">
         <button type="submit" disabled={action.busy}>
           Set plan price
@@ -163,9 +169,7 @@ function PackForm({ currency, onSaved }: { currency: string; onSaved: (text: str
     setPack({ id: '', name: '', tokens: '', amount: '' });
   };
   const text = (key: keyof typeof pack, name: string, label: string, mode: 'text' | 'numeric' | 'decimal' = 'text') => (
-    <Field id={`pack-${key}`} label={label}>
-      <input id={`pack-${key}`} type="text" inputMode={mode} name={name} {...plain} value={pack[key]} onInput={(e) => set({ [key]: e.currentTarget.value })} />
-    </Field>
+    <InputField id={`pack-${key}`} label={label} type="text" inputMode={mode} name={name} value={pack[key]} onValue={(v) => set({ [key]: v })} />
   );
   return (
     <form ref={form} class="form-grid edit-card" noValidate onSubmit={submit} aria-labelledby="pack-heading">

@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { admin, clientProblem, enc } from '../api/client.ts';
 import type { List, Model, Plan } from '../api/types.ts';
-import { Field, Heading, Loading, Num, plain, Result, Table } from '../ui/bits.tsx';
+import { InputField, Heading, Loading, Num, Result, Table } from '../ui/bits.tsx';
 import { when } from '../ui/format.ts';
 import { ProblemRegion, useAction } from '../ui/Problem.tsx';
 
@@ -89,21 +89,19 @@ export function PlansPage() {
   };
 
   const number = (id: keyof Terms, label: string, min: number, max?: number) => (
-    <Field id={`plan-${id}`} label={label}>
-      <input
-        id={`plan-${id}`}
-        type="number"
-        name={id}
-        min={min}
-        max={max}
-        step={1}
-        inputMode="numeric"
-        required
-        {...plain}
-        value={terms[id] as string}
-        onInput={(e) => set({ [id]: e.currentTarget.value })}
-      />
-    </Field>
+    <InputField
+      id={`plan-${id}`}
+      label={label}
+      type="number"
+      name={id}
+      min={min}
+      max={max}
+      step={1}
+      inputMode="numeric"
+      required
+      value={terms[id] as string}
+      onValue={(v) => set({ [id]: v })}
+    />
   );
 
   return (
@@ -146,32 +144,19 @@ export function PlansPage() {
       <section class="card" aria-labelledby="plan-form-heading">
         <h2 id="plan-form-heading">{editing ? `Update plan ${editing}` : 'Define a plan'}</h2>
         <form ref={form} class="form-grid" noValidate onSubmit={submit}>
-          <Field id="plan-id" label="Plan id" help="Letters, digits, _ . : -">
-            <input
-              id="plan-id"
-              type="text"
-              name="plan_id"
-              required
-              maxLength={64}
-              readOnly={!!editing}
-              {...plain}
-              aria-describedby="plan-id-help"
-              value={terms.plan_id}
-              onInput={(e) => set({ plan_id: e.currentTarget.value })}
-            />
-          </Field>
-          <Field id="plan-name" label="Name">
-            <input
-              id="plan-name"
-              type="text"
-              name="name"
-              required
-              maxLength={200}
-              {...plain}
-              value={terms.name}
-              onInput={(e) => set({ name: e.currentTarget.value })}
-            />
-          </Field>
+          <InputField
+            id="plan-id"
+            label="Plan id"
+            help="Letters, digits, _ . : -"
+            type="text"
+            name="plan_id"
+            required
+            maxLength={64}
+            readOnly={!!editing}
+            value={terms.plan_id}
+            onValue={(v) => set({ plan_id: v })}
+          />
+          <InputField id="plan-name" label="Name" type="text" name="name" required maxLength={200} value={terms.name} onValue={(v) => set({ name: v })} />
           {number('quota', 'Quota (tokens)', 0)}
           {number('validity_days', 'Validity (days)', 1, 3650)}
           {number('requests_per_minute', 'Requests per minute', 1)}

@@ -112,3 +112,29 @@ export function Table({ caption, head, rows, empty, foot, id, captionVisible }: 
 export function Loading({ text }: { text: string }) {
   return <p class="loading">{text}</p>;
 }
+
+type InputFieldProps = {
+  id: string;
+  label: ComponentChildren;
+  help?: ComponentChildren;
+  optional?: boolean;
+  wide?: boolean;
+  value: string;
+  onValue: (value: string) => void;
+} & Record<string, unknown>;
+
+/** A labelled text-like input (described by its help line), never autofilled or spell-checked. */
+export function InputField({ id, label, help, optional, wide, value, onValue, ...input }: InputFieldProps) {
+  return (
+    <Field id={id} label={label} help={help} optional={optional} wide={wide}>
+      <input
+        id={id}
+        {...plain}
+        aria-describedby={help ? `${id}-help` : undefined}
+        {...input}
+        value={value}
+        onInput={(e) => onValue((e.target as HTMLInputElement).value)}
+      />
+    </Field>
+  );
+}
