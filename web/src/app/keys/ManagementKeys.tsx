@@ -7,6 +7,7 @@ import { Field, valueOf } from '../../shared/components/Field.tsx';
 import { dateOf } from '../../shared/format.ts';
 import { managementKeysApi } from '../api/account.ts';
 import type { ManagementKey, NewKey } from '../api/types.ts';
+import { KeyCells } from './KeysTable.tsx';
 
 export interface ManagementKeysProps {
   accountId: string;
@@ -67,14 +68,7 @@ export function ManagementKeys({ accountId, canManage, onCreated, onProblem, onS
         empty={keys ? 'No management keys.' : 'Loading…'}
         rows={(keys ?? []).map((k) => (
           <tr key={k.key_id}>
-            <td>
-              <strong>{k.name}</strong>
-              <br />
-              <code class="muted">{k.masked}</code>
-            </td>
-            <td>
-              <span class={`role-tag ${k.status === 'active' ? '' : 'danger'}`}>{k.status}</span>
-            </td>
+            <KeyCells name={k.name} masked={k.masked} state={k.status} tone={k.status === 'active' ? '' : 'danger'} />
             <td>{dateOf(k.issued_at)}</td>
             {canManage && (
               <td class="actions">
