@@ -28,6 +28,7 @@ import { stripeWebhookRoute } from './routes/stripe-webhook.ts';
 import { redirectBrowserToPages, webRoutes } from './routes/web.ts';
 import { customerAuthRoutes, type CustomerAuthDeps } from './routes/customer-auth.ts';
 import { customerAccountRoutes } from './routes/customer-account.ts';
+import { keyManagementRouter } from './routes/key-management.ts';
 import { metricsEndpoint, readiness, type ViewsBehind } from './gateway/health.ts';
 import type { Metrics } from './gateway/metrics.ts';
 
@@ -163,6 +164,10 @@ export function createApp(
     app.use(customers.routes());
     app.use(customers.allowedMethods({ throw: true }));
   }
+  // Before /v1's model routes: the management key opens /v1/keys and nothing else.
+  const keyManagement = keyManagementRouter(deps);
+  app.use(keyManagement.routes());
+  app.use(keyManagement.allowedMethods({ throw: true }));
   app.use(v1.routes());
   app.use(v1.allowedMethods({ throw: true }));
   app.use(site.routes());

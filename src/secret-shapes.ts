@@ -4,6 +4,7 @@
 const SECRET_SHAPES = [
   // This gateway's API keys and admin tokens, and the usual upstream key prefixes (OpenAI sk-…, sk-proj-…, Anthropic sk-ant-…).
   /sk_svc_[A-Za-z0-9]{4,}/g,
+  /sk_mgmt_[A-Za-z0-9_]{4,}/g,
   /tg_admin_[A-Za-z0-9_-]{4,}/g,
   /\bsk-[A-Za-z0-9_-]{8,}/g,
 ];

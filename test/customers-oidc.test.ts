@@ -5,46 +5,28 @@
 // PGlite, and on PostgreSQL with DATABASE_URL.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, openAccount } from './support/http.ts';
-import { ensureCustomerServers, load } from './support/customer-servers.ts';
+import { startOidcProvider } from './support/customer-servers.ts';
 import { customerSettingsFromEnv } from '../src/config.ts';
 
 const ADMIN = 'customers-oidc-admin-token-0123456789abcdef';
 let gw: TestGateway;
-let handler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
-const idp = createServer((req, res) => handler?.(req, res));
+let idp: Awaited<ReturnType<typeof startOidcProvider>>;
 let issuer = '';
 
 test.before(async () => {
-  ensureCustomerServers();
-  await new Promise<void>((r) => idp.listen(0, '127.0.0.1', r));
-  issuer = `http://127.0.0.1:${(idp.address() as AddressInfo).port}`;
+  idp = await startOidcProvider();
+  issuer = idp.issuer;
   gw = await startTestGateway({
     adminToken: ADMIN,
-    customers: { ...customerSettingsFromEnv({}), oidc: { issuer, clientId: 'tollgate', clientSecret: 'oidc-client-secret-0123456789', name: 'Test IdP' } },
+    customers: { ...customerSettingsFromEnv({}), oidc: { issuer, clientId: idp.clientId, clientSecret: idp.clientSecret, name: 'Test IdP' } },
   });
-  const { default: Provider } = await load('oidc-provider');
-  const provider = new Provider(issuer, {
-    clients: [
-      {
-        client_id: 'tollgate',
-        client_secret: 'oidc-client-secret-0123456789',
-        redirect_uris: [`${gw.url}/app/api/sign-in/oidc/callback`],
-        grant_types: ['authorization_code'],
-        response_types: ['code'],
-      },
-    ],
-    claims: { openid: ['sub'], email: ['email', 'email_verified'] },
-    findAccount: (_ctx: unknown, id: string) => ({ accountId: id, claims: () => ({ sub: id, email: id, email_verified: true }) }),
-  });
-  handler = provider.callback();
+  idp.register(`${gw.url}/app/api/sign-in/oidc/callback`);
 });
 test.after(async () => {
   await gw?.stop();
-  idp.close();
+  await idp?.close();
 });
 
 /** Cookies per server (the gateway's and the provider's share a host, not a port). */

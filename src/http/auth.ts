@@ -1,6 +1,7 @@
 import type { Context, Next } from 'koa';
 import { ApiError, keyExpiredError } from './errors.ts';
 import { isWellFormedKey, KEY_PREFIX } from '../ledger/keys.ts';
+import { MANAGEMENT_KEY_PREFIX } from '../ledger/management-keys.ts';
 import type { KeyDirectory } from './key-directory.ts';
 
 const invalidKey = (message: string) => new ApiError(401, message, 'invalid_request_error', 'invalid_api_key');
@@ -20,6 +21,8 @@ export function requireApiKey(keys: KeyDirectory) {
   return async (ctx: Context, next: Next): Promise<void> => {
     const secret = presentedKey(ctx);
     if (secret === null) throw invalidKey('Missing API key. Send the header "Authorization: Bearer <API_KEY>".');
+    if (secret.startsWith(MANAGEMENT_KEY_PREFIX))
+      throw invalidKey(`A management key calls no model: it only manages keys at /v1/keys. Call models with an API key (${KEY_PREFIX}…).`);
     if (!secret.startsWith(KEY_PREFIX) || !isWellFormedKey(secret)) throw invalidKey(`Invalid API key format: keys begin with ${KEY_PREFIX}.`);
     const rec = await keys.lookup(secret);
     if (!rec) throw invalidKey('Incorrect API key provided.');

@@ -319,6 +319,8 @@ export const EVENT_TYPES = [
   'SessionStarted',
   'SessionEnded',
   'RedemptionCodeRefused',
+  'ManagementKeyIssued',
+  'ManagementKeyRevoked',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -360,6 +362,8 @@ export const streams = {
   session: (sessionId: string) => `session-${sessionId}`,
   /** An account's refused redemption codes in one UTC hour (src/money/code-attempts.ts). */
   codeAttempts: (accountId: string, hour: string) => `code-attempts-${accountId}-${hour}`,
+  /** An account's management keys (src/ledger/management-keys.ts). */
+  managementKeys: (accountId: string) => `management-keys-${accountId}`,
 };
 
 /** The fields that are set: optional event fields are left out, never stored as undefined or null. */

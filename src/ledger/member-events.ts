@@ -13,4 +13,7 @@ export interface MemberEvents {
   SignInLinkUsed: { linkId: string; email: string };
   SessionStarted: { sessionId: string; email: string; hash: string; method: 'email' | 'oidc'; expiresAt: string };
   SessionEnded: { sessionId: string; email: string; reason: 'sign_out' | 'ended_by_member' | 'ended_by_operator' };
+  /** A key that manages the account's API keys over HTTP and can call no model (src/ledger/management-keys.ts). */
+  ManagementKeyIssued: { accountId: string; keyId: string; name: string; hash: string; last4: string; issuedAt: string };
+  ManagementKeyRevoked: { accountId: string; keyId: string };
 }

@@ -31,6 +31,7 @@ import { webhookAdminRouter } from './admin-webhooks.ts';
 import { adminPaymentsRoutes } from './admin-payments.ts';
 import { adminFinanceRoutes } from './admin-finance.ts';
 import { adminMembersRoutes } from './admin-members.ts';
+import { adminManagementKeyRoutes } from './admin-management-keys.ts';
 import { adminCostRoutes } from './admin-cost.ts';
 
 type Body = Record<string, unknown>;
@@ -182,6 +183,7 @@ export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failu
   r.use(adminConsoleRoutes(deps).routes()); // GET /accounts (paginated) and /accounts/:id/balance, for the console
   r.use(adminKeysRoutes(deps).routes()); // GET /accounts/:id/keys (with controls and spend), PATCH /keys/:id, POST /keys/:id/rotate
   r.use(adminMembersRoutes(ledger).routes()); // an account's members and who changed them
+  r.use(adminManagementKeyRoutes(ledger).routes()); // an account's management keys (the key-management API)
 
   r.get('/plans', async (ctx) => {
     await ledger.readYourWrites();

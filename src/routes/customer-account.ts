@@ -6,16 +6,15 @@ import Router from '@koa/router';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { badRequest } from '../http/errors.ts';
 import { requireId } from '../ledger/ledger.ts';
-import { maskKey } from '../ledger/keys.ts';
 import { isRole, type Action } from '../ledger/roles.ts';
 import { changeRole, invite, memberActor, membersWithHistory, remove, requireMember } from '../customers/members.ts';
-import { createKey, revokeAccountKey } from '../customers/keys.ts';
+import { issueManagementKey, listManagementKeys, revokeManagementKey } from '../customers/management-keys.ts';
 import { requireEmail } from '../customers/sign-in.ts';
-import { listKeys, MAX_GRACE_SECONDS, parseKeyControlsPatch, rotateKey, setKeyControls } from '../admin/key-controls.ts';
 import { buildStatement, statementCsv } from '../admin/statements.ts';
 import { subscription, usage } from './account.ts';
 import { requireSession } from './customer-auth.ts';
 import { paymentRoutes } from './payments.ts';
+import { accountKeyHandlers } from './account-keys.ts';
 
 type Body = Record<string, unknown>;
 const objectBody = (ctx: Context): Body => {
@@ -52,7 +51,7 @@ function statementRange(ctx: Context) {
 }
 
 export function customerAccountRoutes(deps: GatewayDeps): Router {
-  const { ledger, catalog } = deps;
+  const { ledger } = deps;
   const r = new Router({ prefix: '/accounts/:account' });
   r.use(requireSession(ledger));
   const by = (ctx: Context) => ({ actorRole: ctx.state.member.role, actor: ctx.state.actor as string });
@@ -75,38 +74,23 @@ export function customerAccountRoutes(deps: GatewayDeps): Router {
     ctx.body = { object: 'member', member_id: ctx.params.member, removed: true };
   });
 
-  r.get('/keys', allowed(deps, 'keys.read'), async (ctx) => {
-    ctx.body = { object: 'list', data: await listKeys(ledger, acct(ctx)) };
+  const keys = accountKeyHandlers(deps);
+  r.get('/keys', allowed(deps, 'keys.read'), keys.list);
+  r.post('/keys', allowed(deps, 'keys.manage'), keys.create);
+  r.patch('/keys/:key', allowed(deps, 'keys.manage'), keys.update);
+  r.post('/keys/:key/rotate', allowed(deps, 'keys.manage'), keys.rotate);
+  r.post('/keys/:key/revoke', allowed(deps, 'keys.manage'), keys.revoke);
+
+  r.get('/management-keys', allowed(deps, 'keys.read'), async (ctx) => {
+    ctx.body = { object: 'list', data: await listManagementKeys(ledger, acct(ctx)) };
   });
-  r.post('/keys', allowed(deps, 'keys.manage'), async (ctx) => {
-    const k = await createKey(ledger, catalog, acct(ctx), objectBody(ctx), ctx.state.actor);
+  r.post('/management-keys', allowed(deps, 'keys.manage'), async (ctx) => {
     ctx.status = 201;
-    // The only time the secret leaves the gateway.
-    ctx.body = { object: 'api_key', key_id: k.keyId, account_id: acct(ctx), key: k.secret, masked: maskKey(k.last4), ...k.controls };
+    ctx.body = { object: 'management_key', account_id: acct(ctx), ...(await issueManagementKey(ledger, acct(ctx), objectBody(ctx).name, ctx.state.actor)) };
   });
-  r.patch('/keys/:key', allowed(deps, 'keys.manage'), async (ctx) => {
-    const patch = parseKeyControlsPatch(objectBody(ctx));
-    const res = await setKeyControls(ledger, catalog, requireId(ctx.params.key, 'key_id'), patch, ctx.state.actor, { accountId: acct(ctx) });
-    ctx.body = { object: 'api_key', key_id: ctx.params.key, account_id: acct(ctx), ...res.controls, changed: res.changed };
-  });
-  r.post('/keys/:key/rotate', allowed(deps, 'keys.manage'), async (ctx) => {
-    const grace = objectBody(ctx).grace_seconds ?? 0;
-    if (typeof grace !== 'number' || !Number.isSafeInteger(grace) || grace < 0 || grace > MAX_GRACE_SECONDS)
-      throw badRequest(`'grace_seconds' must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS}.`, 'grace_seconds');
-    const res = await rotateKey(ledger, requireId(ctx.params.key, 'key_id'), grace, ctx.state.actor, { accountId: acct(ctx) });
-    ctx.status = 201;
-    ctx.body = {
-      object: 'api_key',
-      key_id: res.keyId,
-      account_id: acct(ctx),
-      key: res.secret,
-      masked: maskKey(res.last4),
-      replaces: { key_id: res.replaces, revoke_at: res.revokeAt },
-    };
-  });
-  r.post('/keys/:key/revoke', allowed(deps, 'keys.manage'), async (ctx) => {
-    await revokeAccountKey(ledger, acct(ctx), requireId(ctx.params.key, 'key_id'), ctx.state.actor);
-    ctx.body = { object: 'api_key', key_id: ctx.params.key, status: 'revoked' };
+  r.post('/management-keys/:key/revoke', allowed(deps, 'keys.manage'), async (ctx) => {
+    await revokeManagementKey(ledger, acct(ctx), requireId(ctx.params.key, 'key_id'), ctx.state.actor);
+    ctx.body = { object: 'management_key', key_id: ctx.params.key, status: 'revoked' };
   });
 
   r.get('/usage', allowed(deps, 'usage.read'), usage(deps));

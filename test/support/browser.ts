@@ -69,3 +69,22 @@ export async function openBrowser(): Promise<Browser> {
     },
   };
 }
+
+/** Signs `email` in as a person does: the sign-in page, the mailed link (read from `mailTo`), opened in this page. */
+export async function signInByMail(
+  page: Page,
+  base: string,
+  mailTo: (address: string, after?: number) => Promise<{ text: string }>,
+  mailCount: () => number,
+  email: string,
+): Promise<void> {
+  await page.goto(`${base}/app/sign-in`);
+  const before = mailCount();
+  await page.locator('#sign-in-email').fill(email);
+  await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+  await page.locator('#sign-in-sent', { hasText: 'a link is on its way' }).waitFor();
+  const link = /https?:\/\/\S+\/app\/sign-in#\S+/.exec((await mailTo(email, before)).text)?.[0];
+  if (!link) throw new Error(`no sign-in link mailed to ${email}`);
+  await page.goto(link);
+  await page.waitForURL((u) => !u.pathname.endsWith('/sign-in'));
+}

@@ -3,6 +3,7 @@
 // mail is parsed with mailparser, and a certified OpenID provider (oidc-provider).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
@@ -56,6 +57,42 @@ export async function startSmtpServer() {
         if (found) return found;
         await new Promise<void>((r) => waiters.push(r));
       }
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+/**
+ * A certified OpenID provider (oidc-provider) on loopback with its development login and consent
+ * pages: any login name is the address it vouches for (email_verified). `issuer` is known at once;
+ * `register` names the one client and its redirect URI once the gateway runs.
+ */
+export async function startOidcProvider() {
+  ensureCustomerServers();
+  let handler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
+  const server = createServer((req, res) => handler?.(req, res));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { default: Provider } = await load('oidc-provider');
+  return {
+    issuer,
+    clientId: 'tollgate',
+    clientSecret: 'oidc-client-secret-0123456789',
+    register(redirectUri: string) {
+      const provider = new Provider(issuer, {
+        clients: [
+          {
+            client_id: 'tollgate',
+            client_secret: 'oidc-client-secret-0123456789',
+            redirect_uris: [redirectUri],
+            grant_types: ['authorization_code'],
+            response_types: ['code'],
+          },
+        ],
+        claims: { openid: ['sub'], email: ['email', 'email_verified'] },
+        findAccount: (_ctx: unknown, id: string) => ({ accountId: id, claims: () => ({ sub: id, email: id, email_verified: true }) }),
+      });
+      handler = provider.callback();
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };

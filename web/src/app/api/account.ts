@@ -19,5 +19,5 @@ export const keysApi = (accountId: string) => ({
     appApi.json<unknown>(at(accountId, `keys/${encodeURIComponent(keyId)}`), { method: 'PATCH', body: controls }),
   rotate: (keyId: string, graceSeconds = 0) =>
     appApi.json<NewKey>(at(accountId, `keys/${encodeURIComponent(keyId)}/rotate`), { method: 'POST', body: { grace_seconds: graceSeconds } }),
-  revoke: (keyId: string) => appApi.json<unknown>(at(accountId, `keys/${encodeURIComponent(keyId)}/revoke`), { method: 'POST' }),
+  revoke: (keyId: string) => appApi.json<unknown>(at(accountId, `keys/${encodeURIComponent(keyId)}/revoke`), { method: 'POST', body: {} }),
 });

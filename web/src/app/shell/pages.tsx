@@ -4,6 +4,8 @@
 import type { FunctionComponent } from 'preact';
 import type { Action } from '../api/types.ts';
 import { BillingPage } from '../billing/BillingPage.tsx';
+import { KeysPage } from '../keys/KeysPage.tsx';
+import { MembersPage } from '../members/MembersPage.tsx';
 import { SessionsPage } from '../sessions/SessionsPage.tsx';
 
 export interface ShellPage {
@@ -15,6 +17,8 @@ export interface ShellPage {
 }
 
 export const SHELL_PAGES: ShellPage[] = [
+  { path: 'keys', label: 'Keys', needs: 'keys.read', Page: KeysPage },
+  { path: 'members', label: 'Members', needs: 'members.read', Page: MembersPage },
   { path: 'usage', label: 'Usage', needs: 'usage.read', href: 'usage' },
   { path: 'billing', label: 'Billing', needs: 'billing', Page: BillingPage },
   { path: 'chat', label: 'Chat', needs: null, href: 'chat' },

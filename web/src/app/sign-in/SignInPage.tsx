@@ -27,23 +27,31 @@ function linkInFragment(): { email: string; token: string } | null {
 }
 
 export function SignInPage() {
-  const [link] = useState(linkInFragment);
   const [options, setOptions] = useState<SignInOptions | null>(null);
   const [problem, setProblem] = useState<unknown>(null);
-  const [status, setStatus] = useState(link ? 'Signing you in…' : '');
+  const [status, setStatus] = useState('');
 
   useEffect(() => {
     signInApi.options().then(setOptions, setProblem);
-    if (!link) return;
-    // The token leaves the address bar (and the history) before anything else happens.
-    history.replaceState(null, '', location.pathname + location.search);
-    signInApi.useLink(link.email, link.token).then(
-      () => location.replace(nextPage()),
-      (err) => {
-        setStatus('');
-        setProblem(err);
-      },
-    );
+    const useLink = () => {
+      const link = linkInFragment();
+      if (!link) return;
+      setStatus('Signing you in…');
+      setProblem(null);
+      // The token leaves the address bar (and the history) before anything else happens.
+      history.replaceState(null, '', location.pathname + location.search);
+      signInApi.useLink(link.email, link.token).then(
+        () => location.replace(nextPage()),
+        (err) => {
+          setStatus('');
+          setProblem(err);
+        },
+      );
+    };
+    useLink();
+    // A link opened while this page is open changes only the fragment.
+    addEventListener('hashchange', useLink);
+    return () => removeEventListener('hashchange', useLink);
   }, []);
 
   return (
