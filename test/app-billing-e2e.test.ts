@@ -58,8 +58,9 @@ if (skipReason) {
       const sessionId = url.pathname.split('/').pop()!;
       const session = stripe.sessions.get(sessionId);
       if (!session) return route.fulfill({ status: 404, body: 'no such session' });
+      if (url.pathname.startsWith('/cancel/')) return route.fulfill({ status: 303, headers: { location: session.cancelUrl! } });
       if (!url.pathname.startsWith('/paid/')) {
-        const body = `<!doctype html><title>Checkout</title><p>Pay ${session.amount} ${session.currency}</p><a id="pay" href="${CHECKOUT}paid/${sessionId}">Pay</a>`;
+        const body = `<!doctype html><title>Checkout</title><p>Pay ${session.amount} ${session.currency}</p><a id="pay" href="${CHECKOUT}paid/${sessionId}">Pay</a> <a id="cancel" href="${CHECKOUT}cancel/${sessionId}">Back</a>`;
         return route.fulfill({ status: 200, contentType: 'text/html', body });
       }
       const { body, signature } = stripe.signed(stripe.event('checkout.session.completed', stripe.pay(sessionId)));
@@ -142,6 +143,22 @@ if (skipReason) {
     const [usage] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download usage CSV' }).click()]);
     assert.match(usage.suggestedFilename(), /-by-key\.csv$/);
     assert.match(readFileSync(await usage.path(), 'utf8'), new RegExp(acme.keyId));
+  });
+
+  test("a plan's Checkout left without paying comes back saying nothing was charged", async () => {
+    const before = await shownBalance(page);
+    const payments = await page.locator('#payments-table tbody tr').count();
+    await page.getByLabel('Renew the plan every period').uncheck();
+    const checkout = page.waitForRequest((r) => r.url().endsWith(`/app/api/accounts/${acme.accountId}/checkout`));
+    await page.getByRole('button', { name: `Buy the Plan ${acme.planId.slice(5)} plan for 20.00 USD` }).click();
+    assert.equal((await checkout).postDataJSON(), { plan_id: acme.planId, recurring: false });
+    await page.waitForURL(`${CHECKOUT}**`);
+    await page.locator('#cancel').click();
+    await page.waitForURL(/\/app\/billing/);
+    await page.locator('#checkout-status', { hasText: 'Checkout was cancelled: nothing was charged.' }).waitFor();
+    await page.locator('#sub-remaining').waitFor();
+    assert.is(await shownBalance(page), before);
+    assert.is(await page.locator('#payments-table tbody tr').count(), payments);
   });
 
   test('a phone-sized screen (390x844): the billing page fits the width', async () => {

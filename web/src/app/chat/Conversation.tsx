@@ -3,7 +3,7 @@
 import { useLayoutEffect, useRef } from 'preact/hooks';
 import type { Message } from './messages.ts';
 
-function Bubble({ m }: { m: Message }) {
+function Bubble({ m, onImage }: { m: Message; onImage: () => void }) {
   const who = m.role === 'user' ? 'You' : 'Assistant';
   return (
     <article class={`message ${m.role}${m.failed ? ' failed' : ''}`} aria-label={`${who} said`} data-state={m.state}>
@@ -19,7 +19,7 @@ function Bubble({ m }: { m: Message }) {
             <span class="pending-text">{m.pending}</span>
           </span>
         ) : m.image ? (
-          <img class="result" src={m.image.href} alt={m.image.alt} width={m.image.width} height={m.image.height} />
+          <img class="result" src={m.image.href} alt={m.image.alt} width={m.image.width} height={m.image.height} onLoad={onImage} />
         ) : (
           m.text !== undefined && <p class={m.muted ? 'text muted' : 'text'}>{m.text}</p>
         )}
@@ -43,6 +43,10 @@ function Bubble({ m }: { m: Message }) {
 export function Conversation({ messages, busy, cleared }: { messages: Message[]; busy: boolean; cleared: boolean }) {
   const log = useRef<HTMLDivElement>(null);
   const count = useRef(0);
+  // A drawn image shows whole once it has loaded, with its download button below it.
+  const toEnd = () => {
+    if (log.current) log.current.scrollTop = log.current.scrollHeight;
+  };
   useLayoutEffect(() => {
     const node = log.current;
     if (!node) return;
@@ -64,7 +68,7 @@ export function Conversation({ messages, busy, cleared }: { messages: Message[];
       tabIndex={0}
     >
       {messages.length ? (
-        messages.map((m) => <Bubble key={m.id} m={m} />)
+        messages.map((m) => <Bubble key={m.id} m={m} onImage={toEnd} />)
       ) : cleared ? (
         <div class="empty" id="empty">
           <p class="empty-title">New conversation</p>
