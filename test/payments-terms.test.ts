@@ -1,7 +1,8 @@
 // The terms of a purchase over real HTTP, on PGlite and PostgreSQL: a price applies from the moment it
 // is set, and a purchase keeps the price it was bought at (a Checkout Session opened before a price
 // change is paid at the old price); a code can pay for a plan period, and an expired code answers
-// like a wrong one; an operator's dispute that does not suspend the keys leaves them working.
+// like a wrong one; an operator's dispute that does not suspend the keys leaves them working; a Stripe
+// payment in another currency or for an unknown pack is kept unmatched.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { TestGateway } from './support/gateway.ts';
@@ -108,6 +109,20 @@ test("an operator's dispute with suspend_keys false leaves the keys working unti
     closed.json.events.map((e: any) => [e.type, e.outcome]),
     [['DisputeClosed', 'won']],
   );
+});
+
+test('a Stripe payment in another currency, or for a pack that does not exist, is kept unmatched and grants nothing', async () => {
+  const paidBefore = (await call(gw, '/v1/payments', { key })).json.data.length;
+  // p300 costs $4.50 since the first test.
+  const inEuros = stripe.pay((await call(gw, '/v1/checkout/sessions', { key, body: { pack_id: 'p300' } })).json.id);
+  const unknownPack = stripe.pay((await call(gw, '/v1/checkout/sessions', { key, body: { pack_id: 'p300' } })).json.id);
+  assert.is(await deliver('checkout.session.completed', { ...inEuros, currency: 'eur' }), 'unmatched');
+  assert.is(await deliver('checkout.session.completed', { ...unknownPack, metadata: { account_id: accountId, pack_id: 'p_gone' } }), 'unmatched');
+  const unmatched = (await admin('/unmatched-payments')).json.data;
+  const of = (session: Record<string, unknown>) => unmatched.find((u: any) => u.processorPaymentId === session.payment_intent);
+  assert.equal([of(inEuros).amount, of(inEuros).currency, of(inEuros).reason], [450, 'EUR', 'paid in EUR, the ledger settles in USD']);
+  assert.match(of(unknownPack).reason, /^no known plan or pack/);
+  assert.is((await call(gw, '/v1/payments', { key })).json.data.length, paidBefore);
 });
 
 test.run();
