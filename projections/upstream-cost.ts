@@ -5,8 +5,9 @@
 // and a rebuild from zero gives the same figures. A call no rate prices is unpriced, never free.
 import type { Queryable } from '../src/eventstore/db.ts';
 import type { EventDataByType } from '../src/ledger/events.ts';
-import { bookSeries, exactCost, type CallUsage } from '../src/money/cost.ts';
-import type { CostRate } from '../src/money/cost-rates.ts';
+import { exactCost, type CallUsage } from '../src/money/cost.ts';
+import { bookedExact } from '../src/money/money.ts';
+import { COST_DENOMINATOR, type CostRate } from '../src/money/cost-rates.ts';
 import { dayOf, defineProjection, eventData, type Row } from './row-projection.ts';
 import { q } from './sql.ts';
 import { UNRECORDED } from './upstream-report.ts';
@@ -174,74 +175,81 @@ const RATE_COLUMNS = [
   'image',
 ];
 
+/** Calls read per query: each page is one short statement (the server's statement timeout bounds every one). */
+const PAGE = 5_000;
+
 /**
- * The calls of the UTC days `fromDay` to `toDay` (both included) of the series `only` names (all
- * when absent), priced and booked: each series (day, channel, upstream model) in log order.
+ * Every call of the UTC days `fromDay` to `toDay` (both included), priced and booked, to `each` in
+ * log time order, a page at a time (the (at, position) index): each series (day, channel, upstream
+ * model) keeps its running exact total, so each call books round(total after) - round(total
+ * before), the same figures as booking each series whole. Memory: one page and the series' totals.
  */
-export async function pricedCalls(db: Queryable, schema: string, fromDay: string, toDay: string, only?: ReadonlyArray<SeriesKey>): Promise<PricedCall[]> {
-  const filter = only ? `AND (c.day, c.channel, c.upstream_model) IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[]))` : '';
-  const params: unknown[] = [fromDay, toDay];
-  if (only)
-    params.push(
-      only.map((s) => s.day),
-      only.map((s) => s.channel),
-      only.map((s) => s.upstream_model),
+export async function forEachPricedCall(db: Queryable, schema: string, fromDay: string, toDay: string, each: (c: PricedCall) => void): Promise<void> {
+  const totals = new Map<string, bigint>();
+  const from = `${fromDay}T00:00:00.000Z`;
+  const to = new Date(Date.parse(`${toDay}T00:00:00.000Z`) + 86_400_000).toISOString();
+  let after: [string, number] = [from, -1];
+  for (;;) {
+    const rows = await db.query<Row>(
+      `SELECT c.*, ${RATE_COLUMNS.map((col) => `r.${col} AS rate_${col}`).join(', ')}
+       FROM ${q(schema, upstreamCalls.table)} c
+       LEFT JOIN LATERAL (
+         SELECT * FROM ${q(schema, upstreamCostRates.table)} r
+         WHERE r.channel = c.channel AND r.upstream_model = c.upstream_model AND r.effective_at <= c.at
+         ORDER BY r.effective_at DESC, r.position DESC LIMIT 1) r ON true
+       WHERE c.at < $2::timestamptz AND (c.at, c.position) > ($1::timestamptz, $3::bigint) AND c.day >= $4 AND c.day <= $5
+       ORDER BY c.at, c.position LIMIT ${PAGE}`,
+      [after[0], to, after[1], fromDay, toDay],
     );
-  const rows = await db.query<Row>(
-    `SELECT c.*, ${RATE_COLUMNS.map((col) => `r.${col} AS rate_${col}`).join(', ')}
-     FROM ${q(schema, upstreamCalls.table)} c
-     LEFT JOIN LATERAL (
-       SELECT * FROM ${q(schema, upstreamCostRates.table)} r
-       WHERE r.channel = c.channel AND r.upstream_model = c.upstream_model AND r.effective_at <= c.at
-       ORDER BY r.effective_at DESC, r.position DESC LIMIT 1) r ON true
-     WHERE c.day >= $1 AND c.day <= $2 ${filter}
-     ORDER BY c.day, c.channel COLLATE "C", c.upstream_model COLLATE "C", c.at, c.position`,
-    params,
-  );
-  const calls = rows.map((r): PricedCall => {
-    const usage: CallUsage = {
-      input: Number(r.input),
-      cacheRead: Number(r.cache_read),
-      cacheWrite5m: Number(r.cache_write_5m),
-      cacheWrite1h: Number(r.cache_write_1h),
-      output: Number(r.output),
-      images: Number(r.images),
-    };
-    const rate = r.rate_event_id === null ? null : rateOfRow(Object.fromEntries(RATE_COLUMNS.map((col) => [col, r[`rate_${col}`]])));
-    return {
-      event_id: String(r.event_id),
-      position: Number(r.position),
-      at: r.at instanceof Date ? r.at.toISOString() : String(r.at),
-      day: String(r.day),
-      account_id: String(r.account_id),
-      model: String(r.model),
-      request_id: String(r.request_id),
-      channel: String(r.channel),
-      upstream_model: String(r.upstream_model),
-      usage,
-      rate_event_id: rate?.eventId ?? null,
-      exact: rate ? exactCost(rate, usage) : null,
-      cost_minor: null,
-    };
-  });
-  // Rows come grouped by series: book each series in turn.
-  for (let i = 0; i < calls.length;) {
-    let j = i;
-    while (j < calls.length && sameSeries(calls[i], calls[j])) j++;
-    const booked = bookSeries(calls.slice(i, j).map((c) => c.exact));
-    for (let k = i; k < j; k++) calls[k].cost_minor = booked[k - i];
-    i = j;
+    for (const r of rows) {
+      const call = pricedCallOf(r);
+      if (call.exact !== null) {
+        const key = JSON.stringify([call.day, call.channel, call.upstream_model]);
+        const before = totals.get(key) ?? 0n;
+        totals.set(key, before + call.exact);
+        call.cost_minor = bookedExact(before, before + call.exact, COST_DENOMINATOR);
+      }
+      each(call);
+    }
+    if (rows.length < PAGE) return;
+    const last = rows[rows.length - 1];
+    after = [last.at instanceof Date ? last.at.toISOString() : String(last.at), Number(last.position)];
   }
-  return calls;
 }
 
-/** A series: one UTC day of one channel and upstream model. */
-export interface SeriesKey {
-  day: string;
-  channel: string;
-  upstream_model: string;
+function pricedCallOf(r: Row): PricedCall {
+  const usage: CallUsage = {
+    input: Number(r.input),
+    cacheRead: Number(r.cache_read),
+    cacheWrite5m: Number(r.cache_write_5m),
+    cacheWrite1h: Number(r.cache_write_1h),
+    output: Number(r.output),
+    images: Number(r.images),
+  };
+  const rate = r.rate_event_id === null ? null : rateOfRow(Object.fromEntries(RATE_COLUMNS.map((col) => [col, r[`rate_${col}`]])));
+  return {
+    event_id: String(r.event_id),
+    position: Number(r.position),
+    at: r.at instanceof Date ? r.at.toISOString() : String(r.at),
+    day: String(r.day),
+    account_id: String(r.account_id),
+    model: String(r.model),
+    request_id: String(r.request_id),
+    channel: String(r.channel),
+    upstream_model: String(r.upstream_model),
+    usage,
+    rate_event_id: rate?.eventId ?? null,
+    exact: rate ? exactCost(rate, usage) : null,
+    cost_minor: null,
+  };
 }
-const sameSeries = (a: SeriesKey, b: SeriesKey) => a.day === b.day && a.channel === b.channel && a.upstream_model === b.upstream_model;
+
+/** The calls of the UTC days `fromDay` to `toDay` (both included), priced and booked, in log time order. */
+export async function pricedCalls(db: Queryable, schema: string, fromDay: string, toDay: string): Promise<PricedCall[]> {
+  const out: PricedCall[] = [];
+  await forEachPricedCall(db, schema, fromDay, toDay, (c) => out.push(c));
+  return out;
+}
 
 export interface UpstreamCostRow {
   day: string;
@@ -270,7 +278,7 @@ export async function upstreamCostBetween(
   opts: { withEvents?: boolean } = {},
 ): Promise<UpstreamCostRow[]> {
   const rows = new Map<string, UpstreamCostRow & { cost: bigint; charges: string[]; rates: Set<string> }>();
-  for (const c of await pricedCalls(db, schema, fromDay, toDay)) {
+  await forEachPricedCall(db, schema, fromDay, toDay, (c) => {
     const key = JSON.stringify([c.day, c.account_id, c.model, c.channel, c.upstream_model]);
     let row = rows.get(key);
     if (!row) {
@@ -296,7 +304,7 @@ export async function upstreamCostBetween(
       row.charges.push(c.event_id);
       if (c.rate_event_id) row.rates.add(c.rate_event_id);
     }
-  }
+  });
   const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
   return [...rows.values()]
     .map(({ cost, charges, rates, ...r }) => ({
