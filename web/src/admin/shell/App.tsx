@@ -112,7 +112,8 @@ export function App() {
         </nav>
         <div class="session" id="session" hidden={!signedIn}>
           <span class="session-who" id="session-who">
-            Signed in as {getActor() || 'console'}
+            <span class="session-label">Signed in as </span>
+            {getActor() || 'console'}
           </span>
           <button type="button" id="sign-out" class="secondary small" onClick={signOut}>
             Sign out
