@@ -83,7 +83,7 @@ export interface CustomerSettings {
   linkMinutes: number;
   /** TOLLGATE_SESSION_HOURS: how long a session lasts. */
   sessionHours: number;
-  /** TOLLGATE_SIGN_IN_ATTEMPTS_PER_MINUTE: link requests one address may make a minute (per process), known or not. */
+  /** TOLLGATE_SIGN_IN_ATTEMPTS_PER_MINUTE: link requests one address may make a minute (counted across gateways), known or not. */
   signInAttemptsPerMinute: number;
   /** TOLLGATE_SIGNUP=open: an unknown address that signs in gets an account of its own (else invitation only). */
   signUpOpen: boolean;

@@ -5,7 +5,7 @@
 // the role stops them: the pages hide keys and the server refuses a key (403), nothing written.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import OpenAI from 'openai';
+import { modelsStatus, refusedOnOther } from './support/key-checks.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { openAccount, type TestAccount } from './support/http.ts';
 import { startSmtpServer } from './support/customer-servers.ts';
@@ -32,16 +32,8 @@ async function signOut() {
   await browser.page.getByRole('button', { name: 'Sign out' }).click();
   await browser.page.waitForURL(/\/app\/sign-in$/);
 }
-/** A /v1 call with the official client through the other gateway: the model list, or the error's status. */
-async function modelsWith(key: string): Promise<number> {
-  const client = new OpenAI({ apiKey: key, baseURL: `${other.url}/v1`, maxRetries: 0 });
-  try {
-    await client.models.list();
-    return 200;
-  } catch (err) {
-    return (err as { status?: number }).status ?? 0;
-  }
-}
+const modelsWith = (key: string) => modelsStatus(other.url, key);
+const stoppedOnOther = (key: string) => refusedOnOther(other.url, key);
 const secretShown = () =>
   browser.page
     .locator('#new-key-secret')
@@ -105,7 +97,7 @@ if (skip) {
     assert.match(rotated, /^sk_svc_/);
     assert.is.not(rotated, secret);
     await page.getByRole('button', { name: 'Done' }).click();
-    assert.is(await modelsWith(secret), 401, 'the old key stopped at once');
+    assert.is(await stoppedOnOther(secret), 401, 'the old key stopped (once the other gateway heard)');
     assert.is(await modelsWith(rotated), 200);
 
     const live = page.locator('#keys-table tr', { hasText: 'billing-service' }).filter({ hasText: 'active' });
@@ -114,7 +106,7 @@ if (skip) {
     await browser.shots(page, 'key-revoke-confirm');
     await confirm.getByRole('button', { name: 'Revoke' }).click();
     await page.locator('#keys-status', { hasText: 'was revoked' }).waitFor();
-    assert.is(await modelsWith(rotated), 401, 'the revoked key stopped at once');
+    assert.is(await stoppedOnOther(rotated), 401, 'the revoked key stopped (once the other gateway heard)');
     assert.equal(browser.problems, []);
   });
 

@@ -89,6 +89,8 @@ if (skip) {
     await page.getByText('This link does not work').waitFor();
 
     await page.goto(`${gw.url}/app/sessions`);
+    await page.locator('#sessions-table tr', { hasText: 'this session' }).waitFor();
+    await browser.shots(page, 'sessions');
     const cookieBefore = await browserCookie();
     assert.is((await call(gw, '/app/api/session', { headers: { cookie: cookieBefore } })).status, 200, 'the browser holds a live session');
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -127,6 +129,10 @@ if (skip) {
     await page.locator('button[type="submit"]', { hasText: 'Continue' }).click();
     await page.waitForURL(/\/app\/keys$/);
     assert.ok(await page.getByText('oidc-admin@acme.test').isVisible());
+    await page.goto(`${gw.url}/app/sign-in`);
+    await page.getByRole('link', { name: 'Sign in with Test IdP' }).waitFor();
+    await browser.shots(page, 'sign-in-oidc');
+    await page.goto(`${gw.url}/app/keys`);
     const nav = page.getByRole('navigation', { name: 'Pages' });
     assert.ok(await nav.getByRole('link', { name: 'Members' }).isVisible(), 'an admin manages members');
     assert.not.ok(await nav.getByRole('link', { name: 'Usage' }).isVisible(), 'an admin has no usage page (the role table)');

@@ -1,5 +1,5 @@
 // Sign-in by email link: a request for a link gets the same answer whether the address is known
-// or not (and the same 429 past the per-address limit); a link goes only to an address that is a
+// or not (and the same 429 past the per-address limit, counted on every gateway); a link goes only to an address that is a
 // member, is invited, or may sign up. Using a link (once, in time, for its own address) starts a
 // session; joining invitations and sign-up happen there, for OpenID Connect sign-ins too.
 import { randomUUID } from 'node:crypto';
@@ -9,7 +9,8 @@ import { metadataFor } from '../ledger/ledger.ts';
 import { streams } from '../ledger/events.ts';
 import { DomainError } from '../ledger/errors.ts';
 import { hashKey } from '../ledger/keys.ts';
-import { badLink, linkDecider } from '../ledger/sign-in.ts';
+import { badLink, linkDecider, signInAttemptsDecider, utcMinute } from '../ledger/sign-in.ts';
+import { ApiError } from '../http/errors.ts';
 import { normalEmail } from '../ledger/members.ts';
 import { failureThrottle } from '../http/failure-throttle.ts';
 import type { CustomerSettings } from '../config.ts';
@@ -44,12 +45,35 @@ export function createSignIn(opts: { ledger: Ledger; mailer: Mailer; settings: C
     await mailer.sendSignInLink({ to: email, link, minutes: settings.linkMinutes });
   }
 
+  /**
+   * The same limit across gateways: each request is a SignInRequested (the address as its hash) on
+   * the address's stream for the UTC minute, and none is recorded past the limit (then the same 429
+   * as this process's own window gives, for a known and an unknown address alike).
+   */
+  async function countOnEveryGateway(email: string, now = new Date()) {
+    const address = hashKey(email);
+    const minute = utcMinute(now);
+    const limit = settings.signInAttemptsPerMinute;
+    const res = await ledger.command(
+      signInAttemptsDecider,
+      streams.signInAttempts(address, minute),
+      { type: 'Request', address, minute, limit },
+      metadataFor('person:anonymous'),
+    );
+    if (res.events.length > 0) return;
+    const retry = Math.max(1, 60 - now.getUTCSeconds());
+    throw new ApiError(429, `Too many sign-in requests for this address in the last minute: retry after ${retry}s.`, 'requests', 'too_many_failures', null, {
+      'retry-after': String(retry),
+    });
+  }
+
   return {
     /** Always the same outcome for the caller; the link is sent in the background. */
     async requestLink(rawEmail: unknown, origin: string): Promise<void> {
       const email = requireEmail(rawEmail);
       attempts.check(email, 'sign-in requests for this address');
       attempts.record(email);
+      await countOnEveryGateway(email);
       const mayHaveLink = settings.signUpOpen || (await isKnown(ledger, email));
       if (!mayHaveLink) return;
       // Not awaited: the answer takes as long for an unknown address as for a known one.

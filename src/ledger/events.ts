@@ -339,6 +339,7 @@ export const EVENT_TYPES = [
   'SubscriptionResumed',
   'ManagementKeyIssued',
   'ManagementKeyRevoked',
+  'SignInRequested',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -380,6 +381,8 @@ export const streams = {
   session: (sessionId: string) => `session-${sessionId}`,
   /** An account's refused redemption codes in one UTC hour (src/money/code-attempts.ts). */
   codeAttempts: (accountId: string, hour: string) => `code-attempts-${accountId}-${hour}`,
+  /** Sign-in link requests for one address (its hash) in one UTC minute (src/ledger/sign-in.ts). */
+  signInAttempts: (addressHash: string, minute: string) => `signin-attempts-${addressHash.slice(0, 32)}-${minute}`,
   /** An account's management keys (src/ledger/management-keys.ts). */
   managementKeys: (accountId: string) => `management-keys-${accountId}`,
 };

@@ -13,6 +13,8 @@ export interface MemberEvents {
   SignInLinkUsed: { linkId: string; email: string };
   SessionStarted: { sessionId: string; email: string; hash: string; method: 'email' | 'oidc'; expiresAt: string };
   SessionEnded: { sessionId: string; email: string; reason: 'sign_out' | 'ended_by_member' | 'ended_by_operator' };
+  /** A sign-in link was asked for an address (its SHA-256 only) in a UTC minute: counted across gateways. */
+  SignInRequested: { address: string; minute: string };
   /** A key that manages the account's API keys over HTTP and can call no model (src/ledger/management-keys.ts). */
   ManagementKeyIssued: { accountId: string; keyId: string; name: string; hash: string; last4: string; issuedAt: string };
   ManagementKeyRevoked: { accountId: string; keyId: string };

@@ -78,3 +78,16 @@ export const sessionDecider: Decider<SessionState, SessionCommand> = {
 /** Whether a session's cookie secret opens it at `now`. */
 export const sessionOpens = (s: SessionState, hash: string, now: Date): boolean =>
   s.status === 'active' && sameHash(s.hash, hash) && now.getTime() < Date.parse(s.expiresAt);
+
+/** The UTC minute of an instant as yyyymmddhhmm: the window sign-in requests are counted in. */
+export const utcMinute = (at: Date): string => at.toISOString().slice(0, 16).replace(/[-T:]/g, '');
+
+/**
+ * Sign-in requests for one address in one UTC minute, on a stream of their own: the decider records
+ * none past the limit, and the store's optimistic concurrency makes the count exact across gateways.
+ */
+export const signInAttemptsDecider: Decider<{ requests: number }, { type: 'Request'; address: string; minute: string; limit: number }> = {
+  initialState: () => ({ requests: 0 }),
+  decide: (c, s) => (s.requests >= c.limit ? [] : [{ type: 'SignInRequested', data: { address: c.address, minute: c.minute } }]),
+  evolve: (s, e) => (e.type === 'SignInRequested' ? { requests: s.requests + 1 } : s),
+};
