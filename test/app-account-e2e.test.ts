@@ -115,6 +115,29 @@ if (skip) {
     await confirm.getByRole('button', { name: 'Revoke' }).click();
     await page.locator('#keys-status', { hasText: 'was revoked' }).waitFor();
     assert.is(await modelsWith(rotated), 401, 'the revoked key stopped at once');
+    assert.equal(browser.problems, []);
+  });
+
+  test('an owner makes a management key in the page; it issues a key through /v1/keys on another gateway and calls no model', async () => {
+    const { page } = browser;
+    await page.getByLabel('Management key name').fill('provisioner');
+    await page.getByRole('button', { name: 'Create management key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Your new key' });
+    await dialog.waitFor();
+    const manager = await secretShown();
+    assert.match(manager, /^sk_mgmt_/);
+    await dialog.getByRole('button', { name: 'Done' }).click();
+    await page.locator('#mgmt-table tr', { hasText: 'provisioner' }).filter({ hasText: 'active' }).waitFor();
+    const issued = await fetch(`${other.url}/v1/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${manager}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'user-7' }),
+    });
+    assert.is(issued.status, 201);
+    assert.is(await modelsWith((await issued.json()).key), 200, 'the key it issued works at once');
+    assert.is(await modelsWith(manager), 401, 'the management key calls no model');
+    await page.reload();
+    await page.locator('#keys-table tr', { hasText: 'user-7' }).waitFor();
     await browser.shots(page, 'keys');
     assert.equal(browser.problems, []);
   });

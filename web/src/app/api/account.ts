@@ -1,6 +1,6 @@
 // An account's members and keys, typed (paths of src/routes/customer-account.ts).
 import { appApi } from './client.ts';
-import type { ApiKey, KeyControls, Member, MemberEvent, NewKey, Role } from './types.ts';
+import type { ApiKey, KeyControls, ManagementKey, Member, MemberEvent, NewKey, Role } from './types.ts';
 
 const at = (accountId: string, path: string) => `accounts/${encodeURIComponent(accountId)}/${path}`;
 
@@ -20,4 +20,10 @@ export const keysApi = (accountId: string) => ({
   rotate: (keyId: string, graceSeconds = 0) =>
     appApi.json<NewKey>(at(accountId, `keys/${encodeURIComponent(keyId)}/rotate`), { method: 'POST', body: { grace_seconds: graceSeconds } }),
   revoke: (keyId: string) => appApi.json<unknown>(at(accountId, `keys/${encodeURIComponent(keyId)}/revoke`), { method: 'POST', body: {} }),
+});
+
+export const managementKeysApi = (accountId: string) => ({
+  list: () => appApi.json<{ data: ManagementKey[] }>(at(accountId, 'management-keys')).then((r) => r.data),
+  create: (name: string) => appApi.json<NewKey>(at(accountId, 'management-keys'), { method: 'POST', body: { name } }),
+  revoke: (keyId: string) => appApi.json<unknown>(at(accountId, `management-keys/${encodeURIComponent(keyId)}/revoke`), { method: 'POST', body: {} }),
 });

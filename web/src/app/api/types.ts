@@ -84,3 +84,12 @@ export interface KeyControls {
   models?: string[] | null;
   expires_at?: string | null;
 }
+
+/** A key for the account's own software at /v1/keys: it manages keys and calls no model. */
+export interface ManagementKey {
+  key_id: string;
+  name: string;
+  masked: string;
+  status: 'active' | 'revoked' | string;
+  issued_at: string;
+}

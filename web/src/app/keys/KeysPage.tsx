@@ -11,6 +11,7 @@ import type { ApiKey, KeyControls, NewKey } from '../api/types.ts';
 import { useShell } from '../shell/context.ts';
 import { KeyForm } from './KeyForm.tsx';
 import { KeysTable } from './KeysTable.tsx';
+import { ManagementKeys } from './ManagementKeys.tsx';
 import { SecretDialog } from './SecretDialog.tsx';
 
 const GRACE: Array<[number, string]> = [
@@ -88,6 +89,7 @@ export function KeysPage() {
         <KeysTable keys={keys} canManage={canManage} onRotate={setRotating} onRevoke={setRevoking} />
         {!canManage && <p class="help">Your role ({account.role}) may see the keys but not change them.</p>}
       </section>
+      <ManagementKeys accountId={account.account_id} canManage={canManage} onCreated={setCreated} onProblem={setProblem} onStatus={setStatus} />
       <SecretDialog created={created} onDone={() => setCreated(null)} />
       <ConfirmDialog
         id="revoke-key"

@@ -37,6 +37,22 @@ function Spend({ k }: { k: ApiKey }) {
   );
 }
 
+/** A key's name over its masked secret, then its state as a tag. */
+export function KeyCells({ name, masked, state, tone }: { name: string; masked: string; state: string; tone: string }) {
+  return (
+    <>
+      <td>
+        <strong>{name}</strong>
+        <br />
+        <code class="muted">{masked}</code>
+      </td>
+      <td>
+        <span class={`role-tag ${tone}`}>{state}</span>
+      </td>
+    </>
+  );
+}
+
 export function KeysTable({
   keys,
   canManage,
@@ -62,14 +78,7 @@ export function KeysTable({
         const live = k.status === 'active' && !k.expired;
         return (
           <tr key={k.key_id} data-key-id={k.key_id}>
-            <td>
-              <strong>{k.name}</strong>
-              <br />
-              <code class="muted">{k.masked}</code>
-            </td>
-            <td>
-              <span class={`role-tag ${tone}`}>{state}</span>
-            </td>
+            <KeyCells name={k.name} masked={k.masked} state={state} tone={tone} />
             <td>
               <Spend k={k} />
             </td>
