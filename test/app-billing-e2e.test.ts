@@ -146,6 +146,9 @@ if (skipReason) {
   });
 
   test("a plan's Checkout left without paying comes back saying nothing was charged", async () => {
+    // The balance after the last test's call.
+    await page.reload();
+    await page.locator('#sub-remaining').waitFor();
     const before = await shownBalance(page);
     const payments = await page.locator('#payments-table tbody tr').count();
     await page.getByLabel('Renew the plan every period').uncheck();
