@@ -1,7 +1,6 @@
 // The operator's side of upstream cost under /admin/v1: cost rates (events with the operator as
 // actor and an effective time), the cost per day and per call, bills imported from the providers'
 // exports, and the reconciliation of Tollgate's cost against them (JSON or CSV).
-import type { Context } from 'koa';
 import Router from '@koa/router';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { badRequest } from '../http/errors.ts';
@@ -15,12 +14,7 @@ import { upstreamReportQuery } from '../admin/upstream-report.ts';
 import { reconcileBills, reconciliationCsv } from '../admin/cost-reconciliation.ts';
 import { allRates, pricedCalls, upstreamCostBetween, type StoredRate } from '../../projections/upstream-cost.ts';
 
-type Body = Record<string, unknown>;
-const body = (ctx: Context): Body => {
-  const b = ctx.request.body;
-  if (!b || typeof b !== 'object' || Array.isArray(b)) throw badRequest('The request body must be a JSON object.');
-  return b as Body;
-};
+import { body } from './admin-input.ts';
 
 const rateBody = (r: StoredRate) => ({
   object: 'cost_rate',

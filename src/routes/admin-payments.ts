@@ -1,6 +1,5 @@
 // The operator's side of money under /admin/v1: prices, manual payments, refunds, disputes and
 // redemption codes. Every act is an event with the operator as its actor.
-import type { Context } from 'koa';
 import Router from '@koa/router';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { ApiError, badRequest } from '../http/errors.ts';
@@ -9,13 +8,7 @@ import type { Payments } from '../payments/service.ts';
 import { cancellationBody, paymentBody, paymentsInOrder, planNamesOf, priceListBody } from './payments.ts';
 import { formatMoney } from '../money/money.ts';
 
-type Body = Record<string, unknown>;
-
-const body = (ctx: Context): Body => {
-  const b = ctx.request.body;
-  if (!b || typeof b !== 'object' || Array.isArray(b)) throw badRequest('The request body must be a JSON object.');
-  return b as Body;
-};
+import { body } from './admin-input.ts';
 
 const PROCESSOR_ID = /^[\x21-\x7e]{1,200}$/;
 function processorId(v: unknown, name: string): string {

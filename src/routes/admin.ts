@@ -3,7 +3,7 @@
 import type { Context, Next } from 'koa';
 import Router from '@koa/router';
 import type { GatewayDeps } from '../gateway/deps.ts';
-import { ApiError, badRequest, errorBody, toApiError } from '../http/errors.ts';
+import { ApiError, badRequest } from '../http/errors.ts';
 import { ADMIN_GUESSES_PER_MINUTE, adminTokenMatches } from '../admin/admin-token.ts';
 import { ADMIN_LIMITS, jsonBody } from '../http/body.ts';
 import { failureThrottle } from '../http/failure-throttle.ts';
@@ -11,19 +11,9 @@ import { toMilli } from '../ledger/pricing.ts';
 import { requireId } from '../ledger/ledger.ts';
 import { requireTokenAmount } from '../ledger/errors.ts';
 import { maskKey } from '../ledger/keys.ts';
-import { correctionInput, type CorrectionInput } from '../admin/corrections-terms.ts';
-import { detailCsvFooter, detailCsvHeader, detailCsvLine } from '../admin/corrections-report.ts';
-import { dryRunPage, prepareDryRun } from '../admin/corrections.ts';
-import { prepareCorrection, type AppliedCorrection, type CorrectionProgress } from '../admin/corrections-apply.ts';
-import { streamAnswer, type LineSink } from '../http/line-stream.ts';
-import { writeStatementCsv, writeStatementJson } from '../admin/statements.ts';
-import { buildUpstreamReport, upstreamReportCsv, upstreamReportQuery } from '../admin/upstream-report.ts';
-import { verifyLedger, type VerifyProgress } from '../admin/audit.ts';
-import { rebuildReadModels } from '../../projections/rebuild.ts';
 import * as accounts from '../../projections/accounts.ts';
 import * as models from '../../projections/models.ts';
 import * as plans from '../../projections/plans.ts';
-import { sweepExpiredHolds, sweepOrphanedHolds } from '../gateway/sweeper.ts';
 import { adminConsoleRoutes } from './admin-console.ts';
 import { adminKeysRoutes } from './admin-keys.ts';
 import type { PlanTerms } from '../ledger/events.ts';
@@ -34,62 +24,8 @@ import { adminMembersRoutes } from './admin-members.ts';
 import { adminManagementKeyRoutes } from './admin-management-keys.ts';
 import { adminCostRoutes } from './admin-cost.ts';
 
-type Body = Record<string, unknown>;
-
-/** The least time between two progress lines of POST /admin/v1/verify's NDJSON answer. */
-const VERIFY_PROGRESS_MS = 200;
-
-const line = (value: unknown) => JSON.stringify(value) + '\n';
-
-/**
- * A progress listener that writes `object` lines to `out`: at most one per VERIFY_PROGRESS_MS,
- * except a phase's first and last ones.
- */
-function progressLines<P extends { phase: string; done: number; total: number }>(
-  out: LineSink,
-  object: string,
-  fields: (p: P) => object = (p) => p,
-): (p: P) => void {
-  let lastPhase = '';
-  let lastWrite = 0;
-  return (p) => {
-    const now = Date.now();
-    if (p.phase === lastPhase && p.done < p.total && now - lastWrite < VERIFY_PROGRESS_MS) return;
-    lastPhase = p.phase;
-    lastWrite = now;
-    void out.write(line({ object, ...fields(p) }));
-  };
-}
-
-/** The last line of a streamed answer that failed after its status was sent. */
-function failureLine(log: GatewayDeps['log'], ctx: Context, what: string, advice = ''): (err: unknown) => string {
-  return (err) => {
-    // An unexpected failure keeps its cause in the log; the line says what it means here.
-    const known = toApiError(err);
-    const api =
-      known.code === 'server_error'
-        ? new ApiError(
-            500,
-            `The ${what} stopped before it finished (the gateway log has the cause).${advice ? ' ' + advice : ''}`,
-            'server_error',
-            'server_error',
-          )
-        : known;
-    log.error({ err: (err as Error)?.message, requestId: ctx.state.requestId }, `${what} failed after its answer began`);
-    return line({ object: 'error', status: api.status, ...errorBody(api) });
-  };
-}
-
-/** How an operator's long answer is wanted: one JSON body (the default), NDJSON or CSV (`format`, or the Accept header). */
-function streamFormat(ctx: Context, b: Body): 'json' | 'ndjson' | 'csv' {
-  if (b.format !== undefined) {
-    if (b.format !== 'json' && b.format !== 'ndjson' && b.format !== 'csv') throw badRequest("'format' must be json, ndjson or csv.", 'format');
-    return b.format;
-  }
-  ctx.vary('Accept');
-  const wanted = ctx.accepts('application/json', 'application/x-ndjson', 'text/csv');
-  return wanted === 'application/x-ndjson' ? 'ndjson' : wanted === 'text/csv' ? 'csv' : 'json';
-}
+import { body, MAX_MODEL_ID, str, type Body } from './admin-input.ts';
+import { adminLedgerWorkRoutes } from './admin-ledger-work.ts';
 
 function adminAuth(token: string, failuresPerMinute: number) {
   // Wrong tokens are counted per source address: past the limit it is refused (429) without the token being compared.
@@ -105,20 +41,6 @@ function adminAuth(token: string, failuresPerMinute: number) {
     ctx.state.actor = `admin:${/^[A-Za-z0-9_.@-]{1,64}$/.test(name) ? name : 'operator'}`;
     await next();
   };
-}
-
-const body = (ctx: Context): Body => {
-  const b = ctx.request.body;
-  if (!b || typeof b !== 'object' || Array.isArray(b)) throw badRequest('The request body must be a JSON object.');
-  return b as Body;
-};
-
-function str(b: Body, name: string, opts: { optional?: boolean; max?: number } = {}): string {
-  const v = b[name];
-  if (v === undefined && opts.optional) return '';
-  if (typeof v !== 'string' || v.length === 0 || v.length > (opts.max ?? 200))
-    throw badRequest(`'${name}' must be a non-empty string of at most ${opts.max ?? 200} characters.`, name);
-  return v;
 }
 
 // The bounds of the PlanDefined/PlanUpdated event schemas: checked here so that a value beyond
@@ -153,20 +75,6 @@ function planTerms(b: Body, planId: string): PlanTerms {
     models: models as string[],
   };
 }
-
-// Times the database and the events can hold: a JavaScript date may lie far outside them.
-const EARLIEST = Date.UTC(1970, 0, 1);
-const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
-
-function parseTime(v: unknown, name: string): Date {
-  const d = typeof v === 'string' ? new Date(v) : new Date(NaN);
-  if (Number.isNaN(d.getTime())) throw badRequest(`'${name}' must be an ISO 8601 time.`, name);
-  if (d.getTime() < EARLIEST || d.getTime() > LATEST) throw badRequest(`'${name}' must be between 1970 and 9999.`, name);
-  return d;
-}
-
-/** A model id or alias as the ModelPriced event holds it. */
-const MAX_MODEL_ID = 100;
 
 export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failuresPerMinute?: number } = {}): Router {
   const { ledger } = deps;
@@ -317,162 +225,7 @@ export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failu
     };
   });
 
-  const correction = (b: Body): CorrectionInput =>
-    correctionInput(b, {
-      modelId: str(b, 'model', { max: MAX_MODEL_ID }),
-      from: parseTime(b.from, 'from'),
-      to: b.to === undefined && b.also_from_now === true ? undefined : parseTime(b.to, 'to'),
-    });
-  r.post('/corrections', async (ctx) => {
-    const b = body(ctx);
-    const c = correction(b);
-    const format = streamFormat(ctx, b);
-    if (b.dry_run === true) {
-      // A page of the detail on request: `limit` charges after the cursor `after`.
-      if (b.limit !== undefined || b.after !== undefined) {
-        if (b.after !== undefined && typeof b.after !== 'string') throw badRequest("'after' must be the 'next' cursor of the previous page.", 'after');
-        const page = await dryRunPage(ledger, c, (b.after as string | undefined) ?? null, b.limit === undefined ? 1000 : (b.limit as number));
-        ctx.body = { object: 'reconciliation.page', dry_run: true, ...page };
-        return;
-      }
-      const run = await prepareDryRun(ledger, c);
-      if (format === 'json') ctx.body = { object: 'reconciliation', dry_run: true, ...(await run()) };
-      else if (format === 'csv')
-        streamAnswer(
-          ctx,
-          'text/csv; charset=utf-8',
-          async (out) => {
-            await out.write(detailCsvHeader());
-            return detailCsvFooter(await run({ onCharge: (charge) => out.write(detailCsvLine(charge)) }));
-          },
-          failureLine(deps.log, ctx, 'dry run'),
-        );
-      else
-        streamAnswer(
-          ctx,
-          'application/x-ndjson',
-          async (out) => {
-            const report = await run({ onCharge: (charge) => out.write(line({ object: 'reconciliation.charge', ...charge })) });
-            return line({ object: 'reconciliation', dry_run: true, ...report });
-          },
-          failureLine(deps.log, ctx, 'dry run'),
-        );
-      return;
-    }
-    const apply = await prepareCorrection(ledger, c, ctx.state.actor);
-    const answer = (result: AppliedCorrection) => ({
-      object: 'reconciliation',
-      dry_run: false,
-      appended: result.appended,
-      already_applied: result.alreadyApplied,
-      passes: result.passes,
-      ...result.report,
-    });
-    if (format !== 'ndjson') {
-      ctx.body = answer(await apply());
-      return;
-    }
-    // Progress lines as verify's, then the report; an interrupted apply is finished by asking again.
-    streamAnswer(
-      ctx,
-      'application/x-ndjson',
-      async (out) => {
-        return line(answer(await apply({ onProgress: progressLines<CorrectionProgress>(out, 'correction.progress') })));
-      },
-      failureLine(deps.log, ctx, 'correction', 'Run the same correction again to finish it: what was appended stays, and nothing is appended twice.'),
-    );
-  });
-
-  r.get('/accounts/:id/statement', async (ctx) => {
-    const from = parseTime(ctx.query.from, 'from');
-    const to = parseTime(ctx.query.to, 'to');
-    if (from >= to) throw badRequest("'from' must be before 'to'.", 'from');
-    const accountId = requireId(ctx.params.id, 'account_id');
-    await ledger.caughtUp();
-    // Streamed a page of lines at a time: the same document, in bounded memory.
-    if (ctx.query.format === 'csv')
-      streamAnswer(
-        ctx,
-        'text/csv; charset=utf-8',
-        (out) => writeStatementCsv(ledger, accountId, from, to, (t) => out.write(t)),
-        failureLine(deps.log, ctx, 'statement'),
-      );
-    else
-      streamAnswer(
-        ctx,
-        'application/json; charset=utf-8',
-        (out) => writeStatementJson(ledger, accountId, from, to, (t) => out.write(t)),
-        failureLine(deps.log, ctx, 'statement'),
-      );
-  });
-  r.get('/upstream-report', async (ctx) => {
-    const query = upstreamReportQuery(ctx.query);
-    await ledger.readYourWrites();
-    const report = await buildUpstreamReport(ledger, query);
-    if (query.format === 'csv') {
-      ctx.type = 'text/csv; charset=utf-8';
-      ctx.body = upstreamReportCsv(report);
-    } else ctx.body = { object: 'upstream_report', ...report };
-  });
-
-  r.post('/verify', async (ctx) => {
-    // One JSON body, unless the client asks for NDJSON progress (Accept: application/x-ndjson
-    // preferred to application/json; a client that sends */* or nothing gets the JSON body).
-    ctx.vary('Accept');
-    if (ctx.accepts('application/json', 'application/x-ndjson') !== 'application/x-ndjson') {
-      ctx.body = { object: 'verification', ...(await verifyLedger(ledger)) };
-      return;
-    }
-    streamAnswer(
-      ctx,
-      'application/x-ndjson',
-      async (out) => {
-        const onProgress = progressLines<VerifyProgress>(out, 'verification.progress', (p) => ({ phase: p.phase, done: p.done, total: p.total }));
-        return line({ object: 'verification', ...(await verifyLedger(ledger, { onProgress })) });
-      },
-      failureLine(deps.log, ctx, 'verification', 'It only reads: nothing was changed; run it again.'),
-    );
-  });
-  r.post('/sweep', async (ctx) => {
-    const orphaned = await sweepOrphanedHolds(ledger, { db: ledger.readModels.db, schema: ledger.schema });
-    ctx.body = { object: 'sweep', released: orphaned + (await sweepExpiredHolds(ledger)), of_lost_processes: orphaned };
-  });
-  r.get('/events', async (ctx) => {
-    // Checked before the stream starts: a failure once it runs can only cut the connection.
-    const after = ctx.query.after === undefined ? 0 : Number(ctx.query.after);
-    if (!Number.isSafeInteger(after) || after < 0) throw badRequest("'after' must be an event position (a whole number >= 0).", 'after');
-    // NDJSON for an outside auditor, streamed page by page.
-    const { PassThrough } = await import('node:stream');
-    const out = new PassThrough();
-    ctx.type = 'application/x-ndjson';
-    ctx.body = out;
-    void (async () => {
-      let position = after;
-      for (;;) {
-        const page = await ledger.events.readAll(position, 5000);
-        if (page.length === 0) break;
-        out.write(page.map((e) => JSON.stringify(e)).join('\n') + '\n');
-        position = page[page.length - 1].position;
-      }
-      out.end();
-    })().catch((e) => out.destroy(e));
-  });
-  r.post('/rebuild', async (ctx) => {
-    // Progress as NDJSON lines; the old tables answer reads until the swap.
-    const { PassThrough } = await import('node:stream');
-    const out = new PassThrough();
-    ctx.type = 'application/x-ndjson';
-    ctx.body = out;
-    void rebuildReadModels(ledger.readModels.db, ledger.events, ledger.rmSchema, {
-      onProgress: (p) => out.write(JSON.stringify({ type: 'progress', ...p }) + '\n'),
-    })
-      .then((done) => {
-        out.end(JSON.stringify({ type: 'done', ...done }) + '\n');
-      })
-      .catch((e) => {
-        out.end(JSON.stringify({ type: 'error', message: (e as Error).message }) + '\n');
-      });
-  });
+  r.use(adminLedgerWorkRoutes(deps).routes()); // corrections, statements, the upstream report, verify, sweep, events, rebuild
   r.use(webhookAdminRouter(deps).routes());
   r.use(adminPaymentsRoutes(deps, deps.payments, deps.paymentSettings).routes()); // prices, payments, refunds, disputes, code batches
   r.use(adminFinanceRoutes(deps).routes()); // /finance: report, reconciliation, journal, lots
