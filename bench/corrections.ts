@@ -264,7 +264,15 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     log(
       `corrections ${charges}: apply ${apply.value} adjustments, ${rate.overall.toFixed(0)}/s (start ${rate.start.toFixed(0)}, middle ${rate.middle.toFixed(0)}, end ${rate.end.toFixed(0)})`,
     );
-    const reapply = await phase('apply again', async () => Number(((await (await post('/corrections', terms)).json()) as { appended: number }).appended), 0);
+    // As NDJSON: its progress lines keep the response alive (a JSON answer waited past the client's 300 s header timeout at 1M).
+    const reapply = await phase(
+      'apply again',
+      async () => {
+        const text = await (await post('/corrections', terms, 'application/x-ndjson')).text();
+        return Number((JSON.parse(text.trim().split('\n').pop()!) as { appended?: number }).appended);
+      },
+      0,
+    );
     if (reapply.value !== 0) errors.push(`apply again appended ${reapply.value}`);
     const correctedAfter = phases.has('probe') ? await probeCalls(g, big, errors) : noProbe;
     log(`corrections ${charges}: the big account's calls after: p99 ${correctedAfter.p99.toFixed(1)} ms, longest ${correctedAfter.max.toFixed(1)} ms`);
