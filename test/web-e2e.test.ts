@@ -128,7 +128,7 @@ if (skipReason) {
     const r = await fetch(`${gw.url}/app`, { redirect: 'manual' });
     assert.is(r.status, 302);
     assert.is(r.headers.get('location'), '/app/chat');
-    for (const path of ['/app/chat', '/app/usage', '/app/assets/chat.js', '/app/assets/usage.js', '/app/assets/common.js', '/app/assets/style.css']) {
+    for (const path of ['/app/chat', '/app/usage', '/app/assets/chat.js', '/app/assets/usage.js', '/app/assets/style.css']) {
       const res = await fetch(gw.url + path);
       assert.is(res.status, 200, path);
       const csp = res.headers.get('content-security-policy') ?? '';
