@@ -8,22 +8,19 @@
 // Screenshots go to artifacts/admin-*.png. Without chromium the file prints a SKIP line.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, ConsoleMessage, Page } from 'playwright-core';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { chromiumMissing, launchChromium, PHONE } from './support/browser.ts';
 
-/** Debian's chromium; CHROMIUM_PATH points elsewhere (e.g. to check the skip path). */
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const ARTIFACTS = new URL('../artifacts/', import.meta.url).pathname;
-const DESKTOP = { width: 1280, height: 860 };
-const PHONE = { width: 390, height: 844 };
 const ADMIN = 'tg_admin_console_e2e_0123456789abcdef';
 const MODEL = 'cx/gen-6-terra';
 const CHANNEL = 'simulated/gen-6-terra';
 
-const skipReason = existsSync(CHROMIUM) ? null : `chromium is not installed at ${CHROMIUM} (apt-get install -y chromium); the browser test did not run`;
+const skipReason = chromiumMissing();
 
 let gw: TestGateway;
 let context: BrowserContext;
@@ -142,25 +139,8 @@ if (skipReason) {
     await chat(keys.south, 'What is a lighthouse keeper?');
     windowTo = new Date(Math.ceil(Date.now() / 1000) * 1000 + 1000).toISOString();
 
-    const { chromium } = await import('playwright-core');
     userDataDir = mkdtempSync(join(tmpdir(), 'tollgate-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: DESKTOP,
-      acceptDownloads: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    context.setDefaultTimeout(30_000);
+    context = await launchChromium(userDataDir);
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.url });
     // Every CSP violation is reported to the test, whatever the console shows.
     await context.addInitScript(() => {

@@ -6,21 +6,19 @@
 // section at desktop and phone size go to /tmp/console-shots/. Without chromium: a SKIP line.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { chromiumMissing, DESKTOP, launchChromium, PHONE } from './support/browser.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const SHOTS = process.env.CONSOLE_SHOTS || '/tmp/console-shots';
-const DESKTOP = { width: 1280, height: 860 };
-const PHONE = { width: 390, height: 844 };
 const ADMIN = 'tg_admin_console_money_e2e_0123456789ab';
 const MODEL = 'cx/gen-6-terra';
 const SECTIONS = ['accounts', 'accounts/acme', 'plans', 'models', 'channels', 'payments', 'finance', 'corrections', 'verify'];
 
-const skipReason = existsSync(CHROMIUM) ? null : `chromium is not installed at ${CHROMIUM}; the browser test did not run`;
+const skipReason = chromiumMissing();
 
 let gw: TestGateway;
 let context: BrowserContext;
@@ -77,24 +75,8 @@ if (skipReason) {
     );
     assert.is((await api('POST', '/accounts', { account_id: 'acme', name: 'Acme' })).status, 201);
     acmeKey = (await api('POST', '/accounts/acme/keys', { name: 'acme app' })).json.key;
-    const { chromium } = await import('playwright-core');
     userDataDir = mkdtempSync(join(tmpdir(), 'tollgate-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: DESKTOP,
-      acceptDownloads: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    context.setDefaultTimeout(30_000);
+    context = await launchChromium(userDataDir);
     await context.addInitScript(() => {
       document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI}`));
     });

@@ -6,20 +6,17 @@
 // test as skipped.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import type { BrowserContext, ConsoleMessage, Page } from 'playwright-core';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { chromiumMissing, launchChromium, PHONE } from './support/browser.ts';
 
-/** Debian's chromium; CHROMIUM_PATH points elsewhere (e.g. to check the skip path). */
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const ARTIFACTS = new URL('../artifacts/', import.meta.url).pathname;
-const DESKTOP = { width: 1280, height: 860 };
-const PHONE = { width: 390, height: 844 };
 
-const skipReason = existsSync(CHROMIUM) ? null : `chromium is not installed at ${CHROMIUM} (apt-get install -y chromium); the browser test did not run`;
+const skipReason = chromiumMissing();
 
 let gw: TestGateway;
 let context: BrowserContext;
@@ -89,25 +86,8 @@ if (skipReason) {
     tinyKey = (await gw.ledger.issueKey(tiny, 'tiny key', actor)).secret;
     await gw.ledger.caughtUp();
 
-    const { chromium } = await import('playwright-core');
     userDataDir = mkdtempSync(join(tmpdir(), 'tollgate-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: DESKTOP,
-      acceptDownloads: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    context.setDefaultTimeout(30_000);
+    context = await launchChromium(userDataDir);
     context.on('request', (req) => {
       if (req.headers().authorization) authorizedUrls.push(req.url());
     });

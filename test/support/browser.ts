@@ -26,10 +26,9 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-export async function openBrowser(): Promise<Browser> {
+/** Chromium on a profile of its own in `profile`, with the flags this machine needs (root: no sandbox; a closed network: no background connections). */
+export async function launchChromium(profile: string): Promise<BrowserContext> {
   const { chromium } = await import('playwright-core');
-  mkdirSync(SHOTS, { recursive: true });
-  const profile = mkdtempSync(join(tmpdir(), 'tollgate-app-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
@@ -47,6 +46,13 @@ export async function openBrowser(): Promise<Browser> {
     ],
   });
   context.setDefaultTimeout(30_000);
+  return context;
+}
+
+export async function openBrowser(): Promise<Browser> {
+  mkdirSync(SHOTS, { recursive: true });
+  const profile = mkdtempSync(join(tmpdir(), 'tollgate-app-'));
+  const context = await launchChromium(profile);
   const problems: string[] = [];
   context.on('console', (msg) => {
     if (msg.type() === 'error' && /Content Security Policy|Refused to/i.test(msg.text())) problems.push(msg.text());
