@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
-import { chromiumMissing, openBrowser, PHONE, type Browser } from './support/browser.ts';
+import { chromiumMissing, openBrowser, PHONE, type Browser, becomesVisible } from './support/browser.ts';
 import type { StripeDouble } from './support/stripe-double.ts';
 import { startBillingSetup, type BillingSetup } from './support/billing.ts';
 import { signInByLink, type Person } from './support/sessions.ts';
@@ -170,7 +170,7 @@ if (skipReason) {
     await page.locator('#sub-remaining').waitFor();
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(width <= PHONE.width, `no sideways scrolling (${width}px)`);
-    assert.ok(await page.getByRole('button', { name: 'Buy 300 tokens for 3.00 USD' }).isVisible());
+    assert.ok(await becomesVisible(page.getByRole('button', { name: 'Buy 300 tokens for 3.00 USD' })));
     await page.setViewportSize({ width: 1280, height: 860 });
   });
 

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, openAccount, type TestAccount } from './support/http.ts';
 import { startOidcProvider, startSmtpServer } from './support/customer-servers.ts';
-import { chromiumMissing, openBrowser, type Browser } from './support/browser.ts';
+import { chromiumMissing, openBrowser, type Browser, becomesVisible } from './support/browser.ts';
 import { customerSettingsFromEnv } from '../src/config.ts';
 
 const ADMIN = 'app-sign-in-e2e-admin-token-0123456789abcdef';
@@ -79,9 +79,9 @@ if (skip) {
     await page.waitForURL(/\/app\/keys$/);
     assert.not.match(page.url(), /token=/, 'the token left the address bar');
     const nav = page.getByRole('navigation', { name: 'Pages' });
-    for (const name of ['Keys', 'Members', 'Usage', 'Chat', 'Sessions']) assert.ok(await nav.getByRole('link', { name }).isVisible(), name);
+    for (const name of ['Keys', 'Members', 'Usage', 'Chat', 'Sessions']) assert.ok(await becomesVisible(nav.getByRole('link', { name })), name);
     assert.is(await nav.getByRole('link', { name: 'Keys' }).getAttribute('aria-current'), 'page');
-    assert.ok(await page.getByText('owner@acme.test').isVisible());
+    assert.ok(await becomesVisible(page.getByText('owner@acme.test')));
     await browser.shots(page, 'shell-keys');
 
     // The same link again: refused, and said so.
@@ -108,7 +108,7 @@ if (skip) {
     await page.locator('#sign-up-sent', { hasText: 'a link is on its way' }).waitFor();
     await page.goto(await mailedLink('founder@new.test', before));
     await page.waitForURL(/\/app\/keys$/);
-    assert.ok(await page.getByText('founder@new.test').isVisible());
+    assert.ok(await becomesVisible(page.getByText('founder@new.test')));
     const session = await call(gw, '/app/api/session', { headers: { cookie: await browserCookie() } });
     assert.is(session.json.accounts.length, 1);
     assert.is(session.json.accounts[0].role, 'owner');
@@ -128,13 +128,13 @@ if (skip) {
     await page.locator('button[type="submit"]').click();
     await page.locator('button[type="submit"]', { hasText: 'Continue' }).click();
     await page.waitForURL(/\/app\/keys$/);
-    assert.ok(await page.getByText('oidc-admin@acme.test').isVisible());
+    assert.ok(await becomesVisible(page.getByText('oidc-admin@acme.test')));
     await page.goto(`${gw.url}/app/sign-in`);
     await page.getByRole('link', { name: 'Sign in with Test IdP' }).waitFor();
     await browser.shots(page, 'sign-in-oidc');
     await page.goto(`${gw.url}/app/keys`);
     const nav = page.getByRole('navigation', { name: 'Pages' });
-    assert.ok(await nav.getByRole('link', { name: 'Members' }).isVisible(), 'an admin manages members');
+    assert.ok(await becomesVisible(nav.getByRole('link', { name: 'Members' })), 'an admin manages members');
     assert.not.ok(await nav.getByRole('link', { name: 'Usage' }).isVisible(), 'an admin has no usage page (the role table)');
     const session = await call(gw, '/app/api/session', { headers: { cookie: await browserCookie() } });
     assert.is(session.json.email, 'oidc-admin@acme.test');

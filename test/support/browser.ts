@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 
 /** Debian's chromium; CHROMIUM_PATH points elsewhere. */
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -93,4 +93,14 @@ export async function signInByMail(
   if (!link) throw new Error(`no sign-in link mailed to ${email}`);
   await page.goto(link);
   await page.waitForURL((u) => !u.pathname.endsWith('/sign-in'));
+}
+
+/** Whether `l` shows within `ms`: pages render after their fetches, so a check made at once can run before them. */
+export async function becomesVisible(l: Locator, ms = 10_000): Promise<boolean> {
+  try {
+    await l.waitFor({ state: 'visible', timeout: ms });
+    return true;
+  } catch {
+    return false;
+  }
 }
