@@ -220,6 +220,14 @@ if (skipReason) {
     // The charts draw the same figures.
     assert.is(Number(await page.locator(`#revenue-chart g.day[data-date="${day}"]`).getAttribute('data-billed')), sum('revenue') + sum('breakage'));
     assert.is(Number(await page.locator(`#deferred-chart g.day[data-date="${day}"]`).getAttribute('data-billed')), deferred);
+    // Cost and margin per day: the table's columns and the chart (cost, and the margin above it when positive).
+    assert.is(await value(page, `${tr} [data-col="upstream_cost"]`), sum('upstream_cost'));
+    assert.is(await value(page, `${tr} [data-col="margin"]`), sum('margin'));
+    assert.is(sum('margin'), sum('revenue') - sum('upstream_cost'), 'margin is revenue less cost');
+    assert.is(
+      Number(await page.locator(`#cost-chart g.day[data-date="${day}"]`).getAttribute('data-billed')),
+      sum('upstream_cost') + Math.max(0, sum('margin')),
+    );
     // The reconciliation, per account and in total.
     for (const line of [...recon.lines, { ...recon.total, account_id: '(total)' }]) {
       const row = `#money-recon-table tr[data-account="${line.account_id}"]`;

@@ -1,5 +1,5 @@
-// Finance: for a range of UTC days, revenue recognised and breakage per day and deferred revenue at
-// each day's end (charts, and the table of the same figures), the money reconciliation per
+// Finance: for a range of UTC days, revenue recognised and breakage per day, deferred revenue at
+// each day's end, upstream cost and margin per day (charts, and the table of the same figures), the money reconciliation per
 // account, upstream cost and margin per model and channel, and the journal as a file. Every figure
 // is the gateway's (/admin/v1/finance/report and /reconciliation); the page only adds them up.
 import { useRef, useState } from 'preact/hooks';
@@ -20,9 +20,20 @@ const COLORS = new Map([
   ['revenue', '#4e79a7'],
   ['breakage', '#f28e2b'],
   ['deferred', '#76b7b2'],
+  ['upstream_cost', '#e15759'],
+  ['margin', '#59a14f'],
 ]);
 
-function bars(days: Day[], series: Array<'revenue' | 'breakage' | 'deferred'>, currency: string): Bar[] {
+type Series = 'revenue' | 'breakage' | 'deferred' | 'upstream_cost' | 'margin';
+const SERIES_NAMES: Record<Series, string> = {
+  revenue: 'Revenue recognised',
+  breakage: 'Breakage',
+  deferred: 'Deferred',
+  upstream_cost: 'Upstream cost',
+  margin: 'Margin',
+};
+
+function bars(days: Day[], series: Series[], currency: string): Bar[] {
   const today = dayUtc();
   return days.map((d) => ({
     key: d.day,
@@ -93,7 +104,7 @@ export function FinancePage() {
               {[...COLORS].map(([k, c]) => (
                 <span key={k} class={`legend-item legend-${k}`} data-color={c}>
                   <span class={`legend-swatch fin-${k}`} />
-                  {k === 'revenue' ? 'Revenue recognised' : k === 'breakage' ? 'Breakage' : 'Deferred'}
+                  {SERIES_NAMES[k as Series]}
                 </span>
               ))}
             </div>
@@ -115,7 +126,19 @@ export function FinancePage() {
               desc="One bar per UTC day; the table below holds the same figures."
               empty="Nothing deferred in this range"
             />
-            <DaysTable days={days.filter((d) => d.revenue || d.breakage || d.refunded_revenue || d.deferred)} currency={currency} />
+            <StackedBarChart
+              id="cost-chart"
+              tipId="cost-tip"
+              bars={bars(days, ['upstream_cost', 'margin'], currency)}
+              colors={COLORS}
+              title={`Upstream cost and margin per day, in minor units of ${currency}`}
+              desc={`Stacked bars, one per UTC day: cost and, above it, the margin when revenue exceeds cost (a loss shows in the table's margin column). In total cost ${money(report!.totals.upstream_cost, currency)}, margin ${money(report!.totals.margin, currency)}.`}
+              empty="No upstream cost or margin in this range"
+            />
+            <DaysTable
+              days={days.filter((d) => d.revenue || d.breakage || d.refunded_revenue || d.upstream_cost || d.margin || d.deferred)}
+              currency={currency}
+            />
           </section>
           <section class="card" aria-labelledby="recon-heading">
             <h2 id="recon-heading">Money reconciliation</h2>

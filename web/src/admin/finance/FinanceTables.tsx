@@ -15,16 +15,18 @@ const Money = ({ v, c, col }: { v: number; c: string; col?: string }) => (
 export function DaysTable({ days, currency }: { days: Day[]; currency: string }) {
   return (
     <Table
-      caption="Revenue recognised, breakage, refunded revenue and deferred revenue per UTC day"
+      caption="Revenue recognised, breakage, refunded revenue, upstream cost, margin and deferred revenue per UTC day"
       id="finance-days-table"
-      empty="No revenue, breakage or deferred revenue in this range."
-      head={['Day', '#Revenue recognised', '#Breakage', '#Refunded revenue', '#Deferred at the day’s end']}
+      empty="No revenue, cost or deferred revenue in this range."
+      head={['Day', '#Revenue recognised', '#Breakage', '#Refunded revenue', '#Upstream cost', '#Margin', '#Deferred at the day’s end']}
       rows={days.map((d) => (
         <tr key={d.day} data-day={d.day}>
           <th scope="row">{d.day}</th>
           <Money v={d.revenue} c={currency} col="revenue" />
           <Money v={d.breakage} c={currency} col="breakage" />
           <Money v={d.refunded_revenue} c={currency} col="refunded_revenue" />
+          <Money v={d.upstream_cost} c={currency} col="upstream_cost" />
+          <Money v={d.margin} c={currency} col="margin" />
           <Money v={d.deferred} c={currency} col="deferred" />
         </tr>
       ))}

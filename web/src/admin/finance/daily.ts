@@ -1,5 +1,5 @@
-// The finance report folded per UTC day (revenue recognised, breakage, refunded revenue, deferred
-// at the day's end) and per model and channel (revenue, upstream cost, margin): sums of the
+// The finance report folded per UTC day (revenue recognised, breakage, refunded revenue, upstream
+// cost, margin, deferred at the day's end) and per model and channel (revenue, upstream cost, margin): sums of the
 // gateway's own figures, for the charts and tables; nothing is computed anew.
 import type { FinanceReport } from '../api/types.ts';
 
@@ -8,6 +8,8 @@ export interface Day {
   revenue: number;
   breakage: number;
   refunded_revenue: number;
+  upstream_cost: number;
+  margin: number;
   deferred: number;
 }
 
@@ -17,13 +19,15 @@ function* days(from: string, to: string): Generator<string> {
 
 export function perDay(report: FinanceReport): Day[] {
   const by = new Map<string, Day>();
-  for (const day of days(report.from, report.to)) by.set(day, { day, revenue: 0, breakage: 0, refunded_revenue: 0, deferred: 0 });
+  for (const day of days(report.from, report.to)) by.set(day, { day, revenue: 0, breakage: 0, refunded_revenue: 0, upstream_cost: 0, margin: 0, deferred: 0 });
   for (const r of report.rows) {
     const d = by.get(r.day);
     if (!d) continue;
     d.revenue += r.revenue;
     d.breakage += r.breakage;
     d.refunded_revenue += r.refunded_revenue;
+    d.upstream_cost += r.upstream_cost;
+    d.margin += r.margin;
   }
   for (const r of report.deferred) {
     const d = by.get(r.day);
