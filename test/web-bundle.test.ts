@@ -27,7 +27,9 @@ test('a stale bundle is rebuilt when the gateway starts and served with the CSP'
   for (const name of Object.keys(ENTRIES)) utimesSync(join(BUNDLE_DIR, name), longAgo, longAgo);
   gw = await startTestGateway();
   for (const name of Object.keys(ENTRIES)) {
-    const res = await fetch(`${gw.url}/app/assets/${name}`);
+    // The console's bundle is served under /admin, the customers' pages' under /app.
+    const served = name.startsWith('admin/') ? `/admin/assets/${name.slice('admin/'.length)}` : `/app/assets/${name}`;
+    const res = await fetch(gw.url + served);
     assert.is(res.status, 200, name);
     assert.match(res.headers.get('content-type') ?? '', /javascript/);
     assert.match(res.headers.get('content-security-policy') ?? '', /script-src 'self'/);
