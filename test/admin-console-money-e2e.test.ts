@@ -11,6 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { unmatchedDecider } from '../src/money/unmatched.ts';
+import { streams } from '../src/ledger/events.ts';
+import { metadataFor } from '../src/ledger/ledger.ts';
 import { chromiumMissing, DESKTOP, launchChromium, PHONE } from './support/browser.ts';
 
 const SHOTS = process.env.CONSOLE_SHOTS || '/tmp/console-shots';
@@ -184,6 +187,35 @@ if (skipReason) {
     await page.getByRole('button', { name: 'Done: I have saved them' }).click();
     assert.not.ok((await page.content()).includes(codes[1]), 'the codes are gone from the page');
     assert.is(await value(page, '#code-batches-table td.num'), 3);
+  });
+
+  test("unmatched payments: a processor's payment tied to nothing is listed as the API lists it", async () => {
+    // Recorded as the Stripe webhook records one (its own path is tested in payments-stripe).
+    await gw.ledger.command(
+      unmatchedDecider,
+      streams.unmatchedPayments(),
+      {
+        type: 'Record',
+        payment: {
+          processor: 'stripe',
+          processorPaymentId: 'pi_stray_1',
+          amount: 1234,
+          currency: 'USD',
+          reason: 'no account in the metadata',
+          details: { pack_id: 'p300' },
+        },
+      },
+      metadataFor('stripe:webhook'),
+    );
+    const listed = (await api('GET', '/unmatched-payments')).json.data;
+    assert.is(listed.length, 1);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Payments' }).waitFor();
+    const row = page.locator('#unmatched-table tr[data-payment-id="pi_stray_1"]');
+    await row.waitFor();
+    assert.is(Number(await row.locator('[data-col="amount"]').getAttribute('data-value')), listed[0].amount);
+    assert.match(await row.innerText(), /no account in the metadata/);
+    assert.match(await row.innerText(), /pack_id: p300/);
   });
 
   test("finance: revenue, deferred and breakage per day, the reconciliation, cost and margin and the journal equal the API's", async () => {

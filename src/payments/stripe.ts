@@ -293,10 +293,12 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
     /** Verifies the signature over the raw body (the library's own check); throws on a bad one. */
     verify: (raw: Buffer, signature: string): Stripe.Event => stripe.webhooks.constructEvent(raw, signature, webhookSecret),
     handle,
-    async unmatched() {
-      return Object.values((await ledger.streamState<UnmatchedState>(unmatchedDecider as never, streams.unmatchedPayments(), true)).byId);
-    },
   };
 }
 
 export type StripeGateway = NonNullable<ReturnType<typeof createStripeGateway>>;
+
+/** The processor's payments kept as unmatched, as the log holds them now (whether Stripe is on today or not). */
+export async function unmatchedPayments(ledger: Pick<Ledger, 'streamState'>) {
+  return Object.values((await ledger.streamState<UnmatchedState>(unmatchedDecider as never, streams.unmatchedPayments(), true)).byId);
+}

@@ -5,6 +5,7 @@ import type { GatewayDeps } from '../gateway/deps.ts';
 import { ApiError, badRequest } from '../http/errors.ts';
 import { requireId } from '../ledger/ledger.ts';
 import type { Payments } from '../payments/service.ts';
+import { unmatchedPayments } from '../payments/stripe.ts';
 import { cancellationBody, paymentBody, paymentsInOrder, planNamesOf, priceListBody } from './payments.ts';
 import { formatMoney } from '../money/money.ts';
 
@@ -98,7 +99,7 @@ export function adminPaymentsRoutes(deps: GatewayDeps, payments: Payments, opts:
 
   // Processor payments that matched no account, plan, pack or the settlement currency: nothing granted, kept here.
   r.get('/unmatched-payments', async (ctx) => {
-    ctx.body = { object: 'list', data: deps.stripe ? await deps.stripe.unmatched() : [] };
+    ctx.body = { object: 'list', data: await unmatchedPayments(deps.ledger) };
   });
 
   // Redemption codes: shown in this answer only; the ledger keeps their hashes.

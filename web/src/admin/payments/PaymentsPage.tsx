@@ -1,11 +1,12 @@
 // Payments: the price list (plans and packs), an account's payments with refunds and disputes, a
-// payment recorded by hand, and redemption codes.
+// payment recorded by hand, redemption codes, and the processor's payments that matched nothing.
 import { useState } from 'preact/hooks';
 import type { PriceList } from '../api/types.ts';
 import { Heading } from '../ui/bits.tsx';
 import { AccountPayments } from './AccountPayments.tsx';
 import { CodesCard } from './CodesCard.tsx';
 import { PricesCard } from './PricesCard.tsx';
+import { UnmatchedCard } from './UnmatchedCard.tsx';
 
 export function PaymentsPage() {
   const [prices, setPrices] = useState<PriceList | null>(null);
@@ -13,11 +14,12 @@ export function PaymentsPage() {
     <>
       <Heading
         text="Payments"
-        intro="Prices, what each account paid (refunds and disputes included), payments recorded by hand, and redemption codes. Amounts are in the ledger’s currency."
+        intro="Prices, what each account paid (refunds and disputes included), payments recorded by hand, redemption codes and unmatched payments. Amounts are in the ledger’s currency."
       />
       <PricesCard onChanged={setPrices} />
       <AccountPayments prices={prices} />
       <CodesCard prices={prices} />
+      <UnmatchedCard />
     </>
   );
 }
