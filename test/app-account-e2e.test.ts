@@ -146,6 +146,19 @@ if (skip) {
     await signIn('dev@acme.test');
     await page.waitForURL(/\/app\/keys$/);
     assert.ok(await becomesVisible(page.getByRole('button', { name: 'Create key' })), 'a developer manages keys');
+    // A developer reads the account's usage in the shell, with no key pasted: the API's figures.
+    const chat = await fetch(`${gw.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acme.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gen-6-terra', messages: [{ role: 'user', content: 'How long is a toll bridge?' }] }),
+    });
+    assert.is(chat.status, 200, await chat.clone().text());
+    const usage = await (await fetch(`${gw.baseUrl}/usage?range=30d&view=corrected`, { headers: { authorization: `Bearer ${acme.key}` } })).json();
+    assert.ok(usage.totals.billed > 0, 'the call was billed');
+    await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Usage' }).click();
+    await page.waitForURL(/\/app\/account-usage$/);
+    await page.locator('#total-billed').waitFor();
+    assert.is(Number(await page.locator('#total-billed').getAttribute('data-value')), usage.totals.billed);
     await page.getByRole('link', { name: 'Members' }).click();
     await page.locator('#members-table tr', { hasText: 'dev@acme.test' }).waitFor();
     assert.not.ok(await page.getByRole('button', { name: 'Invite' }).isVisible(), 'a developer invites no one');

@@ -22,6 +22,7 @@ const PAGES: Record<string, string> = {
   '/app/members': 'app.html',
   '/app/sessions': 'app.html',
   '/app/billing': 'app.html',
+  '/app/account-usage': 'app.html',
 };
 
 /** The pages a newcomer should know of (named in `npm start`'s banner); a browser opening `/` gets the first. */

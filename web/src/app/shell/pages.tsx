@@ -3,6 +3,7 @@
 // key-only pages). A new page also needs its path in src/routes/web.ts PAGES (served app.html).
 import type { FunctionComponent } from 'preact';
 import type { Action } from '../api/types.ts';
+import { AccountUsagePage } from '../account-usage/AccountUsagePage.tsx';
 import { BillingPage } from '../billing/BillingPage.tsx';
 import { KeysPage } from '../keys/KeysPage.tsx';
 import { MembersPage } from '../members/MembersPage.tsx';
@@ -19,7 +20,7 @@ export interface ShellPage {
 export const SHELL_PAGES: ShellPage[] = [
   { path: 'keys', label: 'Keys', needs: 'keys.read', Page: KeysPage },
   { path: 'members', label: 'Members', needs: 'members.read', Page: MembersPage },
-  { path: 'usage', label: 'Usage', needs: 'usage.read', href: 'usage' },
+  { path: 'account-usage', label: 'Usage', needs: 'usage.read', Page: AccountUsagePage },
   { path: 'billing', label: 'Billing', needs: 'billing', Page: BillingPage },
   { path: 'chat', label: 'Chat', needs: null, href: 'chat' },
   { path: 'sessions', label: 'Sessions', needs: null, Page: SessionsPage },
