@@ -274,8 +274,11 @@ test('a malformed response_format or text.format is a 400 naming the field, befo
     [client.chat.completions.create({ model: MODELS.simulated, messages, response_format: { type: 'yaml' } as never }), 'response_format.type'],
     [client.responses.create({ model: MODELS.simulated, input: PROMPT, text: { format: { type: 'json_schema', name: 'x' } as never } }), 'text.format.schema'],
   ];
-  for (const [promise, param] of cases) {
-    const error = await refused(promise);
+  // Every refusal is caught at once: the calls run together, and one that fails before the loop
+  // reaches it would otherwise be an unhandled rejection that ends the test process.
+  const outcomes = cases.map(([promise, param]) => [refused(promise), param] as const);
+  for (const [outcome, param] of outcomes) {
+    const error = await outcome;
     assert.instance(error, OpenAI.BadRequestError, param);
     assert.is(error!.param, param);
   }
