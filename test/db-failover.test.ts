@@ -71,7 +71,10 @@ if (url && tools) {
       // The projector took its lease again on the new primary: the read models follow the log.
       const report = await verify(rig.admin);
       assert.ok(report.ok, `verify failed: ${JSON.stringify(report).slice(0, 1000)}`);
-      assert.match(rig.output(), /\[projector\][^\n]*projector lease acquired; projecting[\s\S]*\[projector\][^\n]*projector lease acquired; projecting/);
+      // Its log line may still be in the pipe when verify answers: read the output until it arrives.
+      const leaseTwice = /\[projector\][^\n]*projector lease acquired; projecting[\s\S]*\[projector\][^\n]*projector lease acquired; projecting/;
+      for (const until = Date.now() + 20_000; !leaseTwice.test(rig.output()) && Date.now() < until; ) await sleep(250);
+      assert.match(rig.output(), leaseTwice);
     } finally {
       await rig?.stop().catch(() => undefined);
       dropAll();
