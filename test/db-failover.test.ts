@@ -73,7 +73,7 @@ if (url && tools) {
       assert.ok(report.ok, `verify failed: ${JSON.stringify(report).slice(0, 1000)}`);
       // Its log line may still be in the pipe when verify answers: read the output until it arrives.
       const leaseTwice = /\[projector\][^\n]*projector lease acquired; projecting[\s\S]*\[projector\][^\n]*projector lease acquired; projecting/;
-      for (const until = Date.now() + 20_000; !leaseTwice.test(rig.output()) && Date.now() < until; ) await sleep(250);
+      for (const until = Date.now() + 20_000; !leaseTwice.test(rig.output()) && Date.now() < until;) await sleep(250);
       assert.match(rig.output(), leaseTwice);
     } finally {
       await rig?.stop().catch(() => undefined);
