@@ -2,7 +2,7 @@
 // the log up to the settled position, on connections of its own, and writes every row it staged.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openPostgres, type Database } from '../src/eventstore/db.ts';
-import { readSettledPage } from '../src/eventstore/postgres.ts';
+import { readSettledPage } from '../src/eventstore/settled-reads.ts';
 import type { ReplayJob, ReplayReport } from './parallel-replay.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import { ReplayMemory } from './replay-memory.ts';

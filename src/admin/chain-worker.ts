@@ -3,7 +3,7 @@
 // every event) leaves the event loop that serves live calls, and runs beside the read models' replay.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openPostgres } from '../eventstore/db.ts';
-import { readSettledEvents } from '../eventstore/postgres.ts';
+import { readSettledEvents } from '../eventstore/settled-reads.ts';
 import { ChainCheck, type ChainHeads, type ChainProblem } from './chain-check.ts';
 
 /** What the thread is given (as workerData). */

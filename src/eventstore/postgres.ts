@@ -7,6 +7,7 @@ import { eventBody } from './canonical.ts';
 import { assertStreamName } from './stream-name.ts';
 import { DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from './errors.ts';
 import { pollingSubscription } from './subscription.ts';
+import { EVENT_COLUMNS, PROJECTED_COLUMNS, toStored, type EventRow } from './event-rows.ts';
 import type {
   AppendRequest,
   AppendResult,
@@ -61,26 +62,6 @@ function chunksOf(prepared: Prepared[]): Prepared[][] {
   }
   return chunks;
 }
-
-interface EventRow {
-  position: number;
-  id: string;
-  stream: string;
-  revision: number;
-  type: string;
-  data: Record<string, unknown>;
-  metadata: StoredEvent['metadata'];
-  timestamp: string;
-  prev_hash: string;
-  hash: string;
-}
-
-// The timestamp comes back as the ISO text Date#toISOString() gives (millisecond precision, UTC),
-// saving a Date parse and format per event.
-const TIMESTAMP = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS timestamp`;
-const EVENT_COLUMNS = `position, id, stream, revision, type, data, metadata, ${TIMESTAMP}, prev_hash, hash`;
-// A replay reads every event once: fewer columns to send and parse (about a fifth of its read cost).
-const PROJECTED_COLUMNS = `position, id, type, data, ${TIMESTAMP}`;
 
 export async function createPostgresEventStore(db: Database, options: PostgresStoreOptions = {}): Promise<EventStore> {
   const schema = options.schema ?? 'tollgate';
@@ -341,59 +322,6 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     async close() {
       appended.removeAllListeners();
     },
-  };
-}
-
-/**
- * A page of the log after `afterPosition` and at or below `upTo`, in position order, with only
- * what projections read; with `types`, only events of those types. `upTo` must be settled (a
- * readableHead() taken earlier): nothing can still commit below it, so unlike readAll this never
- * waits. For a replay's workers, each on connections of its own (parallel-replay.ts); needs no
- * store object, so opening it runs no DDL.
- */
-export async function readSettledPage(
-  db: Database,
-  schema: string,
-  afterPosition: number,
-  upTo: number,
-  limit: number,
-  types?: readonly string[],
-): Promise<ProjectedEvent[]> {
-  return db.transaction(async (tx) => {
-    // The primary key's order is the page's order: without column statistics (autovacuum off)
-    // a type filter reads as rare to the planner, which then sorted the whole rest of the log
-    // for each page (a 1M-event replay: 40 s instead of 10 s).
-    await tx.query(
-      `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`,
-    );
-    return tx.query<ProjectedEvent>(
-      readPageSql(schema, PROJECTED_COLUMNS, 'position <= $3', types ? '$4' : undefined),
-      types ? [afterPosition, limit, upTo, types] : [afterPosition, limit, upTo],
-    );
-  });
-}
-
-/**
- * A settled page (see readSettledPage) with every column, hash chain included: what verify's
- * chain check reads on a thread of its own.
- */
-export async function readSettledEvents(db: Database, schema: string, afterPosition: number, upTo: number, limit: number): Promise<StoredEvent[]> {
-  const rows = await db.query<EventRow>(readPageSql(schema, EVENT_COLUMNS, 'position <= $3'), [afterPosition, limit, upTo]);
-  return rows.map(toStored);
-}
-
-function toStored(r: EventRow): StoredEvent {
-  return {
-    id: r.id,
-    type: r.type,
-    stream: r.stream,
-    revision: r.revision,
-    position: Number(r.position),
-    timestamp: r.timestamp,
-    data: r.data,
-    metadata: r.metadata,
-    prevHash: r.prev_hash,
-    hash: r.hash,
   };
 }
 
