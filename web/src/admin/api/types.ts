@@ -152,24 +152,12 @@ export interface CodeBatch {
   codes: string[];
 }
 
-export interface FinanceRow {
-  day: string;
-  account_id: string;
-  model: string;
-  channel: string;
-  payments: number;
-  fees: number;
-  refunds: number;
-  disputes: number;
-  dispute_fees: number;
-  revenue: number;
-  refunded_revenue: number;
-  breakage: number;
-  promotional_tokens: number;
-  upstream_cost: number;
-  unpriced_calls: number;
-  margin: number;
-}
+// The report's row and the reconciliation's line are the server's own types (type-only: nothing of
+// the server is bundled).
+export type { FinanceRow } from '../../../../src/admin/finance.ts';
+export type { MoneyLine } from '../../../../src/admin/finance-reconcile.ts';
+import type { FinanceRow } from '../../../../src/admin/finance.ts';
+import type { MoneyLine } from '../../../../src/admin/finance-reconcile.ts';
 
 export interface FinanceReport {
   currency: string;
@@ -178,20 +166,6 @@ export interface FinanceReport {
   rows: FinanceRow[];
   deferred: Array<{ day: string; account_id: string; deferred: number }>;
   totals: Omit<FinanceRow, 'day' | 'account_id' | 'model' | 'channel'>;
-}
-
-export interface MoneyLine {
-  account_id: string;
-  payments: number;
-  refunds: number;
-  revenue: number;
-  refunded_revenue: number;
-  breakage: number;
-  deferred_start: number;
-  deferred_end: number;
-  deferred_change: number;
-  difference: number;
-  event_ids: string[];
 }
 
 export interface MoneyReconciliation {
