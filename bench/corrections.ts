@@ -7,6 +7,7 @@
 // the gateway's peak resident memory in each phase, and the live calls' p99 and longest call.
 //
 // node --import tsx bench/corrections.ts [--sizes 10000,100000,1000000]   (or npm run bench -- --only corrections)
+// BENCH_KEEP=1 keeps each size's schemas for a look afterwards (they are dropped otherwise).
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { DEFAULT_PG_TIMEOUTS, openPostgres } from '../src/eventstore/db.ts';
@@ -333,7 +334,8 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
   } finally {
     await gw?.stop().catch(() => undefined);
     await mock?.proc.stop().catch(() => undefined);
-    await db.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE`).catch(() => undefined);
+    if (!process.env.BENCH_KEEP)
+      await db.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE`).catch(() => undefined);
     await db.close();
   }
 }

@@ -50,7 +50,10 @@ export async function applyBatch(
   for (const t of touched.values()) {
     const row = staged ? staged.get(t.key, unstorable) : undefined;
     if (row) t.before = t.row = row;
-    else if (row === undefined) toRead.push(t.key);
+    // A row keyed by its event is new: the runner applies each event once (past the checkpoint,
+    // under its lock), and evolve() ignores the row anyway, so reading it back would find nothing
+    // to use (a page of corrections' adjustments spent a look-up of 2,000 random keys on it).
+    else if (row === undefined && !p.keyedByEvent) toRead.push(t.key);
   }
   // Written and read back, so the fold sees exactly what the table holds.
   if (unstorable.length > 0) await Promise.all(Object.assign(new RowChanges(), { upserts: unstorable }).send(tx, schema, p.table));

@@ -203,6 +203,8 @@ class PageAdjuster {
         const d = e.data as { correctionId: string; chargeEventId: string };
         return adjustmentEventId(d.correctionId, d.chargeEventId);
       },
+      // Live calls' appends do not queue behind a page of adjustments.
+      { background: true },
     );
   }
 }

@@ -1,6 +1,10 @@
 // Group commit: appends requested while a batch is in flight are sent together as the next batch,
 // so under load many requests share one transaction (and one fsync) while a lone request still
 // goes out at once.
+//
+// Background appends (an operator's correction: thousands of events a page) have a lane of their
+// own, one batch in flight at a time: a live call's append never waits in the queue behind them
+// or shares a transaction with them, whatever the operator is doing.
 import type { AppendRequest, AppendResult, EventStore } from './port.ts';
 
 interface Pending {
@@ -9,27 +13,32 @@ interface Pending {
   reject: (e: Error) => void;
 }
 
+interface Lane {
+  queue: Pending[];
+  inFlight: number;
+  maxInFlight: number;
+}
+
 export function createGroupCommitter(store: EventStore, opts: { maxBatch?: number; maxInFlight?: number } = {}) {
   const maxBatch = opts.maxBatch ?? 500;
-  const maxInFlight = opts.maxInFlight ?? 2;
-  let queue: Pending[] = [];
-  let inFlight = 0;
+  const live: Lane = { queue: [], inFlight: 0, maxInFlight: opts.maxInFlight ?? 2 };
+  const background: Lane = { queue: [], inFlight: 0, maxInFlight: 1 };
   let drained: Array<() => void> = [];
+  const idle = () => live.inFlight + background.inFlight === 0 && live.queue.length + background.queue.length === 0;
 
-  async function flush(): Promise<void> {
-    if (inFlight >= maxInFlight || queue.length === 0) return;
-    const batch = queue.slice(0, maxBatch);
-    queue = queue.slice(batch.length);
-    inFlight++;
+  async function flush(lane: Lane): Promise<void> {
+    if (lane.inFlight >= lane.maxInFlight || lane.queue.length === 0) return;
+    const batch = lane.queue.splice(0, maxBatch);
+    lane.inFlight++;
     try {
       const results = await store.appendMany(batch.map((p) => p.request));
       results.forEach((r, i) => (r instanceof Error ? batch[i].reject(r) : batch[i].resolve(r)));
     } catch (err) {
       for (const p of batch) p.reject(err as Error);
     } finally {
-      inFlight--;
-      void flush();
-      if (inFlight === 0 && queue.length === 0) {
+      lane.inFlight--;
+      void flush(lane);
+      if (idle()) {
         for (const d of drained) d();
         drained = [];
       }
@@ -38,19 +47,20 @@ export function createGroupCommitter(store: EventStore, opts: { maxBatch?: numbe
 
   return {
     append(request: AppendRequest): Promise<AppendResult> {
+      const lane = request.background ? background : live;
       return new Promise((resolve, reject) => {
-        queue.push({ request, resolve, reject });
+        lane.queue.push({ request, resolve, reject });
         // Wait one turn of the event loop so requests arriving together share a batch.
-        if (queue.length === 1) setImmediate(() => void flush());
-        else if (queue.length >= maxBatch) void flush();
+        if (lane.queue.length === 1) setImmediate(() => void flush(lane));
+        else if (lane.queue.length >= maxBatch) void flush(lane);
       });
     },
     get pending() {
-      return queue.length;
+      return live.queue.length + background.queue.length;
     },
     /** Resolves once every append requested so far has committed or failed. */
     drain(): Promise<void> {
-      if (inFlight === 0 && queue.length === 0) return Promise.resolve();
+      if (idle()) return Promise.resolve();
       return new Promise((resolve) => drained.push(resolve));
     },
   };

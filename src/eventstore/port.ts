@@ -47,6 +47,11 @@ export interface AppendRequest {
    * itself crashes before the next flush. Default true. Adapters without the notion ignore it.
    */
   durable?: boolean;
+  /**
+   * Operator work (a correction's adjustments), not a live call's: a group committer appends it in
+   * a lane of its own, so live appends never wait behind it. Adapters ignore it.
+   */
+  background?: boolean;
 }
 
 export interface AppendResult {

@@ -68,6 +68,8 @@ interface Pending {
   refused?: { error: unknown };
   /** Its provisional events may wait up to lingerMs for the next command on the stream. */
   linger?: boolean;
+  /** Operator work: appended in the background lane (AppendRequest.background) when its batch holds nothing else. */
+  background?: boolean;
 }
 
 /** One command's part of a batch: its events, or why it was refused. */
@@ -215,6 +217,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
             ? { v: SNAPSHOT_VERSION, s: finalState }
             : undefined,
           durable,
+          ...(batch.every((p) => p.background) ? { background: true } : {}),
         });
       } catch (err) {
         cache.delete(stream);
@@ -306,9 +309,19 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
   }
 
   return {
-    /** Decides and appends one command; commands on the same stream are decided one at a time. */
-    handle<S, C>(decider: Decider<S, C>, stream: string, command: C, metadata: EventMetadata, eventIds?: EventIds): Promise<CommandResult<S>> {
-      return enqueue<S>(stream, { decider: decider as Decider<unknown, unknown>, command, metadata, eventIds });
+    /**
+     * Decides and appends one command; commands on the same stream are decided one at a time.
+     * `background`: operator work, appended where live calls' appends do not wait behind it.
+     */
+    handle<S, C>(
+      decider: Decider<S, C>,
+      stream: string,
+      command: C,
+      metadata: EventMetadata,
+      eventIds?: EventIds,
+      options: { background?: boolean } = {},
+    ): Promise<CommandResult<S>> {
+      return enqueue<S>(stream, { decider: decider as Decider<unknown, unknown>, command, metadata, eventIds, background: options.background });
     },
     /**
      * The same, but answers twice: `decided` as soon as the command is decided (its events, not yet

@@ -108,8 +108,13 @@ export async function openLedger(opts: LedgerOptions) {
   const reads = await opts.readSide(store);
   const rmSchema = reads.schema;
 
-  const account = (accountId: string, command: AccountCommand, md: EventMetadata, eventIds?: (e: DomainEvent, i: number) => string) =>
-    handler.handle(accountDecider, streams.account(accountId), command, md, eventIds);
+  const account = (
+    accountId: string,
+    command: AccountCommand,
+    md: EventMetadata,
+    eventIds?: (e: DomainEvent, i: number) => string,
+    options: { background?: boolean } = {},
+  ) => handler.handle(accountDecider, streams.account(accountId), command, md, eventIds, options);
 
   async function planTerms(planId: string): Promise<PlanTerms> {
     const { state } = await handler.state<PlanState>(planDecider as never, streams.plan(planId));
