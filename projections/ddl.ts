@@ -40,12 +40,13 @@ function indexDdl(schema: string, p: RowProjection): string[] {
 }
 
 /**
- * After a bulk load, in three steps: make the UNLOGGED tables durable (one sequential rewrite
+ * After a bulk load, in four steps: make the UNLOGGED tables durable (one sequential rewrite
  * each); build the indexes left out, the primary keys of event-keyed logs included (each
  * statement may run on a connection of its own, side by side); attach those primary keys, named
- * as CREATE TABLE names them (the same schema as a live one, index for index).
+ * as CREATE TABLE names them (the same schema as a live one, index for index); gather the
+ * planner's statistics.
  */
-export function finishDdl(schema: string, projections: RowProjection[]): { durable: string[]; indexes: string[]; keys: string[] } {
+export function finishDdl(schema: string, projections: RowProjection[]): { durable: string[]; indexes: string[]; keys: string[]; statistics: string[] } {
   const logs = projections.filter((p) => p.keyedByEvent);
   return {
     durable: [
@@ -57,5 +58,8 @@ export function finishDdl(schema: string, projections: RowProjection[]): { durab
       ...projections.filter((p) => !p.keyedByEvent).flatMap((p) => indexDdl(schema, p)),
     ],
     keys: logs.map((p) => `ALTER TABLE ${q(schema, p.table)} ADD CONSTRAINT "${p.table}_pkey" PRIMARY KEY USING INDEX "${p.table}_pkey"`),
+    // Tables filled in bulk have no planner statistics until autovacuum comes by (never, where it
+    // is off): a look-up of 2,000 keys was then planned as a scan of the whole charge log.
+    statistics: projections.map((p) => `ANALYZE ${q(schema, p.table)}`),
   };
 }

@@ -86,15 +86,21 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   });
   // Nobody uses the target yet, so its indexes are built side by side (on PostgreSQL each on a
   // connection of its own: the server's cores share the sorting).
-  const built = await Promise.allSettled(finish.indexes.map((stmt) => db.query(stmt)));
-  const failed = built.find((r) => r.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
+  await sideBySide(db, finish.indexes);
   await db.transaction(async (tx) => {
     for (const stmt of finish.keys) await tx.query(stmt);
   });
+  await sideBySide(db, finish.statistics);
   // Events appended while the threads folded (or since the last page) go in as the live runner
   // applies them, now that the tables have their keys.
   return (await catchUp(db, store, target, position, count, progress)).position;
+}
+
+/** Runs the statements side by side; once all have ended, throws the first failure. */
+async function sideBySide(db: Database, statements: string[]): Promise<void> {
+  const settled = await Promise.allSettled(statements.map((stmt) => db.query(stmt)));
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
 }
 
 /**

@@ -9,7 +9,7 @@ import { DomainError } from '../ledger/errors.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';
 import type { ChargeToAdjust } from '../ledger/account-adjust.ts';
 import { Pacer } from './pacing.ts';
-import { chargesInWindowCount } from '../../projections/read-models.ts';
+import { chargesInWindowCount, ensureChargeStatistics } from '../../projections/read-models.ts';
 import { adjustmentEventId, correctCommand, correctionIdOf, withCorrection, type CorrectionInput } from './corrections-terms.ts';
 import type { PriceInputs } from './corrections-pricing.ts';
 import { ReportBuilder, reportOf, type ReconciliationReport } from './corrections-report.ts';
@@ -71,6 +71,7 @@ async function applyChecked(
   opts: ApplyOptions,
 ): Promise<AppliedCorrection> {
   await ledger.model(c.modelId, command, md);
+  await ensureChargeStatistics(ledger.readModels.db, ledger.rmSchema);
 
   let report: ReconciliationReport | null = null;
   let appended = 0;

@@ -6,7 +6,14 @@ import { fold } from '../ledger/decider.ts';
 import { definedOnly, streams, type DomainEvent } from '../ledger/events.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
 import type { AdjustedCharge } from '../ledger/account-state.ts';
-import { adjustmentsOfCharges, chargesPage, type ChargeCursor, type ChargeRow, type ChargeWindow } from '../../projections/read-models.ts';
+import {
+  adjustmentsOfCharges,
+  chargesPage,
+  ensureChargeStatistics,
+  type ChargeCursor,
+  type ChargeRow,
+  type ChargeWindow,
+} from '../../projections/read-models.ts';
 import { correctCommand, correctionIdOf, withCorrection, type CorrectionInput } from './corrections-terms.ts';
 import { correctedFigure, KINDS, type PriceInputs } from './corrections-pricing.ts';
 import type { AffectedCharge, PriorAdjustment } from './corrections-report.ts';
@@ -137,5 +144,6 @@ export async function windowOf(ledger: Ledger, c: CorrectionInput): Promise<Wind
   const model = await modelOrNotFound(ledger, c.modelId);
   const { corrections, self } = withCorrection(model, command);
   await ledger.caughtUp();
+  await ensureChargeStatistics(ledger.readModels.db, ledger.rmSchema);
   return { modelId: c.modelId, self, corrections };
 }
