@@ -465,6 +465,31 @@ if (skipReason) {
     await page.locator('#dry-run').scrollIntoViewIfNeeded();
     await shot(page, 'admin-correction-dry-run.png', true);
 
+    // An apply whose answer fails after it began (a progress line, then an error line) shows the
+    // error and leaves Apply enabled; the gateway never sees this one (the browser answers it).
+    const stopped = 'The correction stopped before it finished (the gateway log has the cause). Run the same correction again to finish it.';
+    await page.route('**/admin/v1/corrections', (route) =>
+      route.fulfill({
+        status: 200,
+        contentType: 'application/x-ndjson',
+        body:
+          JSON.stringify({ object: 'correction.progress', phase: 'adjust', done: 0, total: 3, appended: 0, pass: 1 }) +
+          '\n' +
+          JSON.stringify({ object: 'error', status: 500, error: { message: stopped, type: 'server_error', code: 'server_error' } }) +
+          '\n',
+      }),
+    );
+    const dialog = page.getByRole('dialog');
+    await page.getByRole('button', { name: 'Apply correction' }).click();
+    await dialog.getByRole('button', { name: 'Apply correction' }).click();
+    const alert = page.locator('#dry-run [role="alert"]');
+    await alert.getByText(stopped).waitFor();
+    assert.match((await alert.textContent()) ?? '', /The gateway had an error/);
+    await page.unroute('**/admin/v1/corrections');
+    assert.ok(await page.locator('#cx-apply-bar').isHidden(), 'the bar is hidden once the apply failed');
+    assert.ok(await page.getByRole('button', { name: 'Apply correction' }).isEnabled(), 'it can be applied again');
+    assert.is(await page.locator('#applied').count(), 0);
+
     // Apply, confirmed, with its progress: every state of the bar while the apply runs.
     await page.evaluate(() => {
       type Seen = { shown: boolean; value: string | null; max: string | null; text: string; valuetext: string | null };
@@ -484,7 +509,6 @@ if (skipReason) {
     });
     const applying = page.waitForRequest((r) => r.url().endsWith('/admin/v1/corrections') && r.postDataJSON().dry_run === false);
     await page.getByRole('button', { name: 'Apply correction' }).click();
-    const dialog = page.getByRole('dialog');
     await dialog.getByText(new RegExp(`3 charges of 2 accounts move from ${api.totals.billedNow.toLocaleString('en-US')}`)).waitFor();
     await dialog.getByRole('button', { name: 'Apply correction' }).click();
     assert.is((await applying).headers().accept, 'application/x-ndjson', 'the console asks for the progress stream');
