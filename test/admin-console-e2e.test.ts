@@ -2,7 +2,8 @@
 // against an in-process gateway on the simulated upstream: sign-in (a wrong token first), the
 // accounts list, one account (a key issued, shown once, then masked and revoked; extra tokens
 // granted; a renewal; statements downloaded as CSV and JSON), a channel switched off and on, a
-// correction's dry run (table and chart equal to the API's) then applied, verify (its progress
+// correction's dry run (table and chart equal to the API's) then applied (its progress streamed,
+// shown as charges adjusted), verify (its progress
 // streamed, shown as events checked per phase), one flow by keyboard only, and a phone-sized
 // screen. The new list endpoint is checked over HTTP too.
 // Screenshots go to artifacts/admin-*.png. Without chromium the file prints a SKIP line.
@@ -464,12 +465,72 @@ if (skipReason) {
     await page.locator('#dry-run').scrollIntoViewIfNeeded();
     await shot(page, 'admin-correction-dry-run.png', true);
 
-    // Apply, confirmed.
-    await page.getByRole('button', { name: 'Apply correction' }).click();
+    // An apply whose answer fails after it began (a progress line, then an error line) shows the
+    // error and leaves Apply enabled; the gateway never sees this one (the browser answers it).
+    const stopped = 'The correction stopped before it finished (the gateway log has the cause). Run the same correction again to finish it.';
+    await page.route('**/admin/v1/corrections', (route) =>
+      route.fulfill({
+        status: 200,
+        contentType: 'application/x-ndjson',
+        body:
+          JSON.stringify({ object: 'correction.progress', phase: 'adjust', done: 0, total: 3, appended: 0, pass: 1 }) +
+          '\n' +
+          JSON.stringify({ object: 'error', status: 500, error: { message: stopped, type: 'server_error', code: 'server_error' } }) +
+          '\n',
+      }),
+    );
     const dialog = page.getByRole('dialog');
+    await page.getByRole('button', { name: 'Apply correction' }).click();
+    await dialog.getByRole('button', { name: 'Apply correction' }).click();
+    const alert = page.locator('#dry-run [role="alert"]');
+    await alert.getByText(stopped).waitFor();
+    assert.match((await alert.textContent()) ?? '', /The gateway had an error/);
+    await page.unroute('**/admin/v1/corrections');
+    assert.ok(await page.locator('#cx-apply-bar').isHidden(), 'the bar is hidden once the apply failed');
+    assert.ok(await page.getByRole('button', { name: 'Apply correction' }).isEnabled(), 'it can be applied again');
+    assert.is(await page.locator('#applied').count(), 0);
+
+    // Apply, confirmed, with its progress: every state of the bar while the apply runs.
+    await page.evaluate(() => {
+      type Seen = { shown: boolean; value: string | null; max: string | null; text: string; valuetext: string | null };
+      const w = window as unknown as { applyStates: Seen[] };
+      w.applyStates = [];
+      const bar = document.getElementById('cx-apply-bar') as HTMLProgressElement;
+      const region = bar.parentElement!;
+      new MutationObserver(() =>
+        w.applyStates.push({
+          shown: !region.hasAttribute('hidden'),
+          value: bar.getAttribute('value'),
+          max: bar.getAttribute('max'),
+          text: document.getElementById('cx-apply-status')!.textContent ?? '',
+          valuetext: bar.getAttribute('aria-valuetext'),
+        }),
+      ).observe(region, { attributes: true, subtree: true, childList: true, characterData: true });
+    });
+    const applying = page.waitForRequest((r) => r.url().endsWith('/admin/v1/corrections') && r.postDataJSON().dry_run === false);
+    await page.getByRole('button', { name: 'Apply correction' }).click();
     await dialog.getByText(new RegExp(`3 charges of 2 accounts move from ${api.totals.billedNow.toLocaleString('en-US')}`)).waitFor();
     await dialog.getByRole('button', { name: 'Apply correction' }).click();
+    assert.is((await applying).headers().accept, 'application/x-ndjson', 'the console asks for the progress stream');
     await page.locator('#applied').waitFor();
+    const states = await page.evaluate(() => (window as unknown as { applyStates: Array<Record<string, any>> }).applyStates);
+    assert.ok(
+      states.some((s) => s.shown),
+      `the progress bar was shown while the correction applied: ${JSON.stringify(states)}`,
+    );
+    const determinate = states.filter((s) => s.max !== null);
+    assert.ok(
+      determinate.some((s) => s.max === '3'),
+      `the bar had the window's 3 charges as its total: ${JSON.stringify(states)}`,
+    );
+    for (const s of determinate) {
+      assert.match(s.text, /^Adjusted \d of 3 charges, \d adjustments? appended \(pass 1\)$/);
+      assert.is(s.valuetext, s.text, 'the bar reads out the same text');
+    }
+    // The last progress line (every charge gone through) stays on the (now hidden) bar.
+    assert.equal(await page.locator('#cx-apply-bar').evaluate((b: HTMLProgressElement) => [b.value, b.max]), [3, 3]);
+    assert.is(await page.locator('#cx-apply-status').textContent(), 'Adjusted 3 of 3 charges, 3 adjustments appended (pass 1)');
+    assert.ok(await page.locator('#cx-apply-bar').isHidden(), 'the bar is hidden once the apply ended');
     assert.is(await dataValue(page, '#applied [data-field="appended"]'), 3);
     assert.is(await dataValue(page, '#applied [data-field="already_applied"]'), 0);
     assert.ok(await page.getByRole('button', { name: 'Apply correction' }).isDisabled(), 'applied once');

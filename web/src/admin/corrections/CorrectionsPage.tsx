@@ -1,18 +1,40 @@
 // Corrections: the terms (model, what to correct, the right value, the window, a reason), a dry run
 // shown as a summary, a chart and tables, then "Apply correction" after a confirmation. A change
-// of the form after a dry run disables Apply until the dry run is run again.
+// of the form after a dry run disables Apply until the dry run is run again. Applying shows its
+// progress as verify's (NDJSON progress lines read by api/ndjson.ts), a bar of charges adjusted.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { confirmAction } from '../../shared/components/ConfirmDialog.tsx';
-import { admin, clientProblem } from '../api/client.ts';
+import { admin, adminCall, clientProblem } from '../api/client.ts';
+import { readProgressStream } from '../api/ndjson.ts';
 import type { AppliedCorrection, CorrectionReport, List, Model } from '../api/types.ts';
 import { announce } from '../ui/announce.tsx';
 import { Field, InputField, Heading, plain } from '../ui/bits.tsx';
 import { fmt, isoToLocal, localToIso, milli, signed } from '../ui/format.ts';
 import { useAction } from '../ui/Problem.tsx';
+import { ProgressBar } from '../ui/ProgressBar.tsx';
 import { ChargeDetails, COMPONENTS, ReconciliationTable, ReportSummary } from './Reconciliation.tsx';
 import { ReconciliationChart } from './ReconciliationChart.tsx';
 
 type Body = Record<string, unknown>;
+
+/** A progress line of an apply: charges of the window gone through in this pass, and adjustments appended so far. */
+interface ApplyProgress {
+  done: number;
+  total: number;
+  appended: number;
+  pass: number;
+}
+
+async function applyWithProgress(body: Body, onProgress: (p: ApplyProgress) => void): Promise<AppliedCorrection> {
+  const res = await adminCall('corrections', { method: 'POST', body: { ...body, dry_run: false }, accept: 'application/x-ndjson' });
+  return readProgressStream<AppliedCorrection>(res, {
+    progress: 'correction.progress',
+    onProgress: (m) => onProgress({ done: Number(m.done) || 0, total: Number(m.total) || 0, appended: Number(m.appended) || 0, pass: Number(m.pass) || 1 }),
+    result: 'reconciliation',
+    what: 'correction',
+    advice: 'Run the same correction again to finish it: what was appended stays, and nothing is appended twice.',
+  });
+}
 
 export function CorrectionsPage() {
   const form = useRef<HTMLFormElement>(null);
@@ -32,6 +54,7 @@ export function CorrectionsPage() {
   const [previewed, setPreviewed] = useState<{ body: Body; report: CorrectionReport } | null>(null);
   const [stale, setStale] = useState(false);
   const [applied, setApplied] = useState<AppliedCorrection | null>(null);
+  const [run, setRun] = useState<{ running: boolean; startedAt: number; progress: ApplyProgress | null }>({ running: false, startedAt: 0, progress: null });
   const appliedRef = useRef<HTMLElement>(null);
   const set = (patch: Partial<typeof t>) => {
     setT((old) => ({ ...old, ...patch }));
@@ -94,12 +117,19 @@ export function CorrectionsPage() {
       announce('The correction was not applied.');
       return;
     }
-    const res = await apply.run(() => admin<AppliedCorrection>('corrections', { method: 'POST', body: { ...previewed.body, dry_run: false } }));
+    announce('Applying the correction. This may take a while.');
+    setRun({ running: true, startedAt: Date.now(), progress: null });
+    const res = await apply.run(() => applyWithProgress(previewed.body, (progress) => setRun((r) => ({ ...r, progress }))));
+    setRun((r) => ({ ...r, running: false }));
     if (!res) return;
     setApplied(res);
   };
 
   const report = previewed?.report;
+  const p = run.progress;
+  const progressText = p
+    ? `Adjusted ${fmt(p.done)} of ${fmt(p.total)} charges, ${fmt(p.appended)} adjustment${p.appended === 1 ? '' : 's'} appended (pass ${fmt(p.pass)})`
+    : 'Starting…';
   const empty = !!report && report.accounts.length === 0;
   return (
     <>
@@ -202,7 +232,7 @@ export function CorrectionsPage() {
       </section>
       <div class="correction-output">
         {report && (
-          <section class="card" aria-labelledby="dry-run-heading" id="dry-run">
+          <section class="card" aria-labelledby="dry-run-heading" id="dry-run" aria-busy={run.running ? 'true' : 'false'}>
             <h2 id="dry-run-heading">Dry run: what this correction would change</h2>
             <p class="help">Nothing has been written. Billed now is each charge plus every adjustment already applied to it; corrected is what it becomes.</p>
             <ReportSummary report={report} />
@@ -231,6 +261,7 @@ export function CorrectionsPage() {
             <p class="help warn stale-note" hidden={!stale || !!applied}>
               The form changed after this dry run: run the dry run again before applying.
             </p>
+            <ProgressBar id="cx-apply" label="Applying the correction…" run={run} text={progressText} />
             {apply.region()}
           </section>
         )}

@@ -1,11 +1,12 @@
 // Verify the ledger: runs the audit with its progress as a bar ("Checked N of M events (phase)",
 // indeterminate until the first line, read out as aria-valuetext) and the elapsed time, then the
 // verdict and the counts, with any problems in tables.
-import { useEffect, useLayoutEffect, useReducer, useRef } from 'preact/hooks';
+import { useEffect, useReducer } from 'preact/hooks';
 import { announce } from '../ui/announce.tsx';
 import { Heading, Num, Table } from '../ui/bits.tsx';
 import { fmt } from '../ui/format.ts';
 import { ProblemRegion } from '../ui/Problem.tsx';
+import { ProgressBar } from '../ui/ProgressBar.tsx';
 import { onChange, run, startVerify } from './stream.ts';
 
 const PHASES: Record<string, string> = { chains: 'hash chains', 'read models': 'read models' };
@@ -13,30 +14,10 @@ const PHASES: Record<string, string> = { chains: 'hash chains', 'read models': '
 export function VerifyPage() {
   const [, bump] = useReducer((n: number) => n + 1, 0);
   const redraw = () => bump(undefined);
-  const bar = useRef<HTMLProgressElement>(null);
   useEffect(() => onChange(redraw), []);
-  // The elapsed time ticks while a run goes on.
-  useEffect(() => {
-    if (!run.running) return;
-    const timer = setInterval(redraw, 500);
-    return () => clearInterval(timer);
-  }, [run.running]);
 
   const p = run.progress;
   const text = p ? `Checked ${fmt(p.done)} of ${fmt(p.total)} events (${PHASES[p.phase] ?? p.phase})` : 'Starting…';
-  // The bar is set by hand: an indeterminate <progress> has no value or max attribute at all.
-  useLayoutEffect(() => {
-    const b = bar.current;
-    if (!b) return;
-    if (!p) {
-      for (const a of ['value', 'max', 'aria-valuetext']) b.removeAttribute(a);
-      return;
-    }
-    const max = Math.max(1, p.total);
-    b.max = max;
-    b.value = Math.min(p.done, max);
-    b.setAttribute('aria-valuetext', text);
-  });
 
   const start = () => {
     announce('Verifying the ledger. This may take a while.');
@@ -58,14 +39,7 @@ export function VerifyPage() {
             Run verify
           </button>
         </div>
-        <div class="verify-progress" hidden={!run.running}>
-          <label for="verify-bar">Verifying the ledger…</label>
-          <progress id="verify-bar" ref={bar} aria-describedby="verify-status verify-elapsed" />
-          <span id="verify-status">{text}</span>
-          <span id="verify-elapsed" class="muted">
-            {run.running ? `${Math.floor((Date.now() - run.startedAt) / 1000)} s elapsed` : ''}
-          </span>
-        </div>
+        <ProgressBar id="verify" label="Verifying the ledger…" run={run} text={text} />
         <div class="verify-result" role="status" aria-live="polite">
           {r && (
             <>
