@@ -28,7 +28,11 @@ const HEARTBEAT_MS = 5_000;
 const ABANDONED_AFTER_S = 20;
 const REPLAYED_HEADERS = ['content-type', 'x-tollgate-billed-tokens', 'x-tollgate-remaining-tokens'];
 
-export function idempotency(db: Queryable, schema: string, opts: { heartbeatMs?: number; ttlHours?: number; validate?: (body: unknown) => void } = {}) {
+export function idempotency(
+  db: Queryable,
+  schema: string,
+  opts: { heartbeatMs?: number; ttlHours?: number; validate?: (body: unknown) => Promise<void> } = {},
+) {
   const heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS;
   const ttlS = Math.round((opts.ttlHours ?? IDEMPOTENCY_TTL_HOURS) * 3600);
   const claims = idempotencyStore(db, schema);
@@ -41,7 +45,7 @@ export function idempotency(db: Queryable, schema: string, opts: { heartbeatMs?:
     // neither replay nor block this key's answers.
     const owner = ctx.state.auth.keyId as string;
     assertNestingDepth(ctx.request.body); // before hashing it recursively
-    opts.validate?.(ctx.request.body); // an invalid body is refused before any claim: it leaves no record
+    await opts.validate?.(ctx.request.body); // an invalid body is refused before any claim: it leaves no record
     const files = (ctx.request as unknown as { files?: Record<string, { size: number; originalFilename?: string }> }).files;
     const bodyHash = createHash('sha256')
       .update(
