@@ -6,6 +6,10 @@ import fc from 'fast-check';
 import { SLICE_CHARS, matchesNow, matchesSliced } from '../src/http/sliced-pattern.ts';
 import { validateBody } from '../src/http/validate.ts';
 import { ApiError } from '../src/http/errors.ts';
+import { canonicalDigest } from '../src/http/body-digest.ts';
+import { canonicalJson } from '../src/eventstore/canonical.ts';
+import { createHash } from 'node:crypto';
+import { seedFrom, seedJson } from '../src/upstream/seed.ts';
 
 const IMAGE_URL = '^(https?://\\S+|data:image/(png|jpeg|jpg|gif|webp);base64,[A-Za-z0-9+/]+={0,2})$';
 const BASE64 = '^[A-Za-z0-9+/]+={0,2}$';
@@ -117,6 +121,50 @@ test('Anthropic base64 sources: a 3 MB source with a bad character is refused li
   const short = await refuse(msg('AA!A'));
   assert.ok(short);
   assert.is(await refuse(msg('A'.repeat(3 * MB) + '!A')), short);
+});
+
+const oneShot = (prefix: string, value: unknown, suffix: string) =>
+  createHash('sha256')
+    .update(prefix + canonicalJson(value) + suffix)
+    .digest('hex');
+
+test('an Idempotency-Key body digest is the one-piece digest of its canonical JSON, any JSON', async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.jsonValue(), fc.string(), async (value, prefix) => {
+      assert.is(await canonicalDigest(prefix, value, 'null'), oneShot(prefix, value, 'null'));
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('a 10 MB string is digested a slice per turn, escapes and surrogate pairs across the cuts included', async () => {
+  // A pair straddles every slice boundary (the odd offset), escapes and non-ASCII sit around it.
+  const unit = 'é"\\\n\u0001😀';
+  let big = 'x'.repeat(SLICE_CHARS - 1) + '😀';
+  while (big.length < 10 * MB) big += unit.repeat(1000) + 'y'.repeat(SLICE_CHARS - 1 - ((big.length + unit.length * 1000) % SLICE_CHARS)) + '😀';
+  const body = { model: 'm', messages: [{ role: 'user', content: big }], z: [1, { b: null, a: big.slice(5, 9) }] };
+  const { turns, result } = await turnsDuring(() => canonicalDigest('/v1/chat/completions\n', body, 'null'));
+  assert.is(result, oneShot('/v1/chat/completions\n', body, 'null'));
+  assert.ok(turns >= Math.floor((10 * MB) / SLICE_CHARS) - 1, `hashed over ${turns} turns`);
+});
+
+test('the simulated upstream’s seed material: small values as before, long strings read at their ends, a bounded total', () => {
+  const messages = [{ role: 'user', content: 'hello there' }];
+  assert.is(seedJson(messages), JSON.stringify(messages), 'a small conversation is its JSON, so seeds are unchanged');
+  assert.is(seedFrom('chat', 'm', seedJson(messages)), seedFrom('chat', 'm', JSON.stringify(messages)));
+  const image = (middle: string) => [
+    { role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(5 * MB)}${middle}${'A'.repeat(5 * MB)}` } }] },
+  ];
+  assert.is(seedFrom('chat', 'm', seedJson(image('B'))), seedFrom('chat', 'm', seedJson(image('B'))));
+  // Bounded work: a change in the middle of 10 MB is not read; a change of length or at an end is.
+  assert.ok(seedJson(image('B')).length < 100_000);
+  assert.is(seedFrom('chat', 'm', seedJson(image('B'))), seedFrom('chat', 'm', seedJson(image('C'))));
+  assert.is.not(seedFrom('chat', 'm', seedJson(image('B'))), seedFrom('chat', 'm', seedJson(image('BB'))));
+  // Past the budget (a megabyte of strings), a string counts by its length alone.
+  const many = (last: string) => [...Array.from({ length: 40 }, () => 'w'.repeat(30_000)), last];
+  assert.ok(seedJson(many('x'.repeat(5 * MB))).length < 1.1 * MB);
+  assert.is(seedJson(many('a'.repeat(1000))), seedJson(many('b'.repeat(1000))));
+  assert.is.not(seedJson(many('a'.repeat(1000))), seedJson(many('a'.repeat(1001))));
 });
 
 test.run();
