@@ -10,6 +10,7 @@ import { canonicalDigest } from '../src/http/body-digest.ts';
 import { canonicalJson } from '../src/eventstore/canonical.ts';
 import { createHash } from 'node:crypto';
 import { seedFrom, seedJson } from '../src/upstream/seed.ts';
+import { decodeDataUri } from '../src/gateway/image-source.ts';
 
 const IMAGE_URL = '^(https?://\\S+|data:image/(png|jpeg|jpg|gif|webp);base64,[A-Za-z0-9+/]+={0,2})$';
 const BASE64 = '^[A-Za-z0-9+/]+={0,2}$';
@@ -165,6 +166,45 @@ test('the simulated upstream’s seed material: small values as before, long str
   assert.ok(seedJson(many('x'.repeat(5 * MB))).length < 1.1 * MB);
   assert.is(seedJson(many('a'.repeat(1000))), seedJson(many('b'.repeat(1000))));
   assert.is.not(seedJson(many('a'.repeat(1000))), seedJson(many('a'.repeat(1001))));
+});
+
+/** What decodeDataUri did in one piece before (the reference its slices must agree with). */
+function decodedInOnePiece(uri: string): Buffer | string {
+  const m = /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=\s]*)$/i.exec(uri);
+  if (!m) return 'invalid_image';
+  const bytes = Buffer.from(m[2].replace(/\s+/g, ''), 'base64');
+  return bytes.length === 0 ? 'no data' : bytes;
+}
+const decoded = async (uri: string) => {
+  try {
+    return (await decodeDataUri(uri)).bytes;
+  } catch (err) {
+    const e = err as ApiError;
+    return e.code === 'invalid_image' && /no data/.test(e.message) ? 'no data' : (e.code ?? 'error');
+  }
+};
+
+test('image data URIs decode a slice per turn to the bytes the one-piece decoder gave', async () => {
+  const data = fc.array(fc.constantFrom(...'AQgw+/09=  \n\t\u00a0!-_'.split('')), { maxLength: 30 }).map((cs) => cs.join(''));
+  await fc.assert(
+    fc.asyncProperty(
+      fc.constantFrom('data:image/png;base64,', 'DATA:IMAGE/PNG;BASE64,', 'data:image/png,', 'data:text/plain;base64,'),
+      data,
+      async (head, tail) => {
+        assert.equal(await decoded(head + tail), decodedInOnePiece(head + tail), JSON.stringify(head + tail));
+      },
+    ),
+    { numRuns: 2000 },
+  );
+  // Groups, whitespace and padding across the slice cuts.
+  const png = Buffer.from(Array.from({ length: 6 * MB }, (_, i) => (i * 7) & 255)).toString('base64');
+  for (const tail of [png, png.replace(/(.{76})/g, '$1\n'), ` ${png.slice(0, -2)}= =${png.slice(-2)}`, png.slice(1)]) {
+    const uri = `data:image/png;base64,${tail}`;
+    const { turns, result } = await turnsDuring(() => decoded(uri));
+    assert.ok(Buffer.isBuffer(result) && result.equals(decodedInOnePiece(uri) as Buffer));
+    assert.ok(turns >= Math.floor(tail.length / SLICE_CHARS) - 1, `decoded over ${turns} turns`);
+  }
+  assert.is(await decoded(`data:image/png;base64,${png}!`), 'invalid_image', 'a bad last character is refused as before');
 });
 
 test.run();
