@@ -11,6 +11,7 @@ import { canonicalJson } from '../src/eventstore/canonical.ts';
 import { createHash } from 'node:crypto';
 import { seedFrom, seedJson } from '../src/upstream/seed.ts';
 import { decodeDataUri } from '../src/gateway/image-source.ts';
+import { LONG_STRING_CHARS, jsonBytes } from '../src/upstream/json-slices.ts';
 
 const IMAGE_URL = '^(https?://\\S+|data:image/(png|jpeg|jpg|gif|webp);base64,[A-Za-z0-9+/]+={0,2})$';
 const BASE64 = '^[A-Za-z0-9+/]+={0,2}$';
@@ -205,6 +206,31 @@ test('image data URIs decode a slice per turn to the bytes the one-piece decoder
     assert.ok(turns >= Math.floor(tail.length / SLICE_CHARS) - 1, `decoded over ${turns} turns`);
   }
   assert.is(await decoded(`data:image/png;base64,${png}!`), 'invalid_image', 'a bad last character is refused as before');
+});
+
+test('an upstream request body with a 10 MB string: the bytes of JSON.stringify, the string escaped a slice per turn', async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.jsonValue(), async (value) => assert.ok((await jsonBytes(value)).equals(Buffer.from(JSON.stringify(value))))),
+    { numRuns: 200 },
+  );
+  const image = `data:image/png;base64,${'A'.repeat(10 * MB)}`;
+  const odd = `${'é'.repeat(LONG_STRING_CHARS - 1)}😀"\n\u0002${'z'.repeat(LONG_STRING_CHARS)}`;
+  const body = {
+    model: 'm',
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'image_url', image_url: { url: image } },
+          { type: 'text', text: odd },
+        ],
+      },
+    ],
+    n: [1, null],
+  };
+  const { turns, result } = await turnsDuring(() => jsonBytes(body));
+  assert.ok(result.equals(Buffer.from(JSON.stringify(body))));
+  assert.ok(turns >= Math.floor((10 * MB) / LONG_STRING_CHARS) - 1, `escaped over ${turns} turns`);
 });
 
 test.run();

@@ -3,12 +3,10 @@
 // hashed a slice per turn of the event loop (issue #30). The digest is the one of the joined
 // text, sha256(prefix + canonicalJson(value) + suffix), so records stored before still match.
 import { createHash, type Hash } from 'node:crypto';
-import { SLICE_CHARS } from './sliced-pattern.ts';
+import { LONG_STRING_CHARS, escapedSlices } from '../upstream/json-slices.ts';
 
 /** Text is handed to the hash in chunks of about this many characters. */
 const FLUSH_CHARS = 65_536;
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 class Feed {
   private text = '';
@@ -24,19 +22,11 @@ class Feed {
     this.text = '';
   }
 
-  /** JSON.stringify(s), a slice per turn; a slice never ends between the two halves of a surrogate pair. */
+  /** JSON.stringify(s), a slice per turn. */
   async longString(s: string): Promise<void> {
     this.push('"');
     this.flush();
-    for (let i = 0; i < s.length;) {
-      let end = Math.min(s.length, i + SLICE_CHARS);
-      const last = s.charCodeAt(end - 1);
-      if (end < s.length && last >= 0xd800 && last <= 0xdbff) end--;
-      const escaped = JSON.stringify(s.slice(i, end));
-      this.hash.update(escaped.slice(1, -1), 'utf8');
-      i = end;
-      if (i < s.length) await nextTurn();
-    }
+    for await (const slice of escapedSlices(s)) this.hash.update(slice, 'utf8');
     this.push('"');
   }
 }
@@ -46,7 +36,7 @@ class Feed {
  * promise only where a long string is inside, so a body of many small values takes one turn.
  */
 function write(feed: Feed, value: unknown): Promise<void> | undefined {
-  if (typeof value === 'string' && value.length > SLICE_CHARS) return feed.longString(value);
+  if (typeof value === 'string' && value.length > LONG_STRING_CHARS) return feed.longString(value);
   if (value === null || typeof value !== 'object') {
     feed.push(JSON.stringify(value) ?? '');
     return undefined;
