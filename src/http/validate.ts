@@ -19,6 +19,8 @@ const deferred: { value: string; pattern: string; slot?: Slot }[] = [];
 
 // `pattern` for fields that can hold megabytes (images inline): short strings are checked at once,
 // as `pattern` would, longer ones after the rest of the body passes, in slices (sliced-pattern.ts).
+// The schemas use it only where every anyOf above it is split by type, so a deferred string is in
+// the branch that decides.
 ajv.addKeyword({
   keyword: 'slicedPattern',
   type: 'string',
