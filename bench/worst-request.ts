@@ -108,7 +108,8 @@ interface Case {
   name: string;
   path: string;
   body: Buffer;
-  headers: Record<string, string>;
+  /** A function for headers that must differ per run (a new Idempotency-Key each time). */
+  headers: Record<string, string> | (() => Record<string, string>);
 }
 
 function cases(key: string, paying: string): Case[] {
@@ -154,6 +155,13 @@ function cases(key: string, paying: string): Case[] {
     },
     { name: `key with quota: ${LIMIT_MB} MB string (the size limit)`, path: '/v1/chat/completions', body: longString(atLimit), headers: paid },
     { name: `key with quota: ${LIMIT_MB} MB inline image, answered`, path: '/v1/chat/completions', body: image(atLimit - 300), headers: paid },
+    {
+      // The body is hashed (canonical JSON, SHA-256) and validated once more before the claim.
+      name: `key with quota: ${LIMIT_MB} MB inline image with an Idempotency-Key, answered`,
+      path: '/v1/chat/completions',
+      body: image(atLimit - 300),
+      headers: () => ({ ...paid, 'idempotency-key': randomBytes(12).toString('hex') }),
+    },
     { name: `key with quota: ${LIMIT_MB} MB prompt, counted and answered`, path: '/v1/chat/completions', body: prompt(atLimit - 200), headers: paid },
   ];
 }
@@ -176,7 +184,8 @@ async function measure(gw: { origin: string; pid: number }, c: Case, idle: { ms:
     }
   })();
   const t = performance.now();
-  const reply = await send(gw.origin, c.path, { method: c.path === '/healthz' ? 'GET' : 'POST', headers: c.headers, body: c.body });
+  const headers = typeof c.headers === 'function' ? c.headers() : c.headers;
+  const reply = await send(gw.origin, c.path, { method: c.path === '/healthz' ? 'GET' : 'POST', headers, body: c.body });
   const elapsed = performance.now() - t;
   await new Promise((r) => setTimeout(r, 50)); // the aftermath (garbage, logging) counts too
   done = true;

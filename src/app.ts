@@ -92,7 +92,7 @@ export function createApp(
   const idempotent = (schemaName?: string) =>
     idempotency(deps.db, deps.ledger.schema, {
       ttlHours: opts.idempotencyTtlHours,
-      validate: schemaName ? (b) => void validateBody(schemaName, b) : undefined,
+      validate: schemaName ? async (b) => void (await validateBody(schemaName, b)) : undefined,
     });
   const metered = (schemaName: string) => [auth, invalid, body, idempotent(schemaName)];
 

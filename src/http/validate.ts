@@ -3,9 +3,42 @@ import { readFileSync } from 'node:fs';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { createAjv } from '../ajv.ts';
 import { badRequest } from './errors.ts';
+import { SLICE_CHARS, isSliceablePattern, matchesNow, matchesSliced } from './sliced-pattern.ts';
 
 const ajv = createAjv({ strict: false, allErrors: false });
 const cache = new Map<string, ValidateFunction>();
+
+/** Where a string is in the body: its parent object or array and its key there. */
+interface Slot {
+  parentData: Record<string | number, unknown>;
+  parentDataProperty: string | number;
+}
+
+/** Long strings the schema passed whose `slicedPattern` is left to validateBody (one slice per turn). */
+const deferred: { value: string; pattern: string; slot?: Slot }[] = [];
+
+// `pattern` for fields that can hold megabytes (images inline): short strings are checked at once,
+// as `pattern` would, longer ones after the rest of the body passes, in slices (sliced-pattern.ts).
+// The schemas use it only where every anyOf above it is split by type, so a deferred string is in
+// the branch that decides.
+ajv.addKeyword({
+  keyword: 'slicedPattern',
+  type: 'string',
+  schemaType: 'string',
+  compile(pattern: string) {
+    if (!isSliceablePattern(pattern)) throw new Error(`slicedPattern: no sliced check for ${pattern}`);
+    const validate: ((value: string, slot?: Slot) => boolean) & { errors?: Partial<ErrorObject>[] } = (value, slot) => {
+      if (value.length > SLICE_CHARS) deferred.push({ value, pattern, slot });
+      else if (!matchesNow(pattern, value)) {
+        // What ajv's `pattern` says (ajv adds where).
+        validate.errors = [{ keyword: 'pattern', params: { pattern }, message: `must match pattern "${pattern}"` }];
+        return false;
+      }
+      return true;
+    };
+    return validate;
+  },
+});
 
 function compiled(name: string): ValidateFunction {
   let v = cache.get(name);
@@ -56,14 +89,28 @@ export function assertNestingDepth(value: unknown, max = MAX_BODY_DEPTH): void {
   }
 }
 
-export function validateBody<T>(schemaName: string, body: unknown): T {
+const refusal = (e: ErrorObject) => {
+  const param = paramOf(e);
+  return badRequest(describe(e, param), param);
+};
+
+/** The body checked against its schema; long strings under `slicedPattern` are checked after the rest, a slice per turn. */
+export async function validateBody<T>(schemaName: string, body: unknown): Promise<T> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('The request body must be a JSON object.', null, 'invalid_json');
   assertNestingDepth(body);
   const v = compiled(schemaName);
-  if (!v(body)) {
-    const e = v.errors![0];
-    const param = paramOf(e);
-    throw badRequest(describe(e, param), param);
+  deferred.length = 0;
+  const valid = v(body);
+  const later = deferred.splice(0);
+  if (!valid) throw refusal(v.errors![0]);
+  for (const { value, pattern, slot } of later) {
+    if (await matchesSliced(pattern, value)) continue;
+    // The error the schema gives this body with the string failing its pattern at once (a space
+    // fails every sliced pattern): an anyOf above it reports its own first error, as before.
+    slot!.parentData[slot!.parentDataProperty] = ' ';
+    const errors = v(body) ? null : v.errors;
+    slot!.parentData[slot!.parentDataProperty] = value;
+    throw refusal(errors?.[0] ?? { keyword: 'pattern', instancePath: '', schemaPath: '', params: { pattern }, message: `must match pattern "${pattern}"` });
   }
   return body as T;
 }

@@ -41,7 +41,7 @@ const PASSTHROUGH = [
 
 export function chatCompletions(deps: GatewayDeps) {
   return async (ctx: Context) => {
-    const body = validateBody<ChatBody>('chat-completions', ctx.request.body);
+    const body = await validateBody<ChatBody>('chat-completions', ctx.request.body);
     const params: Record<string, unknown> = {};
     for (const p of PASSTHROUGH) if (body[p] !== undefined && body[p] !== null) params[p] = body[p];
     const prepared = await prepareChat(deps, ctx, {

@@ -65,7 +65,7 @@ export function images(deps: GatewayDeps, mode: 'generations' | 'edits') {
       );
     }
     const raw = multipart ? fromMultipart(ctx.request.body as Record<string, unknown>) : ctx.request.body;
-    const body = validateBody<ImageBody>('images', raw);
+    const body = await validateBody<ImageBody>('images', raw);
     const upload = multipart ? await uploadedSource(ctx) : null;
     if (upload && body.image) throw badRequest("Give the source image either as a file or as 'image', not both.", 'image');
     if (mode === 'edits' && !upload && !body.image) throw badRequest("Missing required parameter: 'image' (the source image to edit).", 'image');

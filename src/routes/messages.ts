@@ -41,7 +41,7 @@ export async function anthropicErrors(ctx: Context, next: Next): Promise<void> {
 
 export function messages(deps: GatewayDeps) {
   return async (ctx: Context) => {
-    const body = validateBody<MessagesBody>('messages', ctx.request.body);
+    const body = await validateBody<MessagesBody>('messages', ctx.request.body);
     const canonical = toCanonical(body);
     const prepared = await prepareChat(deps, ctx, {
       ...canonical,
@@ -76,7 +76,7 @@ export function messages(deps: GatewayDeps) {
  */
 export function countTokens(deps: GatewayDeps) {
   return async (ctx: Context) => {
-    const body = validateBody<Pick<MessagesBody, 'model' | 'messages' | 'system' | 'tools'>>('messages-count-tokens', ctx.request.body);
+    const body = await validateBody<Pick<MessagesBody, 'model' | 'messages' | 'system' | 'tools'>>('messages-count-tokens', ctx.request.body);
     const model = await resolveCallerModel(deps, ctx, body.model);
     const signal = abortWhenClientGone(ctx).signal;
     const counted = await withFailover(

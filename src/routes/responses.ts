@@ -13,7 +13,7 @@ import { toCanonical, type ResponsesBody } from '../dialects/responses/request.t
 
 export function responses(deps: GatewayDeps) {
   return async (ctx: Context) => {
-    const body = validateBody<ResponsesBody>('responses', ctx.request.body);
+    const body = await validateBody<ResponsesBody>('responses', ctx.request.body);
     const canonical = toCanonical(body);
     const prepared = await prepareChat(deps, ctx, {
       ...canonical,

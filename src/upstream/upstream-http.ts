@@ -144,7 +144,8 @@ export function asUpstreamFailure(error: unknown, op: string, callSignal: AbortS
 export interface SendOptions {
   op: string;
   path: string;
-  body: string | FormData;
+  /** JSON text, JSON's UTF-8 bytes (jsonBytes), or a multipart form. */
+  body: string | Buffer | FormData;
   accept?: string;
   signal: AbortSignal;
   /** Texts that must never appear in an error message (the key is always added). */
@@ -246,6 +247,7 @@ export async function send(target: UpstreamTarget, options: SendOptions): Promis
   let body: Buffer;
   let contentType = 'application/json';
   if (typeof options.body === 'string') body = Buffer.from(options.body);
+  else if (Buffer.isBuffer(options.body)) body = options.body;
   else {
     // Multipart (image edits): let the platform encode the form and pick the boundary.
     const encoded = new Request('http://upstream.invalid/', { method: 'POST', body: options.body });

@@ -6,6 +6,7 @@ import { answerText } from './structured.ts';
 import { anthropicEvents } from './stream.ts';
 import { chatOutcomeOf, chatSecrets, finishReasonOf, messagesRequest } from './translate.ts';
 import { UsageTracker } from './usage.ts';
+import { jsonBytes } from '../json-slices.ts';
 
 export const MESSAGES_PATH = '/v1/messages';
 
@@ -17,7 +18,7 @@ export async function chat(target: UpstreamTarget, call: ChatCall, structuredOut
   const { response, deadline } = await send(target, {
     op: 'chat',
     path: MESSAGES_PATH,
-    body: JSON.stringify(request.body),
+    body: await jsonBytes(request.body),
     signal: call.signal,
     secrets: chatSecrets(call),
   });
@@ -37,7 +38,7 @@ export async function* chatStream(target: UpstreamTarget, call: ChatCall, struct
   const { response, deadline } = await send(target, {
     op,
     path: MESSAGES_PATH,
-    body: JSON.stringify(body),
+    body: await jsonBytes(body),
     accept: 'text/event-stream',
     signal: call.signal,
     secrets,

@@ -7,6 +7,7 @@ import { isObject, tokenCount, type Json } from './json.ts';
 import { anthropicEvents } from './stream.ts';
 import { MIN_THINKING_BUDGET } from './translate.ts';
 import { UsageTracker, usageOf } from './usage.ts';
+import { jsonBytes } from '../json-slices.ts';
 
 const COUNT_TOKENS_PATH = '/v1/messages/count_tokens';
 /** The fields count_tokens accepts; the rest (max_tokens, stream, metadata, sampling) it rejects. */
@@ -88,7 +89,7 @@ export function createNativeMessages(target: UpstreamTarget): NativeProvider {
     const { response, deadline } = await send(target, {
       op,
       path: MESSAGES_PATH,
-      body: JSON.stringify(nativeRequestBody(native, false)),
+      body: await jsonBytes(nativeRequestBody(native, false)),
       signal: native.signal,
       secrets: bodySecrets(native.body),
       headers: native.headers,
@@ -106,7 +107,7 @@ export function createNativeMessages(target: UpstreamTarget): NativeProvider {
     const { response, deadline } = await send(target, {
       op,
       path: MESSAGES_PATH,
-      body: JSON.stringify(nativeRequestBody(native, true)),
+      body: await jsonBytes(nativeRequestBody(native, true)),
       accept: 'text/event-stream',
       signal: native.signal,
       secrets,
@@ -171,7 +172,7 @@ export function createNativeMessages(target: UpstreamTarget): NativeProvider {
     const { response, deadline } = await send(target, {
       op,
       path: COUNT_TOKENS_PATH,
-      body: JSON.stringify(body),
+      body: await jsonBytes(body),
       signal: native.signal,
       secrets: bodySecrets(native.body),
       headers: native.headers,

@@ -14,6 +14,7 @@ import { chatOutcomeOf, chatRequestBody, finishReasonOf, requestTexts, usageOf, 
 import { readSse } from '../sse.ts';
 import { assertSourceImage } from '../image-source.ts';
 import { normaliseUpstreamImage } from '../image-output.ts';
+import { jsonBytes } from '../json-slices.ts';
 
 export { InvalidImageError } from '../image-error.ts';
 
@@ -46,7 +47,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     const { response, deadline } = await send(target, {
       op: 'chat',
       path: '/chat/completions',
-      body: JSON.stringify(chatRequestBody(call, false, maxTokensField)),
+      body: await jsonBytes(chatRequestBody(call, false, maxTokensField)),
       signal: call.signal,
       secrets: requestTexts(call),
     });
@@ -58,7 +59,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     const { response, deadline } = await send(target, {
       op: 'chat stream',
       path: '/chat/completions',
-      body: JSON.stringify(chatRequestBody(call, true, maxTokensField)),
+      body: await jsonBytes(chatRequestBody(call, true, maxTokensField)),
       accept: 'text/event-stream',
       signal: call.signal,
       secrets,

@@ -7,6 +7,7 @@ import { upstreamErrorOf } from './errors.ts';
 import { upstreamEvents } from './events.ts';
 import { isObject, parseEventData } from './json.ts';
 import { chatUsageOf } from './usage.ts';
+import { jsonBytes } from '../json-slices.ts';
 
 export const CHAT_PATH = '/chat/completions';
 
@@ -18,7 +19,7 @@ export async function chat(target: UpstreamTarget, call: ChatCall): Promise<Chat
   const { response, deadline } = await send(target, {
     op,
     path: CHAT_PATH,
-    body: JSON.stringify(chatRequestBody(call, false, MAX_TOKENS_FIELD)),
+    body: await jsonBytes(chatRequestBody(call, false, MAX_TOKENS_FIELD)),
     signal: call.signal,
     secrets: requestTexts(call),
   });
@@ -44,7 +45,7 @@ export async function* chatStream(target: UpstreamTarget, call: ChatCall): Async
     op,
     path: CHAT_PATH,
     // chatRequestBody always asks for stream_options.include_usage when streaming.
-    body: JSON.stringify(chatRequestBody(call, true, MAX_TOKENS_FIELD)),
+    body: await jsonBytes(chatRequestBody(call, true, MAX_TOKENS_FIELD)),
     accept: 'text/event-stream',
     signal: call.signal,
     secrets,

@@ -7,6 +7,7 @@ import { upstreamErrorOf } from './errors.ts';
 import { upstreamEvents } from './events.ts';
 import { isObject, parseEventData, type Json } from './json.ts';
 import { chatUsageOf } from './usage.ts';
+import { jsonBytes } from '../json-slices.ts';
 
 const present = (body: Json, field: string): boolean => body[field] !== undefined && body[field] !== null;
 
@@ -59,7 +60,7 @@ export async function nativeChatCall(target: UpstreamTarget, call: NativeCall): 
   const { response, deadline } = await send(target, {
     op,
     path: CHAT_PATH,
-    body: JSON.stringify(nativeChatBody(call, false)),
+    body: await jsonBytes(nativeChatBody(call, false)),
     signal: call.signal,
     secrets: chatBodySecrets(call.body),
   });
@@ -76,7 +77,7 @@ export async function* nativeChatStream(target: UpstreamTarget, call: NativeCall
   const { response, deadline } = await send(target, {
     op,
     path: CHAT_PATH,
-    body: JSON.stringify(nativeChatBody(call, true)),
+    body: await jsonBytes(nativeChatBody(call, true)),
     accept: 'text/event-stream',
     signal: call.signal,
     secrets,

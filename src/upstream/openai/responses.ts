@@ -7,6 +7,7 @@ import { upstreamErrorOf } from './errors.ts';
 import { upstreamEvents } from './events.ts';
 import { isObject, parseEventData, type Json } from './json.ts';
 import { responsesUsageOf } from './usage.ts';
+import { jsonBytes } from '../json-slices.ts';
 
 export const RESPONSES_PATH = '/responses';
 
@@ -44,7 +45,7 @@ export async function responsesCall(target: UpstreamTarget, call: NativeCall): P
   const { response, deadline } = await send(target, {
     op,
     path: RESPONSES_PATH,
-    body: JSON.stringify(responsesBody(call, false)),
+    body: await jsonBytes(responsesBody(call, false)),
     signal: call.signal,
     secrets,
   });
@@ -62,7 +63,7 @@ export async function* responsesStream(target: UpstreamTarget, call: NativeCall)
   const { response, deadline } = await send(target, {
     op,
     path: RESPONSES_PATH,
-    body: JSON.stringify(responsesBody(call, true)),
+    body: await jsonBytes(responsesBody(call, true)),
     accept: 'text/event-stream',
     signal: call.signal,
     secrets,

@@ -3,7 +3,7 @@
 // real model would stop at max_tokens.
 import type { ChatCall, ChatMessage, FinishReason, ToolCall, ToolDefinition } from '../port.ts';
 import { countTextTokens, tokenPieces } from '../tokenizer.ts';
-import { createRng, digestHex, seedFrom } from '../seed.ts';
+import { createRng, digestHex, seedFrom, seedJson } from '../seed.ts';
 import { responseFormatOf } from '../response-format.ts';
 import { structuredText } from './structured.ts';
 
@@ -144,7 +144,7 @@ function toolArguments(tool: ToolDefinition, text: string): string {
 }
 
 export function planReply(call: ChatCall): ReplyPlan {
-  const seed = seedFrom('chat', call.upstreamModel, JSON.stringify(call.messages));
+  const seed = seedFrom('chat', call.upstreamModel, seedJson(call.messages));
   const last = call.messages.at(-1);
   const lastUser = [...call.messages].reverse().find((message) => message.role === 'user');
   if (last?.role === 'user') {
@@ -165,6 +165,6 @@ export function planReply(call: ChatCall): ReplyPlan {
   const opening = last?.role === 'tool' ? 'The tool finished and its result is in.' : '';
   const prose = () => writeText(opening, textOf(lastUser), createRng(seed));
   const format = responseFormatOf(call.params);
-  const content = format ? structuredText(format, seedFrom('structured', String(seed), JSON.stringify(format)), prose) : prose();
+  const content = format ? structuredText(format, seedFrom('structured', String(seed), seedJson(format)), prose) : prose();
   return capText(content, Math.max(0, call.maxTokens));
 }
