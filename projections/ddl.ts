@@ -13,10 +13,17 @@ export interface DdlOptions {
    * event ids, is left to finishDdl().
    */
   bulk?: boolean;
+  /**
+   * A bulk load that is read once and dropped (verify's rebuild, compared with the live read
+   * models by key): every table UNLOGGED and without secondary indexes, the event-keyed logs too.
+   */
+  scratch?: boolean;
 }
 
 export function projectionDdl(schema: string, projections: RowProjection[], opts: DdlOptions = {}): string[] {
-  const table = opts.bulk ? 'UNLOGGED TABLE' : 'TABLE';
+  const bulk = opts.bulk || opts.scratch;
+  const table = bulk ? 'UNLOGGED TABLE' : 'TABLE';
+  const logTable = opts.scratch ? 'UNLOGGED TABLE' : 'TABLE';
   const out = [
     `CREATE SCHEMA IF NOT EXISTS "${schema}"`,
     `CREATE ${table} IF NOT EXISTS ${q(schema, 'checkpoint')} (name text PRIMARY KEY, position bigint NOT NULL, updated_at timestamptz NOT NULL)`,
@@ -24,10 +31,10 @@ export function projectionDdl(schema: string, projections: RowProjection[], opts
   ];
   for (const p of projections) {
     const columns = [p.columns, ...(p.addedColumns ?? [])].join(', ');
-    if (opts.bulk && p.keyedByEvent) out.push(`CREATE TABLE IF NOT EXISTS ${q(schema, p.table)} (key text NOT NULL, ${columns})`);
+    if (bulk && p.keyedByEvent) out.push(`CREATE ${logTable} IF NOT EXISTS ${q(schema, p.table)} (key text NOT NULL, ${columns})`);
     else out.push(`CREATE ${table} IF NOT EXISTS ${q(schema, p.table)} (key text PRIMARY KEY, ${columns})`);
     for (const column of p.addedColumns ?? []) out.push(`ALTER TABLE ${q(schema, p.table)} ADD COLUMN IF NOT EXISTS ${column}`);
-    if (!opts.bulk || p.keyedByEvent) out.push(...indexDdl(schema, p));
+    if (!bulk || (p.keyedByEvent && !opts.scratch)) out.push(...indexDdl(schema, p));
   }
   return out;
 }
@@ -45,8 +52,10 @@ function indexDdl(schema: string, p: RowProjection): string[] {
  * statement may run on a connection of its own, side by side); attach those primary keys, named
  * as CREATE TABLE names them (the same schema as a live one, index for index).
  */
-export function finishDdl(schema: string, projections: RowProjection[]): { durable: string[]; indexes: string[]; keys: string[] } {
+export function finishDdl(schema: string, projections: RowProjection[], opts: DdlOptions = {}): { durable: string[]; indexes: string[]; keys: string[] } {
   const logs = projections.filter((p) => p.keyedByEvent);
+  // A scratch load only needs its keys (the comparison reads by key); nothing else is worth writing.
+  if (opts.scratch) return { durable: [], indexes: logs.map((p) => `CREATE UNIQUE INDEX "${p.table}_pkey" ON ${q(schema, p.table)} (key)`), keys: [] };
   return {
     durable: [
       `ALTER TABLE ${q(schema, 'checkpoint')} SET LOGGED`,

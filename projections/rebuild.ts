@@ -25,6 +25,11 @@ interface ReplayOptions {
   memory?: ConstructorParameters<typeof ReplayMemory>[0];
   /** Threads to fold on (default: the machine's cores for a log of THREADS_FROM_EVENTS or more); only a PostgreSQL server allows more than one. */
   threads?: number;
+  /**
+   * A target read once and dropped (verify's): no durability, no secondary indexes (ddl.ts), and
+   * folded off this thread even on one (the event loop serves live calls meanwhile).
+   */
+  scratch?: boolean;
 }
 
 /**
@@ -44,7 +49,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   await dropReadModels(db, target);
   // Nobody reads the target before the swap and a crash restarts the rebuild from zero, so it is
   // loaded without secondary indexes, mostly as UNLOGGED tables, then made durable and indexed once.
-  await ensureReadModels(db, target, ALL_PROJECTIONS, { bulk: true });
+  await ensureReadModels(db, target, ALL_PROJECTIONS, { bulk: true, scratch: opts.scratch });
   const started = Date.now();
   // Larger pages mean fewer rewrites of hot rows (accounts, keys, daily usage: once per page each);
   // 25k events per page, two pages in memory at a time, stays well under 1 GB of heap.
@@ -55,7 +60,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   };
   // Other threads can fold only where they can open both the log and the target themselves.
   const sources = db.url && store.workerSource ? { log: store.workerSource, readModelsUrl: db.url } : null;
-  const groups = sources ? replayGroups(ALL_PROJECTIONS, opts.threads ?? (await defaultThreads(store))) : null;
+  const groups = sources ? (replayGroups(ALL_PROJECTIONS, opts.threads ?? (await defaultThreads(store))) ?? (opts.scratch ? [ALL_PROJECTIONS] : null)) : null;
   let folded: Folded;
   if (sources && groups) {
     // The threads stop at a position under which nothing can still commit; what comes after is
@@ -78,7 +83,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
     });
   }
   const { position, count } = folded;
-  const finish = finishDdl(target, ALL_PROJECTIONS);
+  const finish = finishDdl(target, ALL_PROJECTIONS, { scratch: opts.scratch });
   await db.transaction(async (tx) => {
     await folded.memory?.flushAll(tx, target);
     await checkpoint.advance(tx, target, position);
@@ -185,52 +190,6 @@ export async function rebuildReadModels(
     if (swapped) return { events, position };
     ({ position, count: events } = await catchUp(db, store, next, position, events));
   }
-}
-
-export interface RowDifference {
-  table: string;
-  key: string;
-  live: unknown;
-  rebuilt: unknown;
-}
-
-/** Rows of a table compared by one statement of differingRows. */
-const COMPARED_PER_STATEMENT = 20_000;
-
-/**
- * The rows that differ between two read-model schemas (a row missing on one side is null there),
- * at most `limit` per table. The database compares them (a full join on the key, each row as
- * jsonb), so the check holds two pages in memory, not two copies of every table.
- */
-
-export async function differingRows(db: Database, live: string, rebuilt: string, limit: number): Promise<RowDifference[]> {
-  const out: RowDifference[] = [];
-  for (const p of ALL_PROJECTIONS) {
-    // A range of keys at a time (COMPARED_PER_STATEMENT of the rebuilt rows): one statement over a
-    // table of millions of rows outlasts the statement timeout, and its join holds them all.
-    let found = 0;
-    for (let after: string | null = null; found < limit;) {
-      const [edge]: Array<{ key: string }> = await db.query<{ key: string }>(
-        `SELECT key FROM ${q(rebuilt, p.table)} ${after === null ? '' : 'WHERE key > $1'} ORDER BY key OFFSET ${COMPARED_PER_STATEMENT - 1} LIMIT 1`,
-        after === null ? [] : [after],
-      );
-      const upTo: string | null = edge?.key ?? null;
-      const range = [after === null ? null : 'key > $1', upTo === null ? null : `key <= $${after === null ? 1 : 2}`].filter(Boolean).join(' AND ') || 'true';
-      const params = [after, upTo].filter((x) => x !== null);
-      const rows = await db.query<{ key: string; live: Record<string, unknown> | null; rebuilt: Record<string, unknown> | null }>(
-        `SELECT coalesce(a.key, b.key) AS key, CASE WHEN a.key IS NULL THEN NULL ELSE to_jsonb(a) END AS live,
-          CASE WHEN b.key IS NULL THEN NULL ELSE to_jsonb(b) END AS rebuilt
-        FROM (SELECT * FROM ${q(live, p.table)} WHERE ${range}) a FULL JOIN (SELECT * FROM ${q(rebuilt, p.table)} WHERE ${range}) b ON a.key = b.key
-        WHERE a.key IS NULL OR b.key IS NULL OR to_jsonb(a) <> to_jsonb(b) ORDER BY 1 LIMIT ${limit - found}`,
-        params,
-      );
-      for (const r of rows) out.push({ table: p.table, key: r.key, live: r.live, rebuilt: r.rebuilt });
-      found += rows.length;
-      if (upTo === null) break;
-      after = upTo;
-    }
-  }
-  return out;
 }
 
 /**
