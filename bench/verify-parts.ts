@@ -37,10 +37,18 @@ if (n === 0) {
   console.log(`read models built in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 }
 const ledger = await openLedger({ db, schema, readSide: readSide({ db, eventSchema: schema, projectHere: true }) });
+/** Wall time, CPU of this process (all its threads) and peak RSS (sampled every 50 ms) of a part. */
 const time = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
   const t = performance.now();
+  const cpu = process.cpuUsage();
+  let peak = process.memoryUsage.rss();
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 50);
   const v = await fn();
-  console.log(`${name}: ${((performance.now() - t) / 1000).toFixed(2)} s, RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`);
+  clearInterval(timer);
+  const used = process.cpuUsage(cpu);
+  console.log(
+    `${name}: ${((performance.now() - t) / 1000).toFixed(2)} s, CPU ${((used.user + used.system) / 1e6).toFixed(1)} s, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB, load ${os.loadavg()[0].toFixed(1)}`,
+  );
   return v;
 };
 console.log(

@@ -39,6 +39,13 @@ interface ReplayOptions {
  */
 const THREADS_FROM_EVENTS = 500_000;
 
+/**
+ * A scratch replay (verify's) runs in a serving process held to a memory bound, beside the chain
+ * check's thread: smaller pages and a smaller young generation than a rebuild's.
+ */
+const SCRATCH_BATCH = 10_000;
+const SCRATCH_YOUNG_GENERATION_MB = 48;
+
 async function defaultThreads(store: EventReader): Promise<number> {
   const big = store.countAfter ? (await store.countAfter(0, THREADS_FROM_EVENTS)) >= THREADS_FROM_EVENTS : true;
   return big ? os.availableParallelism() : 1;
@@ -53,7 +60,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   const started = Date.now();
   // Larger pages mean fewer rewrites of hot rows (accounts, keys, daily usage: once per page each);
   // 25k events per page, two pages in memory at a time, stays well under 1 GB of heap.
-  const batchSize = opts.batchSize ?? 25_000;
+  const batchSize = opts.batchSize ?? (opts.scratch ? SCRATCH_BATCH : 25_000);
   let head = await store.headPosition();
   const progress = (position: number, events: number) => {
     opts.onProgress?.({ position, head, events, elapsedMs: Date.now() - started });
@@ -74,6 +81,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
       batchSize,
       memory: opts.memory,
       onPage: progress,
+      youngGenerationMb: opts.scratch ? SCRATCH_YOUNG_GENERATION_MB : undefined,
     });
     folded = { position: upTo, count, memory: null };
   } else {

@@ -25,7 +25,7 @@ export type ModelDifference = RowDifference;
 /** Events checked on this thread between two turns given back to live calls (hashing ~2,000 takes ~20 ms). */
 const PAGE_HERE = 2_000;
 /** Events a page on the chain thread (off the event loop: larger pages, fewer round trips). */
-const PAGE_ON_THREAD = 10_000;
+const PAGE_ON_THREAD = 5_000;
 
 const readPage = (ledger: Ledger, position: number) => readLogPage(ledger, position, PAGE_HERE);
 
