@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { Ledger } from '../ledger/ledger.ts';
 import { ReadModelsBehind } from '../ledger/read-your-writes.ts';
 import { readLogPage } from './log-pages.ts';
-import { LotCheck } from './lot-fold.ts';
+import { LotCheck } from './lot-check.ts';
 import { dropReadModels, replayInto, rowsChangedBetween } from '../../projections/rebuild.ts';
 import { differingRows, type RowDifference } from '../../projections/compare.ts';
 import { startWorker } from '../../projections/parallel-replay.ts';

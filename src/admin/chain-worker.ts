@@ -6,7 +6,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openPostgres } from '../eventstore/db.ts';
 import { readSettledEvents } from '../eventstore/settled-reads.ts';
 import { ChainCheck, type ChainHeads, type ChainProblem } from './chain-check.ts';
-import { LotCheck, type LotFoldState } from './lot-fold.ts';
+import { LotCheck } from './lot-check.ts';
+import type { LotFoldState } from './lot-fold.ts';
 
 /** What the thread is given (as workerData). */
 export interface ChainJob {

@@ -1,11 +1,8 @@
 // The lot book folded over the log an event at a time, closing each UTC day as the log passes into
-// the next: what the finance reports fold (finance.ts) and what verify checks (every lot sums
-// after every event, every booking's journal entry balances), on a thread of its own or here.
-import { InvariantViolation } from '../ledger/balance.ts';
+// the next: what the finance reports fold (finance.ts) and what verify checks (lot-check.ts).
 import { DEFAULT_CURRENCY } from '../money/money.ts';
-import { applyEvent, emptyLotBook, expireLots, type LotBook } from '../money/lot-book.ts';
+import { applyEvent, expireLots, type LotBook } from '../money/lot-book.ts';
 import type { ProjectedEvent } from '../eventstore/port.ts';
-import { assertBalanced, bookingEntry } from './finance-journal.ts';
 
 export const dayOf = (iso: string): string => iso.slice(0, 10);
 export const nextDay = (day: string): string => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
@@ -62,50 +59,5 @@ export class LotFold {
     const at = `${nextDay(d)}T00:00:00.000Z`;
     expireLots(this.book, at, { id: `day:${d}`, type: 'DayEnded', position: 0, timestamp: at, data: {} });
     this.onDayEnd(d);
-  }
-}
-
-/**
- * Verify's check of the lots over the whole log up to the end of today (UTC): the lot book asserts
- * that every lot sums as it folds, and each booking's journal entry must balance. Stops at the
- * first problem (the rest of the fold would stand on a broken book).
- */
-export class LotCheck {
-  private readonly fold: LotFold;
-  problem: string | null = null;
-
-  /** Starts empty, or where a check of the log's beginning stopped (with the problem it found). */
-  constructor(from?: LotFoldState, problem: string | null = null) {
-    this.problem = problem;
-    const today = new Date().toISOString().slice(0, 10);
-    const book = emptyLotBook({ inWindow: (at) => dayOf(at) <= today, keep: false, sink: (b) => assertBalanced([bookingEntry(b)]) });
-    this.fold = new LotFold(book, `${nextDay(today)}T00:00:00.000Z`, undefined, from);
-  }
-
-  add(e: ProjectedEvent): void {
-    if (this.problem === null) this.guard(() => this.fold.add(e));
-  }
-
-  /** The problem found, if any, once the last day is closed. */
-  finish(): string | null {
-    if (this.problem === null) this.guard(() => this.fold.finish());
-    return this.problem;
-  }
-
-  state(): LotFoldState {
-    return this.fold.state();
-  }
-
-  get currency(): string {
-    return this.fold.currency;
-  }
-
-  private guard(fn: () => unknown): void {
-    try {
-      fn();
-    } catch (err) {
-      if (!(err instanceof InvariantViolation)) throw err;
-      this.problem = err.message;
-    }
   }
 }
