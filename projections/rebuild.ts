@@ -107,7 +107,8 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   });
   // Events appended while the threads folded (or since the last page) go in as the live runner
   // applies them, now that the tables have their keys.
-  return (await catchUp(db, store, target, position, count, progress)).position;
+  // A scratch replay catches up in small pages: they are folded on the event loop of a serving process.
+  return (await catchUp(db, store, target, position, count, progress, opts.scratch ? 1_000 : 10_000)).position;
 }
 
 /**
@@ -121,9 +122,10 @@ async function catchUp(
   position: number,
   count: number,
   onPage?: (position: number, count: number) => void,
+  pageSize = 10_000,
 ): Promise<{ position: number; count: number }> {
   for (;;) {
-    const page = await store.readAll(position, 10_000);
+    const page = await store.readAll(position, pageSize);
     if (page.length === 0) return { position, count };
     position = await applyEvents(db, schema, page, position);
     count += page.length;

@@ -22,8 +22,8 @@ const MAX_DIFFERENCES = 1_000;
 /** A read-model row that differs from its rebuild (null: missing on that side). */
 export type ModelDifference = RowDifference;
 
-/** Events checked on this thread between two turns given back to live calls (hashing ~2,000 takes ~20 ms). */
-const PAGE_HERE = 2_000;
+/** Events checked on this thread between two turns given back to live calls (hashing and folding the lots of ~1,000 take ~15 ms). */
+const PAGE_HERE = 1_000;
 /** Events a page on the chain thread (off the event loop: larger pages, fewer round trips). */
 const PAGE_ON_THREAD = 5_000;
 
