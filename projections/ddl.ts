@@ -13,10 +13,18 @@ export interface DdlOptions {
    * event ids, is left to finishDdl().
    */
   bulk?: boolean;
+  /**
+   * A bulk load that is read once and dropped (verify's rebuild, compared with the live read
+   * models by key): every table UNLOGGED, keyed from the start and without secondary indexes. No
+   * index is left to build at the end: that one statement over a log of a million rows outlasts a
+   * serving process's statement timeout (seen at 2M events: verify answered 503).
+   */
+  scratch?: boolean;
 }
 
 export function projectionDdl(schema: string, projections: RowProjection[], opts: DdlOptions = {}): string[] {
-  const table = opts.bulk ? 'UNLOGGED TABLE' : 'TABLE';
+  const bulk = opts.bulk || opts.scratch;
+  const table = bulk ? 'UNLOGGED TABLE' : 'TABLE';
   const out = [
     `CREATE SCHEMA IF NOT EXISTS "${schema}"`,
     `CREATE ${table} IF NOT EXISTS ${q(schema, 'checkpoint')} (name text PRIMARY KEY, position bigint NOT NULL, updated_at timestamptz NOT NULL)`,
@@ -24,10 +32,10 @@ export function projectionDdl(schema: string, projections: RowProjection[], opts
   ];
   for (const p of projections) {
     const columns = [p.columns, ...(p.addedColumns ?? [])].join(', ');
-    if (opts.bulk && p.keyedByEvent) out.push(`CREATE TABLE IF NOT EXISTS ${q(schema, p.table)} (key text NOT NULL, ${columns})`);
+    if (opts.bulk && !opts.scratch && p.keyedByEvent) out.push(`CREATE TABLE IF NOT EXISTS ${q(schema, p.table)} (key text NOT NULL, ${columns})`);
     else out.push(`CREATE ${table} IF NOT EXISTS ${q(schema, p.table)} (key text PRIMARY KEY, ${columns})`);
     for (const column of p.addedColumns ?? []) out.push(`ALTER TABLE ${q(schema, p.table)} ADD COLUMN IF NOT EXISTS ${column}`);
-    if (!opts.bulk || p.keyedByEvent) out.push(...indexDdl(schema, p));
+    if (!bulk || (p.keyedByEvent && !opts.scratch)) out.push(...indexDdl(schema, p));
   }
   return out;
 }
@@ -46,8 +54,14 @@ function indexDdl(schema: string, p: RowProjection): string[] {
  * as CREATE TABLE names them (the same schema as a live one, index for index); gather the
  * planner's statistics.
  */
-export function finishDdl(schema: string, projections: RowProjection[]): { durable: string[]; indexes: string[]; keys: string[]; statistics: string[] } {
+export function finishDdl(
+  schema: string,
+  projections: RowProjection[],
+  opts: DdlOptions = {},
+): { durable: string[]; indexes: string[]; keys: string[]; statistics: string[] } {
   const logs = projections.filter((p) => p.keyedByEvent);
+  // A scratch load has its keys already (the comparison reads by key); nothing else is worth writing.
+  if (opts.scratch) return { durable: [], indexes: [], keys: [], statistics: [] };
   return {
     durable: [
       `ALTER TABLE ${q(schema, 'checkpoint')} SET LOGGED`,

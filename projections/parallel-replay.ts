@@ -69,6 +69,8 @@ export async function replayOnWorkers(opts: {
   batchSize: number;
   memory?: ReplayJob['memory'];
   onPage?: (position: number, events: number) => void;
+  /** Each thread's young generation (default WORKER_YOUNG_GENERATION_MB): less for a replay held to a memory bound. */
+  youngGenerationMb?: number;
 }): Promise<number> {
   const entry = new URL(`./replay-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
   const workers: Worker[] = [];
@@ -82,7 +84,10 @@ export async function replayOnWorkers(opts: {
       batchSize: opts.batchSize,
       memory: opts.memory,
     };
-    const worker = startWorker(entry, { workerData: job, resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
+    const worker = startWorker(entry, {
+      workerData: job,
+      resourceLimits: { maxYoungGenerationSizeMb: opts.youngGenerationMb ?? WORKER_YOUNG_GENERATION_MB },
+    });
     workers.push(worker);
     return new Promise<number>((resolve, reject) => {
       let counted: number | null = null;

@@ -25,6 +25,11 @@ interface ReplayOptions {
   memory?: ConstructorParameters<typeof ReplayMemory>[0];
   /** Threads to fold on (default: the machine's cores for a log of THREADS_FROM_EVENTS or more); only a PostgreSQL server allows more than one. */
   threads?: number;
+  /**
+   * A target read once and dropped (verify's): no durability, no secondary indexes (ddl.ts), and
+   * folded off this thread even on one (the event loop serves live calls meanwhile).
+   */
+  scratch?: boolean;
 }
 
 /**
@@ -33,6 +38,13 @@ interface ReplayOptions {
  * on one thread, 2.38 s on two; 300k 5.06 s and 4.94 s; 1M 19.3 s and 13.5-14.5 s.
  */
 const THREADS_FROM_EVENTS = 500_000;
+
+/**
+ * A scratch replay (verify's) runs in a serving process held to a memory bound, beside the chain
+ * check's thread: smaller pages and a smaller young generation than a rebuild's.
+ */
+const SCRATCH_BATCH = 10_000;
+const SCRATCH_YOUNG_GENERATION_MB = 48;
 
 async function defaultThreads(store: EventReader): Promise<number> {
   const big = store.countAfter ? (await store.countAfter(0, THREADS_FROM_EVENTS)) >= THREADS_FROM_EVENTS : true;
@@ -44,18 +56,18 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   await dropReadModels(db, target);
   // Nobody reads the target before the swap and a crash restarts the rebuild from zero, so it is
   // loaded without secondary indexes, mostly as UNLOGGED tables, then made durable and indexed once.
-  await ensureReadModels(db, target, ALL_PROJECTIONS, { bulk: true });
+  await ensureReadModels(db, target, ALL_PROJECTIONS, { bulk: true, scratch: opts.scratch });
   const started = Date.now();
   // Larger pages mean fewer rewrites of hot rows (accounts, keys, daily usage: once per page each);
   // 25k events per page, two pages in memory at a time, stays well under 1 GB of heap.
-  const batchSize = opts.batchSize ?? 25_000;
+  const batchSize = opts.batchSize ?? (opts.scratch ? SCRATCH_BATCH : 25_000);
   let head = await store.headPosition();
   const progress = (position: number, events: number) => {
     opts.onProgress?.({ position, head, events, elapsedMs: Date.now() - started });
   };
   // Other threads can fold only where they can open both the log and the target themselves.
   const sources = db.url && store.workerSource ? { log: store.workerSource, readModelsUrl: db.url } : null;
-  const groups = sources ? replayGroups(ALL_PROJECTIONS, opts.threads ?? (await defaultThreads(store))) : null;
+  const groups = sources ? (replayGroups(ALL_PROJECTIONS, opts.threads ?? (await defaultThreads(store))) ?? (opts.scratch ? [ALL_PROJECTIONS] : null)) : null;
   let folded: Folded;
   if (sources && groups) {
     // The threads stop at a position under which nothing can still commit; what comes after is
@@ -69,6 +81,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
       batchSize,
       memory: opts.memory,
       onPage: progress,
+      youngGenerationMb: opts.scratch ? SCRATCH_YOUNG_GENERATION_MB : undefined,
     });
     folded = { position: upTo, count, memory: null };
   } else {
@@ -78,7 +91,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
     });
   }
   const { position, count } = folded;
-  const finish = finishDdl(target, ALL_PROJECTIONS);
+  const finish = finishDdl(target, ALL_PROJECTIONS, { scratch: opts.scratch });
   await db.transaction(async (tx) => {
     await folded.memory?.flushAll(tx, target);
     await checkpoint.advance(tx, target, position);
@@ -93,7 +106,8 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   await sideBySide(db, finish.statistics);
   // Events appended while the threads folded (or since the last page) go in as the live runner
   // applies them, now that the tables have their keys.
-  return (await catchUp(db, store, target, position, count, progress)).position;
+  // A scratch replay catches up in small pages: they are folded on the event loop of a serving process.
+  return (await catchUp(db, store, target, position, count, progress, opts.scratch ? 1_000 : 10_000)).position;
 }
 
 /** Runs the statements side by side; once all have ended, throws the first failure. */
@@ -114,9 +128,10 @@ async function catchUp(
   position: number,
   count: number,
   onPage?: (position: number, count: number) => void,
+  pageSize = 10_000,
 ): Promise<{ position: number; count: number }> {
   for (;;) {
-    const page = await store.readAll(position, 10_000);
+    const page = await store.readAll(position, pageSize);
     if (page.length === 0) return { position, count };
     position = await applyEvents(db, schema, page, position);
     count += page.length;
@@ -191,52 +206,6 @@ export async function rebuildReadModels(
     if (swapped) return { events, position };
     ({ position, count: events } = await catchUp(db, store, next, position, events));
   }
-}
-
-export interface RowDifference {
-  table: string;
-  key: string;
-  live: unknown;
-  rebuilt: unknown;
-}
-
-/** Rows of a table compared by one statement of differingRows. */
-const COMPARED_PER_STATEMENT = 20_000;
-
-/**
- * The rows that differ between two read-model schemas (a row missing on one side is null there),
- * at most `limit` per table. The database compares them (a full join on the key, each row as
- * jsonb), so the check holds two pages in memory, not two copies of every table.
- */
-
-export async function differingRows(db: Database, live: string, rebuilt: string, limit: number): Promise<RowDifference[]> {
-  const out: RowDifference[] = [];
-  for (const p of ALL_PROJECTIONS) {
-    // A range of keys at a time (COMPARED_PER_STATEMENT of the rebuilt rows): one statement over a
-    // table of millions of rows outlasts the statement timeout, and its join holds them all.
-    let found = 0;
-    for (let after: string | null = null; found < limit;) {
-      const [edge]: Array<{ key: string }> = await db.query<{ key: string }>(
-        `SELECT key FROM ${q(rebuilt, p.table)} ${after === null ? '' : 'WHERE key > $1'} ORDER BY key OFFSET ${COMPARED_PER_STATEMENT - 1} LIMIT 1`,
-        after === null ? [] : [after],
-      );
-      const upTo: string | null = edge?.key ?? null;
-      const range = [after === null ? null : 'key > $1', upTo === null ? null : `key <= $${after === null ? 1 : 2}`].filter(Boolean).join(' AND ') || 'true';
-      const params = [after, upTo].filter((x) => x !== null);
-      const rows = await db.query<{ key: string; live: Record<string, unknown> | null; rebuilt: Record<string, unknown> | null }>(
-        `SELECT coalesce(a.key, b.key) AS key, CASE WHEN a.key IS NULL THEN NULL ELSE to_jsonb(a) END AS live,
-          CASE WHEN b.key IS NULL THEN NULL ELSE to_jsonb(b) END AS rebuilt
-        FROM (SELECT * FROM ${q(live, p.table)} WHERE ${range}) a FULL JOIN (SELECT * FROM ${q(rebuilt, p.table)} WHERE ${range}) b ON a.key = b.key
-        WHERE a.key IS NULL OR b.key IS NULL OR to_jsonb(a) <> to_jsonb(b) ORDER BY 1 LIMIT ${limit - found}`,
-        params,
-      );
-      for (const r of rows) out.push({ table: p.table, key: r.key, live: r.live, rebuilt: r.rebuilt });
-      found += rows.length;
-      if (upTo === null) break;
-      after = upTo;
-    }
-  }
-  return out;
 }
 
 /**

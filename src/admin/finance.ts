@@ -6,9 +6,9 @@
 // sums the window's bookings as they come: its memory is the lots and the report's rows, not the
 // log (the bookings themselves are kept only when asked: the journal, an unbalanced reconciliation).
 import type { Ledger } from '../ledger/ledger.ts';
-import { DEFAULT_CURRENCY } from '../money/money.ts';
-import { applyEvent, emptyLotBook, expireLots, type Booking, type LotBook } from '../money/lot-book.ts';
+import { emptyLotBook, type Booking, type LotBook } from '../money/lot-book.ts';
 import { readLogPage } from './log-pages.ts';
+import { dayOf, LotFold, nextDay } from './lot-fold.ts';
 import { callChannels, upstreamCostBetween, type UpstreamCostRow } from '../../projections/upstream-cost.ts';
 import { UNRECORDED } from '../../projections/upstream-report.ts';
 
@@ -38,8 +38,7 @@ export interface FoldOptions {
   onBooking?: (b: Booking) => void;
 }
 
-const dayOf = (iso: string): string => iso.slice(0, 10);
-export const nextDay = (day: string): string => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+export { nextDay } from './lot-fold.ts';
 
 function deferredByAccount(book: LotBook): Map<string, number> {
   const out = new Map<string, number>();
@@ -66,14 +65,11 @@ export async function foldFinance(ledger: Ledger, w: Window, opts: FoldOptions =
   });
   const deferredAt = new Map<string, Map<string, number>>();
   let deferredBefore = new Map<string, number>();
-  let currency = DEFAULT_CURRENCY;
-  let day: string | null = null;
-  let position = 0;
-  const closeDay = (d: string, at: string) => {
-    expireLots(book, at, { id: `day:${d}`, type: 'DayEnded', position: 0, timestamp: at, data: {} });
+  const fold = new LotFold(book, end, (d) => {
     if (d < w.from) deferredBefore = deferredByAccount(book);
     else deferredAt.set(d, deferredByAccount(book));
-  };
+  });
+  let position = 0;
   outer: for (;;) {
     const page = await readLogPage(ledger, position);
     if (page.length === 0) break;
@@ -81,17 +77,11 @@ export async function foldFinance(ledger: Ledger, w: Window, opts: FoldOptions =
     const adjusted = page.filter((e) => e.type === 'ChargeAdjusted').map((e) => (e.data as { chargeEventId: string }).chargeEventId);
     channels.clear();
     if (adjusted.length > 0) for (const [id, channel] of await callChannels(db, schema, adjusted)) channels.set(id, channel);
-    for (const e of page) {
-      if (e.timestamp >= end) break outer;
-      const d = dayOf(e.timestamp);
-      if (day !== null && d !== day) closeDay(day, `${nextDay(day)}T00:00:00.000Z`);
-      day = d;
-      if (e.type === 'SettlementCurrencySet') currency = (e.data as { currency: string }).currency;
-      applyEvent(book, e, currency);
-    }
+    for (const e of page) if (!fold.add(e)) break outer;
     position = page[page.length - 1].position;
   }
-  if (day !== null) closeDay(day, `${nextDay(day)}T00:00:00.000Z`);
+  fold.finish();
+  const currency = fold.currency;
   // Days without events keep the deferred revenue of the day before.
   let last = deferredBefore;
   for (let d = w.from; d <= w.to; d = nextDay(d)) {

@@ -1,0 +1,74 @@
+// Verify's parts timed one by one, in this process, on a seeded log kept between runs (schema
+// --store, default vfy_<charges>; the corrections seeding: a hold and a charge per charge). For
+// finding where verify's time goes; bench/corrections.ts --phases verify --skip-apply measures it
+// through the gateway, with live calls beside it.
+// Run: node --import tsx bench/verify-parts.ts [--charges 100000] [--store name] [--drop-store]
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { DEFAULT_PG_TIMEOUTS, openPostgres } from '../src/eventstore/db.ts';
+import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
+import { validateEvent } from '../src/ledger/catalogue.ts';
+import { openLedger } from '../src/ledger/ledger.ts';
+import { readSide } from '../projections/read-side.ts';
+import { dropReadModels, replayInto } from '../projections/rebuild.ts';
+import { differingRows } from '../projections/compare.ts';
+import { checkLots, compareWithRebuild, checkLog, verifyLedger } from '../src/admin/audit.ts';
+import { SimAccount } from './ledger-traffic.ts';
+import { seedCharges } from './corrections-seed.ts';
+
+const { values } = parseArgs({ options: { charges: { type: 'string' }, store: { type: 'string' }, 'drop-store': { type: 'boolean' } } });
+const charges = Number(values.charges ?? 100_000);
+const schema = values.store ?? `vfy_${charges}`;
+const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const db = openPostgres(url, 8, { ...DEFAULT_PG_TIMEOUTS, statementMs: 600_000 });
+const [{ n }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.schemata WHERE schema_name = $1`, [`${schema}_rm`]);
+if (n === 0) {
+  const tag = randomBytes(3).toString('hex');
+  const accounts = Array.from({ length: 50 }, (_, i) => new SimAccount(tag, i, 'cx/gen-6-astra'));
+  for (const a of accounts) a.requestsPerMinute = 1_000_000;
+  let t = performance.now();
+  const events = await seedCharges(db, schema, accounts, charges, 0.4);
+  console.log(`seeded ${events} events in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  t = performance.now();
+  const store = await createPostgresEventStore(db, { schema, validate: validateEvent });
+  await replayInto(db, store, `${schema}_rm`);
+  await store.close();
+  console.log(`read models built in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+}
+const ledger = await openLedger({ db, schema, readSide: readSide({ db, eventSchema: schema, projectHere: true }) });
+/** Wall time, CPU of this process (all its threads) and peak RSS (sampled every 50 ms) of a part. */
+const time = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+  const t = performance.now();
+  const cpu = process.cpuUsage();
+  let peak = process.memoryUsage.rss();
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 50);
+  const v = await fn();
+  clearInterval(timer);
+  const used = process.cpuUsage(cpu);
+  console.log(
+    `${name}: ${((performance.now() - t) / 1000).toFixed(2)} s, CPU ${((used.user + used.system) / 1e6).toFixed(1)} s, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB, load ${os.loadavg()[0].toFixed(1)}`,
+  );
+  return v;
+};
+console.log(
+  `load ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);
+const chains = await time('chains and lots', () => checkLog(ledger));
+console.log(`  ${chains.events} events, ${chains.problems.length} problems`);
+const scratch = `${schema}_rm_parts`;
+await time('replay into a scratch schema', () => replayInto(db, ledger.events, scratch, { scratch: true }));
+const compared = await time('comparison', () => differingRows(db, `${schema}_rm`, scratch, 1000));
+console.log(`  ${compared.length} differences`);
+await dropReadModels(db, scratch);
+const diffs = await time('read models (replay + comparison)', () => compareWithRebuild(ledger));
+console.log(`  ${diffs.length} differences`);
+console.log(`  lots: ${checkLots(chains.lots).length} problems`);
+const all = await time('verifyLedger', () => verifyLedger(ledger));
+console.log(`  ok ${all.ok}, ${all.events} events`);
+await ledger.close();
+if (values['drop-store']) await db.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE`);
+await db.close();
