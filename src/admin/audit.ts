@@ -2,6 +2,7 @@
 // run side by side: on a PostgreSQL server the chains and the lots are checked on a thread of their
 // own (chain-worker.ts: one read of the log for both) up to a settled position while the replay
 // folds on its own threads; the rest is paced (pacing.ts) so that live calls keep their turn.
+import { randomBytes } from 'node:crypto';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Ledger } from '../ledger/ledger.ts';
@@ -100,7 +101,9 @@ export async function checkLog(
  */
 export async function compareWithRebuild(ledger: Ledger, onReplayed?: (events: number) => void): Promise<ModelDifference[]> {
   await ledger.caughtUp();
-  const scratch = `${ledger.rmSchema}_verify`;
+  // A schema of this run's own: a failed verify's replay thread may still be winding down (and
+  // its clean-up dropping its schema) when the next verify starts, which then lost its tables.
+  const scratch = `${ledger.rmSchema}_verify_${randomBytes(4).toString('hex')}`;
   try {
     const position = await replayInto(ledger.readModels.db, ledger.events, scratch, { scratch: true, onProgress: onReplayed && ((p) => onReplayed(p.events)) });
     // Live read models that have not reached the rebuild (a projector still taking its lease back
@@ -115,7 +118,7 @@ export async function compareWithRebuild(ledger: Ledger, onReplayed?: (events: n
     const changed = live > position ? await rowsChangedBetween(ledger.events, position, live) : new Map<string, Set<string>>();
     return differences.filter((d) => !changed.get(d.table)?.has(d.key));
   } finally {
-    // Also after a failure: no half-built scratch schema is left behind (the next verify would drop it anyway).
+    // Also after a failure: no half-built scratch schema is left behind.
     await dropReadModels(ledger.readModels.db, scratch).catch(() => undefined);
   }
 }
