@@ -74,7 +74,11 @@ if (url && tools) {
       // Its log line may still be in the pipe when verify answers: read the output until it arrives.
       const leaseTwice = /\[projector\][^\n]*projector lease acquired; projecting[\s\S]*\[projector\][^\n]*projector lease acquired; projecting/;
       for (const until = Date.now() + 20_000; !leaseTwice.test(rig.output()) && Date.now() < until;) await sleep(250);
-      assert.match(rig.output(), leaseTwice);
+      const projectorLines = rig
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('[projector]'));
+      assert.match(rig.output(), leaseTwice, `the projector did not take its lease again:\n${projectorLines.slice(-30).join('\n')}`);
     } finally {
       await rig?.stop().catch(() => undefined);
       dropAll();

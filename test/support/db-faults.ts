@@ -3,6 +3,7 @@
 // over real HTTP, a prober on /readyz, and the audit of what the ledger holds afterwards. Used by
 // test/db-faults.test.ts (CI) and test/stress/db-cut.ts (the 12-run crash rate).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,10 +72,11 @@ export async function startFaultRig(opts: {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   let out = '';
-  // The projector's lines go to the same output, marked.
+  // The projector's lines go to the same output, each line marked (a chunk may hold several).
   const projector = opts.projector ? run('projector') : null;
-  projector?.stdout!.on('data', (d) => (out += `[projector] ${d}`));
-  projector?.stderr!.on('data', (d) => (out += `[projector] ${d}`));
+  for (const stream of projector ? [projector.stdout!, projector.stderr!] : []) {
+    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => (out += `[projector] ${line}\n`));
+  }
   let projectorExit: string | null = null;
   projector?.once('exit', (code, signal) => (projectorExit = signal ?? `exit ${code}`));
   const child = run('serve');
