@@ -2,6 +2,7 @@
 // body, how long it holds the gateway's event loop and how much memory it takes.
 //
 //   node --import tsx bench/worst-request.ts            (prints a Markdown table)
+//   BENCH_ONLY="10 MB string" BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" ...   (one case, profiled)
 //
 // A gateway is started as deployed (`tollgate serve`, embedded PGlite, the start script's V8
 // flags). A zero-quota key on a 5-calls-a-minute plan and a key with quota are the "with a key"
@@ -20,7 +21,7 @@
 // Each case runs RUNS times (default 3) and the worst of the runs is kept.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,7 +62,9 @@ const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${
 
 async function startGateway() {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-worst-'));
-  const child = spawn(process.execPath, ['--max-semi-space-size=8', '--heap-growing-percent=30', '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+  // BENCH_NODE_FLAGS adds flags to the gateway's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to see where a turn goes.
+  const extra = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, ['--max-semi-space-size=8', '--heap-growing-percent=30', ...extra, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -78,6 +81,8 @@ async function startGateway() {
   let out = '';
   const origin = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (d) => {
+      // BENCH_GATEWAY_LOG=<file> keeps the gateway's output (with BENCH_NODE_FLAGS=--trace-gc, its collections).
+      if (process.env.BENCH_GATEWAY_LOG) appendFileSync(process.env.BENCH_GATEWAY_LOG, d);
       out += d;
       const m = /base URL: (http:\/\/\S+)\/v1/.exec(out);
       if (m) resolve(m[1]);
@@ -235,7 +240,8 @@ try {
   );
   console.log('| request | bytes sent | answer | took (ms) | event-loop hold (ms) | loop CPU during one probe (ms) | memory (MB) |');
   console.log('|---|---:|---|---:|---:|---:|---:|');
-  for (const c of cases(key, paying)) {
+  // BENCH_ONLY=<text> runs only the cases whose name holds it.
+  for (const c of cases(key, paying).filter((c) => c.name.includes(process.env.BENCH_ONLY ?? ''))) {
     let worst = { status: 0, code: '', elapsed: 0, hold: 0, cpuHold: 0, memory: 0 };
     for (let i = 0; i < RUNS; i++) {
       const m = await measure(gw, c, idle);

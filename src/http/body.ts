@@ -11,6 +11,7 @@ import { koaBody } from 'koa-body';
 import { ApiError, badRequest } from './errors.ts';
 import { trackUpload } from './uploads.ts';
 import { MAX_BODY_DEPTH } from './validate.ts';
+import { InvalidJson, LONG_STRING_BYTES, parseWithLongStrings, type StringSpan } from './json-long-strings.ts';
 
 export interface BodyLimits {
   /** Bytes after decompression. */
@@ -58,8 +59,15 @@ const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
 
 const tooLarge = (what: string) => new ApiError(413, `The request body is too large: ${what}.`, 'invalid_request_error', 'request_too_large');
 
-/** The body's shape, checked byte by byte as chunks arrive (strings skipped whole with indexOf). */
-class ShapeCheck {
+/**
+ * The body's shape, checked byte by byte as chunks arrive (strings skipped whole with indexOf).
+ * It notes where each long string lies, for the parse (json-long-strings.ts).
+ */
+export class ShapeCheck {
+  readonly longStrings: StringSpan[] = [];
+  /** Bytes fed before the current chunk, and where the string being read began. */
+  private fed = 0;
+  private stringStart = 0;
   /** Per open container: values seen so far (commas + 1 once anything is in it) and whether it is an object. */
   private readonly open: { items: number; object: boolean; empty: boolean }[] = [];
   private values = 0;
@@ -85,13 +93,14 @@ class ShapeCheck {
         if (next === -1) break;
         i = next;
         if (chunk[i] === 0x5c) this.escaped = true;
-        else this.inString = false;
+        else this.stringEnded(this.fed + i + 1);
         continue;
       }
       const c = chunk[i];
       const prev = i > 0 ? chunk[i - 1] : this.prev;
       if (c === 0x22) {
         this.inString = true;
+        this.stringStart = this.fed + i;
         this.value();
       } else if (c === 0x7b || c === 0x5b) {
         this.value();
@@ -109,6 +118,12 @@ class ShapeCheck {
       }
     }
     this.prev = n > 0 ? chunk[n - 1] : this.prev;
+    this.fed += n;
+  }
+
+  private stringEnded(end: number): void {
+    this.inString = false;
+    if (end - this.stringStart >= LONG_STRING_BYTES) this.longStrings.push({ start: this.stringStart, end });
   }
 
   /** A value (or an object key, which is a string too) begins. */
@@ -125,8 +140,8 @@ class ShapeCheck {
   }
 }
 
-/** The decompressed body as text, refused at the first limit it crosses. */
-async function readText(ctx: Context, limits: BodyLimits): Promise<string> {
+/** The decompressed body's bytes and its long strings, refused at the first limit it crosses. */
+async function readBytes(ctx: Context, limits: BodyLimits): Promise<{ body: Buffer; size: number; longStrings: StringSpan[] }> {
   const encoding = ctx.get('content-encoding').trim().toLowerCase() || 'identity';
   const declared = Number(ctx.get('content-length') || 0);
   // Compressed bytes never outnumber what they inflate to by much; a declared size over the limit is refused unread.
@@ -153,23 +168,23 @@ async function readText(ctx: Context, limits: BodyLimits): Promise<string> {
     ctx.set('connection', 'close');
     throw err;
   }
-  await nextTurn();
-  return body.toString('utf8', 0, size);
+  return { body, size, longStrings: shape.longStrings };
 }
 
 /**
- * The body parsed, once within its limits. Decoding and parsing a large body take a few ms each:
- * other requests run between the steps (the bytes are let go before the text is parsed).
+ * The body parsed, once within its limits. Its long strings are decoded a slice per turn, so
+ * other requests run between the steps.
  */
 async function readJson(ctx: Context, limits: BodyLimits): Promise<unknown> {
-  const text = await readText(ctx, limits);
-  if (!text.trim()) return {};
+  const { body, size, longStrings } = await readBytes(ctx, limits);
+  if (longStrings.length === 0 && !body.toString('utf8', 0, size).trim()) return {};
   await nextTurn();
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw badRequest('The request body is not valid JSON.', null, 'invalid_json');
+    parsed = await parseWithLongStrings(body, size, longStrings);
+  } catch (err) {
+    if (err instanceof InvalidJson) throw badRequest(err.message, null, 'invalid_json');
+    throw err;
   }
   // Like the JSON parser before it: a bare string or number is not a request.
   if (parsed === null || typeof parsed !== 'object') throw badRequest('The request body is not valid JSON.', null, 'invalid_json');
