@@ -127,6 +127,12 @@ function cases(key: string, paying: string): Case[] {
   const longString = (n: number) => chat(`,"metadata":{"a":"${'x'.repeat(n)}"}`);
   // Just inside every shape limit: 9 arrays of 10,000 numbers (90,000 values and a few).
   const manyValues = chat(`,"metadata":{${Array.from({ length: 9 }, (_, i) => `"m${i}":[${'0,'.repeat(9_999)}0]`).join(',')}}`);
+  // Strings just under the length the parser takes out of the text to decode in slices (1 KB).
+  const mediumStrings = chat(`,"metadata":{"a":[${Array.from({ length: 10_000 }, () => `"${'y'.repeat(1000)}"`).join(',')}]}`);
+  // As many strings as the value limit lets through, each just long enough to be cut out of the text.
+  const shortStrings = chat(
+    `,"metadata":{${Array.from({ length: 10 }, (_, i) => `"m${i}":[${Array.from({ length: 9_990 }, () => '"zzzzzzzzzzzzzzzz"').join(',')}]`).join(',')}}`,
+  );
   const deep = chat(`,"metadata":${'{"a":'.repeat(60)}1${'}'.repeat(60)}`);
   const prompt = (bytes: number) =>
     Buffer.from(JSON.stringify({ model: 'cx/gen-6-luna', max_tokens: 5, messages: [{ role: 'user', content: 'word '.repeat(bytes / 5) }] }));
@@ -158,6 +164,9 @@ function cases(key: string, paying: string): Case[] {
       body: Buffer.from(JSON.stringify({ model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'word '.repeat(1_000_000) }] })),
       headers: keyed,
     },
+    { name: 'zero-quota key: 10,000 strings of 1,000 bytes', path: '/v1/chat/completions', body: mediumStrings, headers: keyed },
+    { name: 'zero-quota key: 99,900 strings of 16 bytes', path: '/v1/chat/completions', body: shortStrings, headers: keyed },
+    { name: 'key with quota: 10,000 strings of 1,000 bytes', path: '/v1/chat/completions', body: mediumStrings, headers: paid },
     { name: `key with quota: ${LIMIT_MB} MB string (the size limit)`, path: '/v1/chat/completions', body: longString(atLimit), headers: paid },
     { name: `key with quota: ${LIMIT_MB} MB inline image, answered`, path: '/v1/chat/completions', body: image(atLimit - 300), headers: paid },
     {

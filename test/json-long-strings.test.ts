@@ -5,7 +5,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ShapeCheck, modelCallLimits } from '../src/http/body.ts';
-import { InvalidJson, LONG_STRING_BYTES, parseWithLongStrings } from '../src/http/json-long-strings.ts';
+import { InvalidJson, NOTED_STRING_BYTES, parseInTurns } from '../src/http/json-long-strings.ts';
+
+// A long string here: most slices of a few bytes fall inside it. Strings of NOTED_STRING_BYTES or
+// more are all cut out, so short ones around that length are in every body too.
+const LONG = 1024;
 
 /** A small seeded generator (mulberry32): the same cases on every run. */
 function random(seed: number) {
@@ -34,31 +38,66 @@ function read(body: Buffer, next: () => number) {
     shape.feed(body.subarray(at, at + n));
     at += n;
   }
-  return shape.longStrings;
+  return shape.strings;
 }
 
 async function parsedInSlices(text: string, next: () => number, bytesPerTurn: number): Promise<unknown> {
   const body = Buffer.from(text);
-  return parseWithLongStrings(body, body.length, read(body, next), bytesPerTurn);
+  // wholeParseBytes 0: these small bodies take the large bodies' way.
+  return parseInTurns(body, body.length, read(body, next), { bytesPerTurn, wholeParseBytes: 0 });
 }
 
 test('bodies with long strings of escapes and multi-byte characters parse as JSON.parse parses them, cut anywhere', async () => {
   const next = random(30);
   for (let round = 0; round < 60; round++) {
-    const long = () => longStringText(next, LONG_STRING_BYTES + Math.floor(next() * 4000));
+    const long = () => longStringText(next, LONG + Math.floor(next() * 4000));
+    const short = Array.from({ length: 30 }, () => longStringText(next, Math.floor(next() * NOTED_STRING_BYTES * 2)));
     const text =
-      `{"model":"m","messages":[{"role":"user","content":${long()}},{"role":"user","content":[{"type":"text","text":${long()}}]}],` +
+      `{"short":[${short.join(',')}],${short[0]}:${short[1]},"model":"m","messages":[{"role":"user","content":${long()}},{"role":"user","content":[{"type":"text","text":${long()}}]}],` +
       `${long()}:{"nested":[${long()},"short",1,true,null]},"after":"kept","short\\u00e9":"\\u00e9"}`;
     const expected = JSON.parse(text) as unknown;
     const got = await parsedInSlices(text, next, 1 + Math.floor(next() * 40));
     assert.equal(got, expected);
     assert.is(JSON.stringify(got), JSON.stringify(expected), 'the keys are in the same order');
-    assert.ok(read(Buffer.from(text), next).length >= 4, 'the long strings were cut out');
+    assert.ok(read(Buffer.from(text), next).count >= 6, 'the strings were cut out');
+  }
+});
+
+/** A random JSON text of nested objects (repeated keys among them), arrays, numbers, literals and short strings. */
+function randomJson(next: () => number, depth: number): string {
+  const r = next();
+  if (depth > 4 || r < 0.3) {
+    const scalars = ['0', '-1.5e3', 'true', 'false', 'null', '""', '"a\\"b"', '"\\u00e9\\n"', '"中😀"', '123456789012'];
+    return scalars[Math.floor(next() * scalars.length)];
+  }
+  const n = Math.floor(next() * 8);
+  const items = Array.from({ length: n }, () => randomJson(next, depth + 1));
+  if (r < 0.6) return `[${items.join(',')}]`;
+  // Keys from a small set, so some repeat within an object (JSON.parse: first place, last value).
+  return `{${items.map((v) => `"${['k', 'key', 'x\\\\y', 'é', 'z'][Math.floor(next() * 5)]}":${v}`).join(',')}}`;
+}
+
+test('nested structures with repeated keys and short strings parse as JSON.parse parses them, order included', async () => {
+  const next = random(31);
+  for (let round = 0; round < 200; round++) {
+    const text = `{"a":[${Array.from({ length: 5 }, () => randomJson(next, 0)).join(',')}],"b":${randomJson(next, 0)}}`;
+    const got = await parsedInSlices(text, next, 1 + Math.floor(next() * 60));
+    assert.is(JSON.stringify(got), JSON.stringify(JSON.parse(text)));
+  }
+});
+
+test('a key "__proto__" stays a key, wherever the cuts fall', async () => {
+  const text = `{"a":[1,2,3],"__proto__":{"model":"injected"},"b":{"c":[4,5],"__proto__":[6]},"d":"${'y'.repeat(LONG)}"}`;
+  for (let piece = 1; piece < 80; piece++) {
+    const got = (await parsedInSlices(text, random(piece), piece)) as Record<string, Record<string, unknown>>;
+    assert.is(Object.getPrototypeOf(got), Object.prototype);
+    assert.is(Object.getPrototypeOf(got.b), Object.prototype);
+    assert.is(JSON.stringify(got), JSON.stringify(JSON.parse(text)));
   }
 });
 
 test('a long key keeps its place; a repeated long key keeps its first place and its last value; "__proto__" stays a key', async () => {
-  const key = 'k'.repeat(LONG_STRING_BYTES * 2);
+  const key = 'k'.repeat(LONG * 2);
   const text = `{"a":1,"${key}":2,"__proto__":{"polluted":true},"b":3,"${key}":4}`;
   const got = (await parsedInSlices(text, random(1), 100)) as Record<string, unknown>;
   const expected = JSON.parse(text) as Record<string, unknown>;
@@ -69,14 +108,14 @@ test('a long key keeps its place; a repeated long key keeps its first place and 
 });
 
 test('a caller string shaped like a placeholder is left as it is; a bare long string parses to itself', async () => {
-  const text = `{"a":"\\u0000x#0","b":"${'y'.repeat(LONG_STRING_BYTES)}"}`;
+  const text = `{"a":"\\u0000x#0","b":"${'y'.repeat(LONG)}"}`;
   assert.equal(await parsedInSlices(text, random(2), 64), JSON.parse(text));
-  const bare = `"${'z'.repeat(LONG_STRING_BYTES * 3)}"`;
-  assert.is(await parsedInSlices(bare, random(3), 500), 'z'.repeat(LONG_STRING_BYTES * 3));
+  const bare = `"${'z'.repeat(LONG * 3)}"`;
+  assert.is(await parsedInSlices(bare, random(3), 500), 'z'.repeat(LONG * 3));
 });
 
 test('a body JSON.parse refuses is refused: raw control characters, bad escapes, a broken skeleton', async () => {
-  const filler = 'x'.repeat(LONG_STRING_BYTES);
+  const filler = 'x'.repeat(LONG);
   const bad = [
     `{"a":"${filler}\u0001${filler}"}`,
     `{"a":"${filler}\\x${filler}"}`,

@@ -11,7 +11,7 @@ import { koaBody } from 'koa-body';
 import { ApiError, badRequest } from './errors.ts';
 import { trackUpload } from './uploads.ts';
 import { MAX_BODY_DEPTH } from './validate.ts';
-import { InvalidJson, LONG_STRING_BYTES, parseWithLongStrings, type StringSpan } from './json-long-strings.ts';
+import { InvalidJson, NOTED_STRING_BYTES, parseInTurns, StringSpans } from './json-long-strings.ts';
 
 export interface BodyLimits {
   /** Bytes after decompression. */
@@ -61,10 +61,10 @@ const tooLarge = (what: string) => new ApiError(413, `The request body is too la
 
 /**
  * The body's shape, checked byte by byte as chunks arrive (strings skipped whole with indexOf).
- * It notes where each long string lies, for the parse (json-long-strings.ts).
+ * It notes where each string but the shortest lies, for the parse (json-long-strings.ts).
  */
 export class ShapeCheck {
-  readonly longStrings: StringSpan[] = [];
+  readonly strings = new StringSpans();
   /** Bytes fed before the current chunk, and where the string being read began. */
   private fed = 0;
   private stringStart = 0;
@@ -80,6 +80,8 @@ export class ShapeCheck {
 
   feed(chunk: Buffer): void {
     const n = chunk.length;
+    // The next backslash at or after i (n: none): kept, so thousands of short strings without one do not each search the chunk to its end.
+    let slash = -1;
     for (let i = 0; i < n; i++) {
       if (this.inString) {
         if (this.escaped) {
@@ -88,7 +90,11 @@ export class ShapeCheck {
         }
         // Jump to the next quote or backslash: long strings (base64 images) cost almost nothing.
         const q = chunk.indexOf(0x22, i);
-        const b = chunk.indexOf(0x5c, i);
+        if (slash < i) {
+          const found = chunk.indexOf(0x5c, i);
+          slash = found === -1 ? n : found;
+        }
+        const b = slash === n ? -1 : slash;
         const next = q === -1 ? b : b === -1 ? q : Math.min(q, b);
         if (next === -1) break;
         i = next;
@@ -123,7 +129,7 @@ export class ShapeCheck {
 
   private stringEnded(end: number): void {
     this.inString = false;
-    if (end - this.stringStart >= LONG_STRING_BYTES) this.longStrings.push({ start: this.stringStart, end });
+    if (end - this.stringStart >= NOTED_STRING_BYTES) this.strings.add(this.stringStart, end);
   }
 
   /** A value (or an object key, which is a string too) begins. */
@@ -140,8 +146,8 @@ export class ShapeCheck {
   }
 }
 
-/** The decompressed body's bytes and its long strings, refused at the first limit it crosses. */
-async function readBytes(ctx: Context, limits: BodyLimits): Promise<{ body: Buffer; size: number; longStrings: StringSpan[] }> {
+/** The decompressed body's bytes and where its strings lie, refused at the first limit it crosses. */
+async function readBytes(ctx: Context, limits: BodyLimits): Promise<{ body: Buffer; size: number; strings: StringSpans }> {
   const encoding = ctx.get('content-encoding').trim().toLowerCase() || 'identity';
   const declared = Number(ctx.get('content-length') || 0);
   // Compressed bytes never outnumber what they inflate to by much; a declared size over the limit is refused unread.
@@ -168,20 +174,17 @@ async function readBytes(ctx: Context, limits: BodyLimits): Promise<{ body: Buff
     ctx.set('connection', 'close');
     throw err;
   }
-  return { body, size, longStrings: shape.longStrings };
+  return { body, size, strings: shape.strings };
 }
 
-/**
- * The body parsed, once within its limits. Its long strings are decoded a slice per turn, so
- * other requests run between the steps.
- */
+/** The body parsed, once within its limits; a large one in turns, so other requests run in between. */
 async function readJson(ctx: Context, limits: BodyLimits): Promise<unknown> {
-  const { body, size, longStrings } = await readBytes(ctx, limits);
-  if (longStrings.length === 0 && !body.toString('utf8', 0, size).trim()) return {};
+  const { body, size, strings } = await readBytes(ctx, limits);
+  if (isBlank(body, size)) return {};
   await nextTurn();
   let parsed: unknown;
   try {
-    parsed = await parseWithLongStrings(body, size, longStrings);
+    parsed = await parseInTurns(body, size, strings);
   } catch (err) {
     if (err instanceof InvalidJson) throw badRequest(err.message, null, 'invalid_json');
     throw err;
@@ -193,6 +196,12 @@ async function readJson(ctx: Context, limits: BodyLimits): Promise<unknown> {
 }
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Only JSON's blanks (space, tab, CR, LF): an empty body is read as {}. */
+function isBlank(body: Buffer, size: number): boolean {
+  for (let i = 0; i < size; i++) if (body[i] !== 0x20 && body[i] !== 0x09 && body[i] !== 0x0a && body[i] !== 0x0d) return false;
+  return true;
+}
 
 /** `body` with room for `needed` bytes (doubling, at most `max`), its first `used` bytes kept. */
 function grown(body: Buffer, used: number, needed: number, max: number): Buffer {

@@ -1,43 +1,80 @@
-// JSON.parse of a request body whose long strings are decoded a slice per turn (issue #30). One
-// JSON.parse of a 10 MB body, with its Buffer#toString before it, holds the event loop for 30-60 ms
-// however the rest is sliced. The body's reader (body.ts) notes where each string longer than
-// LONG_STRING_BYTES begins and ends as the bytes arrive. Each is cut out of the body, with a
-// placeholder in its place, so JSON.parse sees a small skeleton. Its bytes are decoded about
-// 1 MB a turn and put back in its placeholder's place.
+// JSON.parse of a large request body in turns of the event loop (issue #30). One JSON.parse of a
+// 10 MB body, with its Buffer#toString before it, holds the event loop for 30-80 ms however the
+// rest is sliced. The body's reader (body.ts) notes where each string of NOTED_STRING_BYTES or
+// more begins and ends as the bytes arrive. In a body of a MB or more, each is cut out, a
+// placeholder in its place, so JSON.parse sees a skeleton: the value limit (100,000) keeps it
+// to a few MB, whatever the strings. The strings are decoded about 1 MB a turn (each one counts
+// as STRING_COST bytes more) and put back in their placeholders' places.
 // The parsed value is the same as JSON.parse of the whole text, and so is every refusal: an
-// invalid escape or a raw control character inside a long string fails its slice's parse.
+// invalid escape or a raw control character inside a string fails its slice's parse.
 import { randomBytes } from 'node:crypto';
 
-/** Strings (quotes included) at least this long are cut out of the skeleton. */
-export const LONG_STRING_BYTES = 1024;
-/** Bytes of long strings decoded per turn of the event loop. */
+/** Strings (quotes included) at least this long are noted, and cut out of a large body's skeleton. */
+export const NOTED_STRING_BYTES = 1024;
+/** Smaller bodies are parsed whole: one JSON.parse of them takes a few ms. */
+const WHOLE_PARSE_BYTES = 1 << 20;
+/** Work per turn, in bytes; each string counts as STRING_COST bytes more, for its own overheads. */
 const BYTES_PER_TURN = 1 << 20;
+const STRING_COST = 256;
 
-/** A string's bytes in the body: `start` at its opening quote, `end` just after its closing one. */
-export interface StringSpan {
-  start: number;
-  end: number;
+/** Where the noted strings lie in the body: `starts[i]` at an opening quote, `ends[i]` just after its closing one. */
+export class StringSpans {
+  readonly starts: number[] = [];
+  readonly ends: number[] = [];
+  add(start: number, end: number): void {
+    this.starts.push(start);
+    this.ends.push(end);
+  }
+  get count(): number {
+    return this.starts.length;
+  }
 }
 
 export class InvalidJson extends Error {}
 
+export interface SliceOptions {
+  bytesPerTurn: number;
+  wholeParseBytes: number;
+}
+
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-/** JSON.parse of `body[0, size)`, with the strings at `spans` (in order, none overlapping) decoded in slices. */
-export async function parseWithLongStrings(body: Buffer, size: number, spans: readonly StringSpan[], bytesPerTurn = BYTES_PER_TURN): Promise<unknown> {
-  if (spans.length === 0) return parseText(body.toString('utf8', 0, size));
+/** A budget of work per turn; `spend` says when it is used up (the caller waits for the next turn then). */
+class Turns {
+  private left: number;
+  constructor(private readonly perTurn: number) {
+    this.left = perTurn;
+  }
+  spend(n: number): boolean {
+    this.left -= n;
+    if (this.left > 0) return false;
+    this.left = this.perTurn;
+    return true;
+  }
+  get room(): number {
+    return Math.max(1, this.left);
+  }
+}
+
+/** JSON.parse of `body[0, size)`; a large body in turns, the strings at `spans` (in order, none overlapping) decoded in slices. */
+export async function parseInTurns(
+  body: Buffer,
+  size: number,
+  spans: StringSpans,
+  { bytesPerTurn = BYTES_PER_TURN, wholeParseBytes = WHOLE_PARSE_BYTES }: Partial<SliceOptions> = {},
+): Promise<unknown> {
+  if (size < wholeParseBytes) return parseText(body.toString('utf8', 0, size));
+  const turns = new Turns(bytesPerTurn);
   // The placeholder holds a NUL and a nonce no caller can know, so no string of the body equals one.
-  const tag = `\u0000${randomBytes(9).toString('base64url')}#`;
-  const parts: Buffer[] = [];
-  let from = 0;
-  spans.forEach((span, i) => {
-    parts.push(body.subarray(from, span.start), Buffer.from(JSON.stringify(tag + i)));
-    from = span.end;
-  });
-  parts.push(body.subarray(from, size));
-  const skeleton = parseText(Buffer.concat(parts).toString('utf8'));
+  const tag = `\u0000${randomBytes(6).toString('base64url')}#`;
+  // Decoding the skeleton's text, parsing it and putting the strings back take a turn each.
+  const text = (spans.count === 0 ? body.subarray(0, size) : await skeletonOf(body, size, spans, tag, turns)).toString('utf8');
   await nextTurn();
-  const strings = await decodeStrings(body, spans, bytesPerTurn);
+  const skeleton = parseText(text);
+  if (spans.count === 0) return skeleton;
+  await nextTurn();
+  const strings = await decodeStrings(body, spans, turns);
+  await nextTurn();
   return restore(skeleton, tag, strings);
 }
 
@@ -49,24 +86,41 @@ function parseText(text: string): unknown {
   }
 }
 
-/** Each span's string, about `bytesPerTurn` bytes decoded per turn. */
-async function decodeStrings(body: Buffer, spans: readonly StringSpan[], bytesPerTurn: number): Promise<string[]> {
-  const strings: string[] = [];
-  let budget = bytesPerTurn;
-  for (const span of spans) {
+/** The body's text with each noted string replaced by its placeholder, copied in turns. */
+async function skeletonOf(body: Buffer, size: number, spans: StringSpans, tag: string, turns: Turns): Promise<Buffer> {
+  // `"\u0000<nonce>#` then the index and a quote: ASCII, so its length is its bytes.
+  const open = JSON.stringify(tag).slice(0, -1);
+  let length = size;
+  for (let i = 0; i < spans.count; i++) length += open.length + String(i).length + 1 - (spans.ends[i] - spans.starts[i]);
+  const out = Buffer.allocUnsafe(length);
+  let at = 0;
+  let from = 0;
+  for (let i = 0; i < spans.count; i++) {
+    const copied = body.copy(out, at, from, spans.starts[i]);
+    at += copied;
+    at += out.write(`${open}${i}"`, at, 'latin1');
+    from = spans.ends[i];
+    if (turns.spend(copied + STRING_COST / 4)) await nextTurn();
+  }
+  at += body.copy(out, at, from, size);
+  return out.subarray(0, at);
+}
+
+/** Each span's string, decoded in slices within the turns' budget. */
+async function decodeStrings(body: Buffer, spans: StringSpans, turns: Turns): Promise<string[]> {
+  const strings: string[] = new Array<string>(spans.count);
+  for (let i = 0; i < spans.count; i++) {
+    const end = spans.ends[i] - 1;
     // Between the quotes: a slice never splits an escape or a UTF-8 sequence, so each parses alone.
     let decoded = '';
-    for (let at = span.start + 1; at < span.end - 1;) {
-      if (budget <= 0) {
-        await nextTurn();
-        budget = bytesPerTurn;
-      }
-      const cut = safeCut(body, at, Math.min(span.end - 1, at + budget), span.end - 1);
+    for (let at = spans.starts[i] + 1; at < end;) {
+      const cut = safeCut(body, at, Math.min(end, at + turns.room), end);
       decoded += parseText(`"${body.toString('utf8', at, cut)}"`) as string;
-      budget -= cut - at;
+      if (turns.spend(cut - at)) await nextTurn();
       at = cut;
     }
-    strings.push(decoded);
+    strings[i] = decoded;
+    if (turns.spend(STRING_COST)) await nextTurn();
   }
   return strings;
 }
@@ -79,8 +133,10 @@ async function decodeStrings(body: Buffer, spans: readonly StringSpan[], bytesPe
 export function safeCut(bytes: Buffer, from: number, want: number, end: number): number {
   if (want >= end) return end;
   let cut = want;
+  // Searched within the slice only: a search of the whole body for a backslash it lacks reads to its end.
+  const slice = bytes.subarray(0, want);
   for (let at = from; ;) {
-    const slash = bytes.indexOf(0x5c, at);
+    const slash = slice.indexOf(0x5c, at);
     if (slash === -1 || slash >= cut) break;
     const after = slash + (bytes[slash + 1] === 0x75 ? 6 : 2);
     if (after > cut) {
