@@ -32,6 +32,9 @@ export class StringSpans {
 
 export class InvalidJson extends Error {}
 
+/** A character JSON does not allow raw inside a string. */
+const CONTROL = /[\u0000-\u001f]/;
+
 export interface SliceOptions {
   bytesPerTurn: number;
   wholeParseBytes: number;
@@ -115,7 +118,9 @@ async function decodeStrings(body: Buffer, spans: StringSpans, turns: Turns): Pr
     let decoded = '';
     for (let at = spans.starts[i] + 1; at < end;) {
       const cut = safeCut(body, at, Math.min(end, at + turns.room), end);
-      decoded += parseText(`"${body.toString('utf8', at, cut)}"`) as string;
+      const raw = body.toString('utf8', at, cut);
+      // Without escapes or raw control characters (base64, most prose) the text is the value: no parse, no copies.
+      decoded += body.subarray(at, cut).includes(0x5c) || CONTROL.test(raw) ? (parseText(`"${raw}"`) as string) : raw;
       if (turns.spend(cut - at)) await nextTurn();
       at = cut;
     }
