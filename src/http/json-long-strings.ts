@@ -32,7 +32,8 @@ export class StringSpans {
 
 export class InvalidJson extends Error {}
 
-/** A character JSON does not allow raw inside a string. */
+/** A character JSON does not allow raw inside a string (U+0000 to U+001F). */
+// eslint-disable-next-line no-control-regex -- matching control characters is this pattern's job
 const CONTROL = /[\u0000-\u001f]/;
 
 export interface SliceOptions {
