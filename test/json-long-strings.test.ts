@@ -96,6 +96,26 @@ test('a key "__proto__" stays a key, wherever the cuts fall', async () => {
   }
 });
 
+test('invalid UTF-8 and a BOM inside long strings decode as the whole text decodes, wherever a slice ends', async () => {
+  const odd = [
+    [0xf0, 0x9f, 0x98, 0x80, 0x80, 0x80], // 😀 then two stray continuation bytes
+    [0xc3, 0x80, 0x80, 0x80, 0x80],
+    [0xe0, 0x80, 0x5c, 0x6e, 0x41], // an invalid lead byte right before an escape
+    [0xf0, 0x80, 0x80, 0x5c, 0x6e],
+    [0xef, 0xbb, 0xbf], // a BOM
+    [0xed, 0xa0, 0x80], // an encoded surrogate
+    [0xff, 0xfe, 0xc0, 0xaf],
+  ];
+  for (const bytes of odd) {
+    const body = Buffer.concat([Buffer.from(`{"a":"${'x'.repeat(LONG)}`), Buffer.from(bytes), Buffer.from(`${'y'.repeat(40)}"}`)]);
+    const expected = JSON.stringify(JSON.parse(body.toString('utf8')));
+    for (let piece = 1; piece <= 12; piece++) {
+      const got = await parseInTurns(body, body.length, read(body, random(piece)), { bytesPerTurn: piece, wholeParseBytes: 0 });
+      assert.is(JSON.stringify(got), expected, `bytes ${Buffer.from(bytes).toString('hex')}, slices of ${piece}`);
+    }
+  }
+});
+
 test('a long key keeps its place; a repeated long key keeps its first place and its last value; "__proto__" stays a key', async () => {
   const key = 'k'.repeat(LONG * 2);
   const text = `{"a":1,"${key}":2,"__proto__":{"polluted":true},"b":3,"${key}":4}`;

@@ -2,9 +2,10 @@
 // 10 MB body, with its Buffer#toString before it, holds the event loop for 30-80 ms however the
 // rest is sliced. The body's reader (body.ts) notes where each string of NOTED_STRING_BYTES or
 // more begins and ends as the bytes arrive. In a body of a MB or more, each is cut out, a
-// placeholder in its place, so JSON.parse sees a skeleton: the value limit (100,000) keeps it
-// to a few MB, whatever the strings. The strings are decoded about 1 MB a turn (each one counts
-// as STRING_COST bytes more) and put back in their placeholders' places.
+// placeholder in its place, so JSON.parse sees a skeleton; the strings are decoded about 1 MB a
+// turn (each one counts as STRING_COST bytes more) and put back in their placeholders' places.
+// Shorter strings stay in the skeleton (cutting out 100-byte strings costs more than it saves),
+// so a body of 10 MB in strings under 1 KB is still one JSON.parse of 10 MB, in a turn of its own.
 // The parsed value is the same as JSON.parse of the whole text, and so is every refusal: an
 // invalid escape or a raw control character inside a string fails its slice's parse.
 import { randomBytes } from 'node:crypto';
@@ -113,56 +114,46 @@ async function skeletonOf(body: Buffer, size: number, spans: StringSpans, tag: s
 /** Each span's string, decoded in slices within the turns' budget. */
 async function decodeStrings(body: Buffer, spans: StringSpans, turns: Turns): Promise<string[]> {
   const strings: string[] = new Array<string>(spans.count);
+  // One streaming decoder per string: a UTF-8 sequence cut by a slice (valid or not) is decoded as
+  // the whole text's decoding would. Escapes are ASCII, so the bytes it holds back are never one.
+  const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
   for (let i = 0; i < spans.count; i++) {
     const end = spans.ends[i] - 1;
-    // Between the quotes: a slice never splits an escape or a UTF-8 sequence, so each parses alone.
     let decoded = '';
     for (let at = spans.starts[i] + 1; at < end;) {
-      const cut = safeCut(body, at, Math.min(end, at + turns.room), end);
-      const raw = body.toString('utf8', at, cut);
+      const cut = escapeSafeCut(body, at, Math.min(end, at + turns.room), end);
+      const raw = utf8.decode(body.subarray(at, cut), { stream: true });
       // Without escapes or raw control characters (base64, most prose) the text is the value: no parse, no copies.
       decoded += body.subarray(at, cut).includes(0x5c) || CONTROL.test(raw) ? (parseText(`"${raw}"`) as string) : raw;
       if (turns.spend(cut - at)) await nextTurn();
       at = cut;
     }
-    strings[i] = decoded;
+    // A sequence left incomplete at the closing quote: U+FFFD, as the whole text gives.
+    strings[i] = decoded + utf8.decode();
     if (turns.spend(STRING_COST)) await nextTurn();
   }
   return strings;
 }
 
 /**
- * The end of a slice from `from` (at most `want`) that splits no escape (`\x` or `\uXXXX`) and no
- * UTF-8 sequence. Escapes are followed from `from`, which is never inside one, backslash to
+ * The end of a slice from `from` (at most `want`) that splits no escape (`\x` or `\uXXXX`), so each
+ * slice parses alone. Escapes are followed from `from`, which is never inside one, backslash to
  * backslash (a `\\` pair is one escape, so parity takes care of itself).
  */
-export function safeCut(bytes: Buffer, from: number, want: number, end: number): number {
+export function escapeSafeCut(bytes: Buffer, from: number, want: number, end: number): number {
   if (want >= end) return end;
-  let cut = want;
   // Searched within the slice only: a search of the whole body for a backslash it lacks reads to its end.
   const slice = bytes.subarray(0, want);
   for (let at = from; ;) {
     const slash = slice.indexOf(0x5c, at);
-    if (slash === -1 || slash >= cut) break;
+    if (slash === -1 || slash >= want) return want;
     const after = slash + (bytes[slash + 1] === 0x75 ? 6 : 2);
-    if (after > cut) {
-      cut = slash;
-      break;
+    if (after > want) {
+      // A slice must move on: an escape at its very start is taken whole.
+      return slash > from ? slash : Math.min(end, after);
     }
     at = after;
   }
-  // A continuation byte (10xxxxxx) at the cut: step back to its sequence's first byte (at most 3).
-  for (let back = 0; back < 3 && cut > from && (bytes[cut] & 0xc0) === 0x80; back++) cut--;
-  // A slice must move on: the escape or character at its very start is taken whole.
-  if (cut <= from) cut = Math.min(end, from + unitLength(bytes, from));
-  return cut;
-}
-
-/** Bytes of the escape or UTF-8 character at `at`. */
-function unitLength(bytes: Buffer, at: number): number {
-  const b = bytes[at];
-  if (b === 0x5c) return bytes[at + 1] === 0x75 ? 6 : 2;
-  return b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
 }
 
 /** The skeleton with each placeholder, as a value or as an object's key, replaced by its string. */
