@@ -9,6 +9,7 @@
 // The parsed value is the same as JSON.parse of the whole text, and so is every refusal: an
 // invalid escape or a raw control character inside a string fails its slice's parse.
 import { randomBytes } from 'node:crypto';
+import { StringDecoder } from 'node:string_decoder';
 
 /** Strings (quotes included) at least this long are noted, and cut out of a large body's skeleton. */
 export const NOTED_STRING_BYTES = 1024;
@@ -116,20 +117,21 @@ async function decodeStrings(body: Buffer, spans: StringSpans, turns: Turns): Pr
   const strings: string[] = new Array<string>(spans.count);
   // One streaming decoder per string: a UTF-8 sequence cut by a slice (valid or not) is decoded as
   // the whole text's decoding would. Escapes are ASCII, so the bytes it holds back are never one.
-  const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+  // (StringDecoder, not TextDecoder: a streaming TextDecoder makes two-byte strings of ASCII, twice the memory.)
+  const utf8 = new StringDecoder('utf8');
   for (let i = 0; i < spans.count; i++) {
     const end = spans.ends[i] - 1;
     let decoded = '';
     for (let at = spans.starts[i] + 1; at < end;) {
       const cut = escapeSafeCut(body, at, Math.min(end, at + turns.room), end);
-      const raw = utf8.decode(body.subarray(at, cut), { stream: true });
+      const raw = utf8.write(body.subarray(at, cut));
       // Without escapes or raw control characters (base64, most prose) the text is the value: no parse, no copies.
       decoded += body.subarray(at, cut).includes(0x5c) || CONTROL.test(raw) ? (parseText(`"${raw}"`) as string) : raw;
       if (turns.spend(cut - at)) await nextTurn();
       at = cut;
     }
     // A sequence left incomplete at the closing quote: U+FFFD, as the whole text gives.
-    strings[i] = decoded + utf8.decode();
+    strings[i] = decoded + utf8.end();
     if (turns.spend(STRING_COST)) await nextTurn();
   }
   return strings;
