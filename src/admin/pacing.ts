@@ -3,6 +3,7 @@
 // being held up, steps back: it never runs ahead of the read side (whose projection of its appends
 // runs in this process too), and it sleeps while the loop has been late.
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { nextTurn } from '../next-turn.ts';
 
 /** How late the loop may run (a live call waiting that long for its turn) before the work backs off. */
 const LATE_MS = 20;
@@ -13,7 +14,7 @@ const RESOLUTION_MS = 10;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 /** Gives the event loop to live traffic between two steps of operator work. */
-export const yieldToTraffic = () => new Promise<void>((resolve) => setImmediate(resolve));
+export const yieldToTraffic = nextTurn;
 
 export class Pacer {
   private readonly delay: IntervalHistogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });

@@ -4,6 +4,7 @@
 // two adjustment lines, and the net is what is billed now.
 import type { Ledger } from '../ledger/ledger.ts';
 import { ofAccountPage, type ChargeCursor, type ChargeRow } from '../../projections/read-models.ts';
+import { nextTurn } from '../next-turn.ts';
 
 export interface StatementLine {
   at: string;
@@ -78,7 +79,7 @@ export async function* statementPages(ledger: Ledger, accountId: string, from: D
     if (rows.length < STATEMENT_PAGE) return;
     const last = rows[rows.length - 1];
     after = { at: new Date(last.at).toISOString(), position: Number(last.position) };
-    await new Promise<void>((resolve) => setImmediate(resolve)); // live traffic first
+    await nextTurn(); // live traffic first
   }
 }
 

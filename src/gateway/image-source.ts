@@ -9,13 +9,13 @@ import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { badRequest } from '../http/errors.ts';
 import { SLICE_CHARS } from '../http/sliced-pattern.ts';
+import { nextTurn } from '../next-turn.ts';
 
 export const MAX_SOURCE_BYTES = 20 * 1024 * 1024;
 const FETCH_TIMEOUT_MS = 10_000;
 const MAX_REDIRECTS = 3;
 
 const notDataUri = () => badRequest("'image' must be an https URL or a data URI of the form data:image/<type>;base64,<data>.", 'image', 'invalid_image');
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * The image of a data URI. Its data can be most of a 10 MB body, so it is checked and decoded a

@@ -12,6 +12,7 @@ import { ApiError, badRequest } from './errors.ts';
 import { trackUpload } from './uploads.ts';
 import { MAX_BODY_DEPTH } from './validate.ts';
 import { InvalidJson, NOTED_STRING_BYTES, parseInTurns, StringSpans } from './json-long-strings.ts';
+import { nextTurn } from '../next-turn.ts';
 
 export interface BodyLimits {
   /** Bytes after decompression. */
@@ -194,8 +195,6 @@ async function readJson(ctx: Context, limits: BodyLimits): Promise<unknown> {
   await nextTurn();
   return parsed;
 }
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Only JSON's blanks (space, tab, CR, LF): an empty body is read as {}. */
 function isBlank(body: Buffer, size: number): boolean {

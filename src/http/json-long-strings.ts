@@ -10,6 +10,7 @@
 // invalid escape or a raw control character inside a string fails its slice's parse.
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
+import { nextTurn } from '../next-turn.ts';
 
 /** Strings (quotes included) at least this long are noted, and cut out of a large body's skeleton. */
 export const NOTED_STRING_BYTES = 1024;
@@ -42,8 +43,6 @@ export interface SliceOptions {
   bytesPerTurn: number;
   wholeParseBytes: number;
 }
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** A budget of work per turn; `spend` says when it is used up (the caller waits for the next turn then). */
 class Turns {

@@ -3,6 +3,7 @@
 // ~15 ms (issue #30). Each pattern here is a short head then one character class to the end, so
 // it is checked as the head (a regex on the first characters), then the rest in slices, with a
 // turn of the event loop between slices. The verdict is the regex's (test/http-sliced-pattern).
+import { nextTurn } from '../next-turn.ts';
 
 type Tail = 'base64' | 'nonSpace';
 
@@ -58,6 +59,6 @@ export async function matchesSliced(pattern: string, s: string): Promise<boolean
   for (;;) {
     const step = it.next();
     if (step.done) return step.value;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
   }
 }

@@ -2,11 +2,10 @@
 // request): escaping such a string in one JSON.stringify holds the event loop for 10-100 ms
 // (issue #30). Long strings are escaped a slice per turn and spliced into the JSON of the rest.
 import { randomUUID } from 'node:crypto';
+import { nextTurn } from '../next-turn.ts';
 
 /** Strings longer than this are escaped in slices of this many characters. */
 export const LONG_STRING_CHARS = 1 << 20;
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** JSON.stringify(s) without its quotes, a slice at a time; no cut falls between the halves of a surrogate pair. */
 export async function* escapedSlices(s: string): AsyncGenerator<string> {

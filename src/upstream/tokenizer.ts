@@ -3,6 +3,7 @@
 // a third of js-tiktoken's heap and encodes several times faster (measured for #8).
 import { encode, decode } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage, ToolDefinition } from './port.ts';
+import { nextTurn } from '../next-turn.ts';
 
 /** OpenAI bills a high-detail 1024x1024 image part at 85 + 4 * 170 tokens. */
 export const IMAGE_PART_TOKENS = 765;
@@ -180,7 +181,7 @@ export async function countMessageTokensYielding(messages: ChatMessage[], tools?
       from = end;
       if (sinceYield >= SLICE) {
         sinceYield = 0;
-        await new Promise((resolve) => setImmediate(resolve));
+        await nextTurn();
       }
     }
   }

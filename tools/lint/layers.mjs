@@ -10,7 +10,7 @@ const root = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
 /** Lowest first. A path belongs to the first entry whose prefix it starts with. */
 const LAYERS = [
-  ['shared helpers', ['src/ajv.ts', 'src/secret-shapes.ts']],
+  ['shared helpers', ['src/ajv.ts', 'src/secret-shapes.ts', 'src/next-turn.ts']],
   ['storage', ['src/eventstore/']],
   ['domain', ['src/ledger/', 'src/money/']],
   ['upstreams', ['src/upstream/']],
