@@ -11,7 +11,7 @@
 // flags (the start script's) are the ones above. In-process, so no HTTP or scheduling noise of a
 // second process: bench/worst-request.ts measures the served gateway.
 import { ShapeCheck, modelCallLimits } from '../src/http/body.ts';
-import { parseInTurns } from '../src/http/json-long-strings.ts';
+import { parseInTurns } from '../src/http/json-in-turns.ts';
 
 const RUNS = Number(process.env.RUNS ?? 5);
 const MB = 1_000_000;
@@ -68,7 +68,7 @@ const wholeText = async (body: Buffer) => {
 const stringsOf = (body: Buffer) => {
   const shape = new ShapeCheck(modelCallLimits());
   for (let at = 0; at < body.length; at += 65_536) shape.feed(body.subarray(at, at + 65_536));
-  return shape.strings;
+  return shape;
 };
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

@@ -11,7 +11,8 @@ import { koaBody } from 'koa-body';
 import { ApiError, badRequest } from './errors.ts';
 import { trackUpload } from './uploads.ts';
 import { MAX_BODY_DEPTH } from './validate.ts';
-import { InvalidJson, NOTED_STRING_BYTES, parseInTurns, StringSpans } from './json-long-strings.ts';
+import { InvalidJson, NOTED_STRING_BYTES, StringSpans } from './json-long-strings.ts';
+import { type BodyMap, ContainerSpans, NOTED_CONTAINER_BYTES, parseInTurns } from './json-in-turns.ts';
 import { nextTurn } from '../next-turn.ts';
 
 export interface BodyLimits {
@@ -62,22 +63,31 @@ const tooLarge = (what: string) => new ApiError(413, `The request body is too la
 
 /**
  * The body's shape, checked byte by byte as chunks arrive (strings skipped whole with indexOf).
- * It notes where each string but the shortest lies, for the parse (json-long-strings.ts).
+ * It notes where each string but the shortest lies, and each large container with its items'
+ * boundaries, for the parse in pieces (json-in-turns.ts).
  */
-export class ShapeCheck {
+export class ShapeCheck implements BodyMap {
   readonly strings = new StringSpans();
+  readonly containers = new ContainerSpans();
   /** Bytes fed before the current chunk, and where the string being read began. */
   private fed = 0;
   private stringStart = 0;
-  /** Per open container: values seen so far (commas + 1 once anything is in it) and whether it is an object. */
-  private readonly open: { items: number; object: boolean; empty: boolean }[] = [];
+  /**
+   * Per open container: values seen so far (commas + 1 once anything is in it), whether it is an
+   * object, where it began and where its commas are (null until the first).
+   */
+  private readonly open: { items: number; object: boolean; empty: boolean; start: number; commas: number[] | null }[] = [];
   private values = 0;
   private inString = false;
   private escaped = false;
   /** The last byte of the previous chunk. */
   private prev = 0x20;
 
-  constructor(private readonly limits: BodyLimits) {}
+  /** `noted`: the shortest string and container noted; smaller in tests, so small bodies are cut too. */
+  constructor(
+    private readonly limits: BodyLimits,
+    private readonly noted = { stringBytes: NOTED_STRING_BYTES, containerBytes: NOTED_CONTAINER_BYTES },
+  ) {}
 
   feed(chunk: Buffer): void {
     const n = chunk.length;
@@ -113,12 +123,17 @@ export class ShapeCheck {
         this.value();
         if (this.open.length >= this.limits.depth)
           throw badRequest(`The request body is nested too deeply (more than ${this.limits.depth} levels).`, null, 'invalid_json');
-        this.open.push({ items: 0, object: c === 0x7b, empty: true });
+        this.open.push({ items: 0, object: c === 0x7b, empty: true, start: this.fed + i, commas: null });
       } else if (c === 0x7d || c === 0x5d) {
-        this.open.pop();
+        const closed = this.open.pop();
+        const end = this.fed + i + 1;
+        if (closed?.commas && end - closed.start >= this.noted.containerBytes) this.containers.add(closed.start, end, closed.object, closed.commas);
       } else if (c === 0x2c) {
         const top = this.open.at(-1);
-        if (top) top.empty = true; // the next value starts a new item
+        if (top) {
+          top.empty = true; // the next value starts a new item
+          (top.commas ??= []).push(this.fed + i);
+        }
       } else if (c > 0x20 && c !== 0x3a && (prev <= 0x20 || prev === 0x2c || prev === 0x3a || prev === 0x5b)) {
         // A number, true, false or null: counted once, at its first character.
         this.value();
@@ -130,7 +145,7 @@ export class ShapeCheck {
 
   private stringEnded(end: number): void {
     this.inString = false;
-    if (end - this.stringStart >= NOTED_STRING_BYTES) this.strings.add(this.stringStart, end);
+    if (end - this.stringStart >= this.noted.stringBytes) this.strings.add(this.stringStart, end);
   }
 
   /** A value (or an object key, which is a string too) begins. */
@@ -148,7 +163,7 @@ export class ShapeCheck {
 }
 
 /** The decompressed body's bytes and where its strings lie, refused at the first limit it crosses. */
-async function readBytes(ctx: Context, limits: BodyLimits): Promise<{ body: Buffer; size: number; strings: StringSpans }> {
+async function readBytes(ctx: Context, limits: BodyLimits): Promise<{ body: Buffer; size: number; map: BodyMap }> {
   const encoding = ctx.get('content-encoding').trim().toLowerCase() || 'identity';
   const declared = Number(ctx.get('content-length') || 0);
   // Compressed bytes never outnumber what they inflate to by much; a declared size over the limit is refused unread.
@@ -175,17 +190,17 @@ async function readBytes(ctx: Context, limits: BodyLimits): Promise<{ body: Buff
     ctx.set('connection', 'close');
     throw err;
   }
-  return { body, size, strings: shape.strings };
+  return { body, size, map: shape };
 }
 
 /** The body parsed, once within its limits; a large one in turns, so other requests run in between. */
 async function readJson(ctx: Context, limits: BodyLimits): Promise<unknown> {
-  const { body, size, strings } = await readBytes(ctx, limits);
+  const { body, size, map } = await readBytes(ctx, limits);
   if (isBlank(body, size)) return {};
   await nextTurn();
   let parsed: unknown;
   try {
-    parsed = await parseInTurns(body, size, strings);
+    parsed = await parseInTurns(body, size, map);
   } catch (err) {
     if (err instanceof InvalidJson) throw badRequest(err.message, null, 'invalid_json');
     throw err;
