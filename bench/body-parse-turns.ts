@@ -3,7 +3,7 @@
 // parseInTurns (src/http/json-long-strings.ts: strings of 1 KB or more cut out and decoded in
 // slices), side by side on the same bodies in one process.
 //
-//   node --max-semi-space-size=8 --heap-growing-percent=30 --import tsx bench/body-parse-turns.ts
+//   node --max-semi-space-size=8 --heap-growing-percent=30 --v8-pool-size=1 --import tsx bench/body-parse-turns.ts
 //
 // Method: a setImmediate chain runs beside the parse; the longest gap between two of its ticks is
 // the longest turn the parse held (garbage collection in it included). Each body is parsed

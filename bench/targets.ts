@@ -117,7 +117,7 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
   // resident memory for the loader and its transformed sources. tsx only for a .ts preload.
   const preload = o.nodeArgs?.some((a) => a.endsWith('.ts')) ? ['--import', 'tsx', ...o.nodeArgs] : (o.nodeArgs ?? []);
   // The Dockerfile's NODE_OPTIONS and node flags, so the measured process is configured as deployed.
-  const production = ['--max-semi-space-size=8', '--heap-growing-percent=30'];
+  const production = ['--max-semi-space-size=8', '--heap-growing-percent=30', '--v8-pool-size=1'];
   const env = {
     ...process.env,
     NODE_ENV: 'production',

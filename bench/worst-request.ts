@@ -5,7 +5,7 @@
 //   BENCH_ONLY="10 MB string" BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" ...   (one case, profiled)
 //
 // A gateway is started as deployed (`tollgate serve`, embedded PGlite, the start script's V8
-// flags). A zero-quota key on a 5-calls-a-minute plan and a key with quota are the "with a key"
+// flags, read from package.json). A zero-quota key on a 5-calls-a-minute plan and a key with quota are the "with a key"
 // callers; bodies "at the limit" are as large as TOLLGATE_MAX_REQUEST_MB allows (default 10). For each case,
 // while the one request runs:
 // - event-loop hold: /healthz is called back to back on another connection; the longest answer,
@@ -79,7 +79,13 @@ async function startGateway() {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-worst-'));
   // BENCH_NODE_FLAGS adds flags to the gateway's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to see where a turn goes.
   const extra = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, ['--max-semi-space-size=8', '--heap-growing-percent=30', ...extra, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+  // The start script's V8 flags (package.json), so the gateway runs as `npm start` runs it.
+  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const v8Flags = start
+    .split(' --import')[0]
+    .split(' ')
+    .filter((f) => f.startsWith('--'));
+  const child = spawn(process.execPath, [...v8Flags, ...extra, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -74,7 +74,7 @@ test('the Dockerfile installs from the lockfile, builds, and runs the compiled C
   assert.match(docker, /npm ci --omit=dev/);
   assert.match(docker, /RUN npm run build/);
   assert.match(docker, /COPY --from=build \/app\/dist \.\/dist/);
-  assert.match(docker, /ENTRYPOINT \["node", "--heap-growing-percent=30", "dist\/src\/cli\/main.js"\]/);
+  assert.match(docker, /ENTRYPOINT \["node", "--heap-growing-percent=30", "--v8-pool-size=1", "dist\/src\/cli\/main.js"\]/);
   assert.match(docker, /HEALTHCHECK/);
   // The garbage-collector settings bench/targets.ts measures with (README, Production build).
   assert.match(docker, /ENV NODE_OPTIONS=--max-semi-space-size=8/);

@@ -150,4 +150,32 @@ test('a large body is cut at the module thresholds: 10,000 strings of 1,000 byte
   same(await parseInTurns(body, body.length, shape), text, 'the body');
 });
 
+test('a number longer than 1,000 characters or 65,536 blanks in a row is refused by the reader, before any parse', () => {
+  const refused = (text: string, what: RegExp) => {
+    const shape = new ShapeCheck(modelCallLimits());
+    const body = Buffer.from(text);
+    try {
+      for (let at = 0; at < body.length; at += 65_536) shape.feed(body.subarray(at, at + 65_536));
+      assert.unreachable(`taken: ${text.slice(0, 20)}`);
+    } catch (err) {
+      const e = err as { status?: number; code?: string; message: string };
+      assert.is(e.status, 400);
+      assert.is(e.code, 'invalid_json');
+      assert.match(e.message, what);
+    }
+  };
+  refused(`{"a":[1,${'9'.repeat(10_000_000)}]}`, /number or literal .* longer than 1000/);
+  refused(`{"a":[1,0.${'5'.repeat(1_000)}]}`, /number or literal/);
+  refused(`{"a":[1,${' '.repeat(10_000_000)}2]}`, /more than 65536 blank characters/);
+  refused(`{"a":${'\n\t '.repeat(30_000)}1}`, /blank characters/);
+  // What real bodies hold is taken: long numbers of JSON.stringify, pretty-printed nesting, blanks between many tokens.
+  const taken = new ShapeCheck(modelCallLimits());
+  taken.feed(
+    Buffer.from(
+      JSON.stringify({ a: [Number.MAX_VALUE, -Number.MIN_VALUE, 0.1 + 0.2, ...Array.from({ length: 9000 }, () => true)], b: { c: { d: null } } }, null, 64),
+    ),
+  );
+  taken.feed(Buffer.from(`${' '.repeat(65_536)}`));
+});
+
 test.run();

@@ -114,7 +114,14 @@ test('a zero-quota key buys no parsing: a huge metadata array, a deep body, a wi
   const widened = await send('/v1/chat/completions', wide, auth);
   assert.is(widened.status, 400, widened.text);
   assert.match(widened.json.error.message, `more than ${MODEL_CALL_LIMITS.objectKeys} keys`);
-  const inflated = gzipSync(Buffer.alloc(MODEL_CALL_LIMITS.bytes + 1024, 0x20));
+  // A number or a run of blanks longer than any real body holds: each would be one long parse.
+  const longNumber = await send('/v1/chat/completions', `${JSON.stringify(base).slice(0, -1)},"metadata":[${'9'.repeat(1_000_001)}]}`, auth);
+  assert.is(longNumber.status, 400, longNumber.text);
+  assert.match(longNumber.json.error.message, 'longer than 1000 characters');
+  const blanks = await send('/v1/chat/completions', `${JSON.stringify(base).slice(0, -1)},"metadata":${' '.repeat(1_000_000)}{}}`, auth);
+  assert.is(blanks.status, 400, blanks.text);
+  assert.match(blanks.json.error.message, 'blank characters in a row');
+  const inflated = gzipSync(Buffer.from(`{"metadata":"${'x'.repeat(MODEL_CALL_LIMITS.bytes + 1024)}"}`));
   const big = await send('/v1/chat/completions', inflated, { ...auth, 'content-encoding': 'gzip' });
   assert.is(big.status, 413, big.text);
   assert.match(big.json.error.message, 'once decompressed');

@@ -19,11 +19,11 @@ import { decodeStrings, InvalidJson, parseText, STRING_COST, StringSpans, Turns 
 /** Smaller bodies are parsed whole: one JSON.parse of them takes a few ms. */
 const WHOLE_PARSE_BYTES = 1 << 20;
 /** Work per turn, in bytes. */
-const BYTES_PER_TURN = 1 << 20;
+const BYTES_PER_TURN = 512 * 1024;
 /** Containers at least this long (brackets included) are noted with their items' boundaries, and cut into runs. */
 export const NOTED_CONTAINER_BYTES = 256 * 1024;
 /** A run gathers items up to this many bytes (one item longer than that is a run of its own). */
-const RUN_BYTES = 256 * 1024;
+const RUN_BYTES = 128 * 1024;
 
 /** The large containers the reader noted: where each begins (its bracket) and ends (just after its closing one), and its top-level commas. */
 export class ContainerSpans {
