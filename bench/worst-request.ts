@@ -187,6 +187,8 @@ function cases(key: string, paying: string): Case[] {
     },
     { name: 'zero-quota key: 10,000 strings of 1,000 bytes', path: '/v1/chat/completions', body: mediumStrings, headers: keyed },
     { name: 'zero-quota key: 99,900 strings of 16 bytes', path: '/v1/chat/completions', body: shortStrings, headers: keyed },
+    { name: `zero-quota key: a number of ${LIMIT_MB} MB`, path: '/v1/chat/completions', body: chat(`,"metadata":[1,${'9'.repeat(atLimit - 100)}]`), headers: keyed },
+    { name: `zero-quota key: ${LIMIT_MB} MB of blanks`, path: '/v1/chat/completions', body: chat(`,"metadata":[1,${' '.repeat(atLimit - 100)}2]`), headers: keyed },
     { name: 'key with quota: 10,000 strings of 1,000 bytes', path: '/v1/chat/completions', body: mediumStrings, headers: paid },
     { name: `key with quota: ${LIMIT_MB} MB string (the size limit)`, path: '/v1/chat/completions', body: longString(atLimit), headers: paid },
     { name: `key with quota: ${LIMIT_MB} MB inline image, answered`, path: '/v1/chat/completions', body: image(atLimit - 300), headers: paid },
