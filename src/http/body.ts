@@ -65,6 +65,8 @@ const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
  */
 const MAX_LITERAL_CHARS = 1_000;
 const MAX_BLANKS = 65_536;
+/** Keys are parsed whole, never cut out of the text (see ShapeCheck.stringEnded). */
+const MAX_KEY_BYTES = 65_536;
 
 const tooLarge = (what: string) => new ApiError(413, `The request body is too large: ${what}.`, 'invalid_request_error', 'request_too_large');
 
@@ -79,6 +81,8 @@ export class ShapeCheck implements BodyMap {
   /** Bytes fed before the current chunk, and where the string being read began. */
   private fed = 0;
   private stringStart = 0;
+  /** Whether the string being read is an object's key: keys are never cut out (see stringEnded). */
+  private stringIsKey = false;
   /**
    * Per open container: values seen so far (commas + 1 once anything is in it), whether it is an
    * object, where it began and where its commas are (null until the first).
@@ -132,6 +136,8 @@ export class ShapeCheck implements BodyMap {
         this.literal = 0;
         this.inString = true;
         this.stringStart = this.fed + i;
+        const top = this.open.at(-1);
+        this.stringIsKey = top !== undefined && top.object && top.empty;
         this.value();
       } else if (c === 0x7b || c === 0x5b) {
         this.literal = 0;
@@ -148,6 +154,8 @@ export class ShapeCheck implements BodyMap {
         this.literal = 0;
         const top = c === 0x2c ? this.open.at(-1) : undefined;
         if (top) {
+          // A comma with no item before it (`[,` or `,,`) is never JSON: refused now, before millions of them are noted.
+          if (top.empty) throw badRequest('The request body is not valid JSON.', null, 'invalid_json');
           top.empty = true; // the next value starts a new item
           (top.commas ??= []).push(this.fed + i);
         }
@@ -163,7 +171,13 @@ export class ShapeCheck implements BodyMap {
 
   private stringEnded(end: number): void {
     this.inString = false;
-    if (end - this.stringStart >= this.noted.stringBytes) this.strings.add(this.stringStart, end);
+    const length = end - this.stringStart;
+    // A key stays in the text JSON.parse sees: a repeated key, one copy written with escapes, must
+    // meet its copies in one parse to keep JSON.parse's first place and last value. So keys are
+    // bounded instead, far above any real one.
+    if (this.stringIsKey) {
+      if (length > MAX_KEY_BYTES) throw badRequest(`A key in the request body is longer than ${MAX_KEY_BYTES} bytes.`, null, 'invalid_json');
+    } else if (length >= this.noted.stringBytes) this.strings.add(this.stringStart, end);
   }
 
   /** A value (or an object key, which is a string too) begins. */

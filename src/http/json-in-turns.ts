@@ -157,8 +157,9 @@ function textOf(body: Buffer, piece: Piece, tag: string): string {
 }
 
 /**
- * A piece's value with each placeholder, as a value, an array's item or an object's key, replaced
- * by what it stands for. Those values are final already, so only the piece's own values are walked.
+ * A piece's value with each placeholder (a long string as a value, a run of items as an array's
+ * item, a run of members as an object's key) replaced by what it stands for. Those values are
+ * final already, so only the piece's own values are walked.
  */
 function restore(root: unknown, tag: string, strings: readonly string[], pieces: readonly unknown[]): unknown {
   const cut: Lookup = (s) => {
@@ -202,7 +203,11 @@ function restoreItems(v: unknown[], cut: Lookup, put: (item: unknown) => unknown
   for (const item of items) v.push(item);
 }
 
-/** An object's members restored in place, in the order JSON.parse gives (a repeated key: its first place, its last value). */
+/**
+ * An object's members restored in place, each run's members where its placeholder key stood, in
+ * the order JSON.parse gives (a repeated key: its first place, its last value). Keys are never cut
+ * out as long strings (body.ts), so every other key is its own text.
+ */
 function restoreMembers(o: Record<string, unknown>, cut: Lookup, put: (item: unknown) => unknown): void {
   const keys = Object.keys(o);
   if (!keys.some((key) => cut(key) !== undefined)) {
@@ -215,7 +220,7 @@ function restoreMembers(o: Record<string, unknown>, cut: Lookup, put: (item: unk
     if (found?.kind === 'members') {
       const run = found.value as Record<string, unknown>;
       for (const inner of Object.keys(run)) entries.push([inner, run[inner]]);
-    } else entries.push([found?.kind === 'string' ? (found.value as string) : key, put(o[key])]);
+    } else entries.push([key, put(o[key])]);
   }
   for (const key of keys) delete o[key];
   // Defined, not assigned: a key "__proto__" stays a key, as JSON.parse makes it.
