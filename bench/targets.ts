@@ -1,6 +1,7 @@
 // The three things the gateway benchmark measures, each started as its own process: the mock
 // upstream (called directly: the baseline), Tollgate (`tollgate serve` on PostgreSQL, metering
 // on) and the peer gateway (Portkey, from the bench-only install in bench/peer).
+import { deployedNodeFlags } from './deployed-flags.ts';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -116,8 +117,8 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
   // The compiled build, as deployed (Dockerfile): running the sources through tsx costs ~90 MB of
   // resident memory for the loader and its transformed sources. tsx only for a .ts preload.
   const preload = o.nodeArgs?.some((a) => a.endsWith('.ts')) ? ['--import', 'tsx', ...o.nodeArgs] : (o.nodeArgs ?? []);
-  // The Dockerfile's NODE_OPTIONS and node flags, so the measured process is configured as deployed.
-  const production = ['--max-semi-space-size=8', '--heap-growing-percent=30', '--v8-pool-size=1'];
+  // The deployed node flags, so the measured process is configured as deployed.
+  const production = deployedNodeFlags(ROOT);
   const env = {
     ...process.env,
     NODE_ENV: 'production',

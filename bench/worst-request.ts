@@ -26,6 +26,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { deployedNodeFlags } from './deployed-flags.ts';
 import { chatWithInlineImage } from '../test/support/inline-image.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -57,14 +58,19 @@ function send(origin: string, path: string, opts: { method?: string; headers?: R
 }
 
 /** CPU time (ms) the gateway's main thread, its event loop, has run: on a loaded machine a wait also counts time the process was not scheduled, this does not. */
-const loopCpu = (pid: number) => Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+const loopCpu = (pid: number) => schedstat(pid).ran;
+/** A thread's schedstat: ms it ran, and ms it waited, runnable, for a CPU another process or thread held. */
+function schedstat(pid: number, tid = pid): { ran: number; queued: number } {
+  const [ran, queued] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ');
+  return { ran: Number(ran) / 1e6, queued: Number(queued) / 1e6 };
+}
 /** CPU time (ms) per thread of the gateway, by thread name (threads of one name summed). */
 function threadCpu(pid: number): Map<string, number> {
   const out = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() + (tid === String(pid) ? ' (main)' : '');
-      out.set(name, (out.get(name) ?? 0) + Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6);
+      out.set(name, (out.get(name) ?? 0) + schedstat(pid, Number(tid)).ran);
     } catch {
       /* the thread ended */
     }
@@ -72,20 +78,14 @@ function threadCpu(pid: number): Map<string, number> {
   return out;
 }
 /** Time (ms) the gateway's main thread has waited, runnable, for a CPU another process or thread held (schedstat's second field). */
-const loopRunQueue = (pid: number) => Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+const loopRunQueue = (pid: number) => schedstat(pid).queued;
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function startGateway() {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-worst-'));
   // BENCH_NODE_FLAGS adds flags to the gateway's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to see where a turn goes.
   const extra = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-  // The start script's V8 flags (package.json), so the gateway runs as `npm start` runs it.
-  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const v8Flags = start
-    .split(' --import')[0]
-    .split(' ')
-    .filter((f) => f.startsWith('--'));
-  const child = spawn(process.execPath, [...v8Flags, ...extra, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+  const child = spawn(process.execPath, [...deployedNodeFlags(ROOT), ...extra, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: ROOT,
     env: {
       ...process.env,

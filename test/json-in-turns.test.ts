@@ -8,8 +8,7 @@ import * as assert from 'uvu/assert';
 import { createRng } from '../src/upstream/seed.ts';
 import { ShapeCheck, modelCallLimits } from '../src/http/body.ts';
 import { parseInTurns } from '../src/http/json-in-turns.ts';
-import { InvalidJson } from '../src/http/json-long-strings.ts';
-import { ApiError } from '../src/http/errors.ts';
+import { refusedAsJson } from './support/json-refusal.ts';
 
 /** A seeded generator: the same cases on every run. */
 const random = createRng;
@@ -86,9 +85,6 @@ test('a repeated key in two runs keeps its first place and its last value; "__pr
     assert.equal(Object.getOwnPropertyDescriptor(got, '__proto__')?.value, { polluted: true });
   }
 });
-
-/** Refused as JSON.parse refuses: by the parse, or earlier by the body's reader (a 400 `invalid_json`). */
-const refusedAsJson = (err: unknown) => err instanceof InvalidJson || (err instanceof ApiError && err.status === 400 && err.code === 'invalid_json');
 
 /** Texts near valid ones: one byte dropped, doubled or replaced by a token that breaks JSON somewhere. */
 function mutated(text: string, next: () => number): string {
@@ -169,8 +165,8 @@ test('a repeated key, one copy written with escapes, keeps its first place and i
   same(got, text, 'the long body');
 });
 
-test('a comma with no item before it is refused at once, and a key over 64 KB is refused', () => {
-  for (const text of [`[${','.repeat(1_000_000)}]`, `{"a":[1,,${'2,'.repeat(100)}2]}`, `{,"a":1}`]) {
+test('a comma with no item before or after it is refused at once, and a key over 64 KB is refused', () => {
+  for (const text of [`[${','.repeat(1_000_000)}]`, `{"a":[1,,${'2,'.repeat(100)}2]}`, `{,"a":1}`, `{"a":[${'2,'.repeat(100)} ]}`, `{"a":1,"b":2, }`]) {
     const shape = new ShapeCheck(modelCallLimits(), { stringBytes: 24, containerBytes: 16 });
     assert.throws(
       () => shape.feed(Buffer.from(text)),

@@ -148,6 +148,8 @@ export class ShapeCheck implements BodyMap {
       } else if (c === 0x7d || c === 0x5d) {
         this.literal = 0;
         const closed = this.open.pop();
+        // A comma with no item after it (`[1,]`) is never JSON either: so no container the parse cuts into runs has an empty item.
+        if (closed?.empty && closed.commas) throw badRequest('The request body is not valid JSON.', null, 'invalid_json');
         const end = this.fed + i + 1;
         if (closed?.commas && end - closed.start >= this.noted.containerBytes) this.containers.add(closed.start, end, closed.object, closed.commas);
       } else if (c === 0x2c || c === 0x3a) {

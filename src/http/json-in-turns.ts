@@ -14,7 +14,7 @@
 // JSON.parse would take at that place, so the whole is valid exactly when every piece is.
 import { randomBytes } from 'node:crypto';
 import { nextTurn } from '../next-turn.ts';
-import { decodeStrings, InvalidJson, parseText, STRING_COST, StringSpans, Turns } from './json-long-strings.ts';
+import { decodeStrings, parseText, STRING_COST, StringSpans, Turns } from './json-long-strings.ts';
 
 /** Smaller bodies are parsed whole: one JSON.parse of them takes a few ms. */
 const WHOLE_PARSE_BYTES = 1 << 20;
@@ -85,23 +85,21 @@ export async function parseInTurns(
   const pieces = piecesOf(size, map, runBytes);
   // The placeholder holds a NUL and a nonce no caller can know, so no string of the body equals one.
   const tag = `\u0000${randomBytes(6).toString('base64url')}#`;
+  // As JSON text: `"\u0000<nonce>#`, then the index and a quote; ASCII, so its length is its bytes.
+  const opening = JSON.stringify(tag).slice(0, -1);
   // Strings first, then the runs inner before outer (the reader notes a container when it closes), the root last:
   // each piece's placeholders stand for values already final, so each is restored alone, in its turn.
   const strings = map.strings.count === 0 ? [] : await decodeStrings(body, map.strings, turns);
   const values: unknown[] = new Array<unknown>(pieces.length);
   for (let k = 1; k <= pieces.length; k++) {
     const p = k % pieces.length;
-    const text = textOf(body, pieces[p], tag);
-    const value = parseText(text);
-    // A run of a container with commas has no empty item: `[1, ,2]` (a run of blanks alone) is refused as JSON.parse refuses it.
-    if (pieces[p].kind !== 'root' && isEmpty(value)) throw new InvalidJson('The request body is not valid JSON.');
-    values[p] = restore(value, tag, strings, values);
+    const text = textOf(body, pieces[p], opening);
+    // A run alone of blanks would parse as `[]`: the reader refuses every empty item (`[1,,2]`, `[1,]`) first.
+    values[p] = restore(parseText(text), tag, strings, values);
     if (turns.spend(2 * text.length + STRING_COST)) await nextTurn();
   }
   return values[0];
 }
-
-const isEmpty = (v: unknown): boolean => (Array.isArray(v) ? v.length === 0 : Object.keys(v as object).length === 0);
 
 /**
  * The root and the runs, each with the cuts directly inside it; the root first. Cuts nest: a
@@ -140,15 +138,13 @@ function piecesOf(size: number, map: BodyMap, runBytes: number): Piece[] {
 }
 
 /** A piece's text for JSON.parse: its bytes, each cut a placeholder, a run inside its container's brackets. */
-function textOf(body: Buffer, piece: Piece, tag: string): string {
-  // `"\u0000<nonce>#` then the index and a quote: ASCII, so its length is its bytes.
-  const open = JSON.stringify(tag).slice(0, -1);
+function textOf(body: Buffer, piece: Piece, opening: string): string {
   const parts: string[] = [piece.kind === 'items' ? '[' : piece.kind === 'members' ? '{' : ''];
   let from = piece.start;
   for (const cut of piece.cuts) {
     // Cuts fall on quotes, commas and brackets: ASCII, so no UTF-8 sequence is split.
     parts.push(body.toString('utf8', from, cut.start));
-    const id = `${open}${cut.kind === 'string' ? 's' : 'p'}${cut.index}"`;
+    const id = `${opening}${cut.kind === 'string' ? 's' : 'p'}${cut.index}"`;
     parts.push(cut.kind === 'members' ? `${id}:0` : id);
     from = cut.end;
   }
