@@ -936,11 +936,10 @@ if (!url) {
       console.log(
         `  two gateways (postgres): ${CALLS} calls in ${Date.now() - started} ms, ${ok.length} succeeded (${perGateway.join(' + ')}), ${refused.length} got 402 key_limit_exceeded; limit ${FIT * COST} = ${FIT} calls of ${COST}`,
       );
+      // Each gateway got CALLS / 2 calls, more than FIT: a gateway blind to the other's holds would
+      // sell FIT of its own, so a total of exactly FIT shows the limit is shared. How the FIT split
+      // between them is a race (one gateway's holds may all land first), so it is only logged.
       assert.is(ok.length, FIT, 'every token of the limit was sold, not one more');
-      assert.ok(
-        perGateway.every((n) => n > 0),
-        'both gateways sold some',
-      );
 
       // The events: the key's charges never pass the limit at any point, and end exactly at it.
       const events = (await a.ledger.events.readAll(0, 1_000_000)).filter((e) => e.data.accountId === acct.accountId);
