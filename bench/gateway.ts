@@ -215,7 +215,7 @@ export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBe
   try {
     settings.synchronousCommit = (await db.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`))[0].s;
     if (withPeer) {
-      ensurePeerInstalled(log);
+      await ensurePeerInstalled(log);
       result.peerVersion = peerVersion();
     }
     mock = await startMock();

@@ -6,7 +6,8 @@
 //   autocannon: N connections, a fixed number of requests (all of them complete, so the ledger
 //               can be checked against the count), throughput and status counts.
 import http from 'node:http';
-import autocannon from 'autocannon';
+import { fileURLToPath } from 'node:url';
+import { loadFromFolder } from '../test/support/first-use-install.ts';
 
 export interface TargetRequest {
   name: string;
@@ -158,6 +159,12 @@ async function sequential(job: Extract<LoadJob, { kind: 'sequential' }>): Promis
 }
 
 async function cannon(job: Extract<LoadJob, { kind: 'autocannon' }>): Promise<AutocannonResult> {
+  // The load generator is bench-only: bench/tools, installed there on first use from its lock file.
+  const autocannon = await loadFromFolder<typeof import('autocannon')>(
+    { dir: fileURLToPath(new URL('./tools', import.meta.url)), label: 'the load generator (autocannon)' },
+    'autocannon',
+    (line) => console.error(line), // stdout carries the one result line
+  );
   const started = performance.now();
   const r = await autocannon({
     url: job.target.url,

@@ -3,13 +3,14 @@
 // on) and the peer gateway (Portkey, from the bench-only install in bench/peer).
 import { deployedNodeFlags } from './deployed-flags.ts';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { SEED_MODELS } from '../src/ledger/price-list.ts';
 import { startChild, type Child } from './processes.ts';
+import { installOnFirstUse } from '../test/support/first-use-install.ts';
 import type { TargetRequest } from './load.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -224,12 +225,9 @@ export function tollgateRequest(gw: Tollgate, account: BenchAccount, stream: boo
 // ---------------------------------------------------------------------------------------------
 // The peer: Portkey's open-source gateway
 
-/** Installs bench/peer from its lock file on first use (npm ci; install scripts are not needed). */
-export function ensurePeerInstalled(log: (line: string) => void): void {
-  if (existsSync(PEER_ENTRY)) return;
-  log('installing the peer gateway: npm ci --prefix bench/peer (first run only)');
-  execFileSync('npm', ['ci', '--prefix', PEER_DIR, '--no-audit', '--no-fund'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  if (!existsSync(PEER_ENTRY)) throw new Error(`npm ci --prefix bench/peer did not install ${PEER_ENTRY}`);
+/** Installs bench/peer from its lock file on first use, and again when that lock file changes. */
+export async function ensurePeerInstalled(log: (line: string) => void): Promise<void> {
+  await installOnFirstUse({ dir: PEER_DIR, label: 'the peer gateway', expected: [PEER_ENTRY] }, log);
 }
 
 export function peerVersion(): string {

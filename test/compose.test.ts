@@ -7,9 +7,9 @@ import { execFileSync, spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
+import { parseYaml } from './support/test-tools.ts';
 
-const compose = parse(readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8')) as {
+const compose = (await parseYaml(readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8'))) as {
   services: Record<
     string,
     {
