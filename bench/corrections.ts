@@ -19,6 +19,7 @@ import { validateEvent } from '../src/ledger/catalogue.ts';
 import { replayInto } from '../projections/rebuild.ts';
 import { SimAccount } from './ledger-traffic.ts';
 import { seedCharges } from './corrections-seed.ts';
+import { latencyOf, startWaitProbes, type Latency, type LiveWaits } from './live-waits.ts';
 import { openBenchAccount, startMock, startTollgate, tollgateRequest, type Mock, type Tollgate } from './targets.ts';
 
 const CORRECTED_MODEL = 'cx/gen-6-astra'; // priced ×2; corrected to ×1.5
@@ -34,6 +35,8 @@ export interface PhaseFigure {
   gatewayCpuSeconds: number;
   /** Live chat calls on another account while the phase ran. */
   live: { calls: number; p99: number; max: number };
+  /** What such a call waits on meanwhile: the gateway's event loop and a durable commit (live-waits.ts). */
+  waits: LiveWaits;
 }
 
 export interface CorrectionSizeResult {
@@ -41,7 +44,7 @@ export interface CorrectionSizeResult {
   events: number;
   seedSeconds: number;
   replaySeconds: number;
-  idle: { rssMiB: number; live: { calls: number; p99: number; max: number } };
+  idle: { rssMiB: number; live: { calls: number; p99: number; max: number }; waits: LiveWaits };
   dryRun: PhaseFigure & { bodyBytes: number };
   detail: PhaseFigure & { lines: number; bytes: number };
   apply: PhaseFigure & { appended: number; rate: { start: number; middle: number; end: number; overall: number } };
@@ -54,13 +57,7 @@ export interface CorrectionSizeResult {
   errors: string[];
 }
 
-type Latency = { calls: number; p99: number; max: number };
 const mib = (kb: number) => kb / 1024;
-
-function latencyOf(ms: number[]): Latency {
-  ms.sort((a, b) => a - b);
-  return { calls: ms.length, p99: ms.length ? ms[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))] : 0, max: ms.length ? ms[ms.length - 1] : 0 };
-}
 
 /** PROBE_CALLS sequential calls on one account (every one must be answered 200): their latencies (p99: the second longest). */
 const PROBE_CALLS = 200;
@@ -170,6 +167,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     const g = gw;
     const liveAccount = await openBenchAccount(g, 'live');
     const live = liveLoad(g, liveAccount);
+    const waits = await startWaitProbes(g.url, url, schema);
     const headers = { authorization: `Bearer ${g.adminToken}`, 'content-type': 'application/json', 'x-tollgate-actor': 'bench' };
     const terms = { model: CORRECTED_MODEL, from: from.toISOString(), to: to.toISOString(), multiplier: 1.5, reason: 'bench' };
 
@@ -177,7 +175,8 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     const phase = async <T>(name: string, fn: () => Promise<T>, skipped?: T): Promise<PhaseFigure & { value: T }> => {
       if (skipped !== undefined && !phases.has(name.split(' (')[0])) {
         log(`corrections ${charges}: ${name} skipped (--phases)`);
-        return { seconds: NaN, peakRssMiB: NaN, gatewayCpuSeconds: NaN, live: { calls: 0, p99: NaN, max: NaN }, value: skipped };
+        const none = { calls: 0, p99: NaN, max: NaN };
+        return { seconds: NaN, peakRssMiB: NaN, gatewayCpuSeconds: NaN, live: none, waits: { loop: none, commit: none }, value: skipped };
       }
       let peak = rssKb(g.proc.pid);
       const timer = setInterval(() => (peak = Math.max(peak, rssKb(g.proc.pid))), 50);
@@ -191,10 +190,11 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
           peakRssMiB: mib(peak),
           gatewayCpuSeconds: cpuSeconds(g.proc.pid) - cpuBefore,
           live: live.between(start, end),
+          waits: waits.between(start, end),
           value,
         };
         log(
-          `corrections ${charges}: ${name} ${figure.seconds.toFixed(2)} s, peak RSS ${figure.peakRssMiB.toFixed(0)} MiB, gateway CPU ${figure.gatewayCpuSeconds.toFixed(1)} s, live p99 ${figure.live.p99.toFixed(1)} ms, longest ${figure.live.max.toFixed(1)} ms (${figure.live.calls} calls)`,
+          `corrections ${charges}: ${name} ${figure.seconds.toFixed(2)} s, peak RSS ${figure.peakRssMiB.toFixed(0)} MiB, gateway CPU ${figure.gatewayCpuSeconds.toFixed(1)} s, live p99 ${figure.live.p99.toFixed(1)} ms, longest ${figure.live.max.toFixed(1)} ms (${figure.live.calls} calls); ${waitsText(figure.waits)}`,
         );
         return figure;
       } finally {
@@ -206,8 +206,10 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
 
     const idleStart = performance.now();
     await new Promise((r) => setTimeout(r, 3000));
-    const idle = { rssMiB: mib(rssKb(g.proc.pid)), live: live.between(idleStart, performance.now()) };
-    log(`corrections ${charges}: idle RSS ${idle.rssMiB.toFixed(0)} MiB, live p99 ${idle.live.p99.toFixed(1)} ms, longest ${idle.live.max.toFixed(1)} ms`);
+    const idle = { rssMiB: mib(rssKb(g.proc.pid)), live: live.between(idleStart, performance.now()), waits: waits.between(idleStart, performance.now()) };
+    log(
+      `corrections ${charges}: idle RSS ${idle.rssMiB.toFixed(0)} MiB, live p99 ${idle.live.p99.toFixed(1)} ms, longest ${idle.live.max.toFixed(1)} ms; ${waitsText(idle.waits)}`,
+    );
 
     // The big account's own calls, with a key issued now (the seeded keys' secrets are not known).
     const bigKey = (await (await post(`/accounts/${accounts[0].accountId}/keys`, { name: 'bench probe' })).json()) as { key: string };
@@ -323,6 +325,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     if (!exact && phases.has('apply')) errors.push(`${bad.n} charges not at their corrected figure; ${apply.value} appended for ${charges} charges`);
     log(`corrections ${charges}: exact to the token: ${exact ? 'yes' : 'NO'}${errors.length ? `; errors: ${errors.join('; ')}` : ''}`);
     await live.stop();
+    await waits.stop();
     const { value: dryBytes, ...dryFigure } = dry;
     const { value: detailValue, ...detailFigure } = detail;
     const { value: appended, ...applyFigure } = apply;
@@ -354,12 +357,16 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
   }
 }
 
+const waitsText = (w: LiveWaits) =>
+  `gateway loop (GET /healthz) p99 ${w.loop.p99.toFixed(1)} ms, longest ${w.loop.max.toFixed(1)} ms; durable commit p99 ${w.commit.p99.toFixed(1)} ms, longest ${w.commit.max.toFixed(1)} ms`;
+
 const f0 = (x: number) => x.toFixed(0);
 const f1 = (x: number) => x.toFixed(1);
 /** The section's table, one column per size. */
 export function correctionsTable(rs: CorrectionSizeResult[]): string {
   const row = (name: string, cell: (r: CorrectionSizeResult) => string) => `| ${name} | ${rs.map(cell).join(' | ')} |`;
   const live = (p: PhaseFigure) => `${f1(p.live.p99)} ms, ${f0(p.live.max)} ms`;
+  const waits = (w: LiveWaits) => `${f1(w.loop.p99)} / ${f1(w.commit.p99)} ms`;
   return [
     `| charges in the window | ${rs.map((r) => r.charges.toLocaleString('en-US')).join(' | ')} |`,
     `|---|${rs.map(() => '---').join('|')}|`,
@@ -392,6 +399,9 @@ export function correctionsTable(rs: CorrectionSizeResult[]): string {
     row('live p99, longest: apply', (r) => live(r.apply)),
     row('live p99, longest: statement', (r) => live(r.statement)),
     row('live p99, longest: verify', (r) => live(r.verify)),
+    row('gateway loop / durable commit p99: idle', (r) => waits(r.idle.waits)),
+    row('gateway loop / durable commit p99: apply', (r) => waits(r.apply.waits)),
+    row('gateway loop / durable commit p99: verify', (r) => waits(r.verify.waits)),
     row('corrected account, its own calls: p99 before / after', (r) => `${f1(r.corrected.before.p99)} / ${f1(r.corrected.after.p99)} ms`),
     row('exact to the token', (r) => (r.exact ? 'yes' : 'NO')),
   ].join('\n');

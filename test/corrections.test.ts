@@ -600,6 +600,49 @@ test('two overlapping corrections applied at once in one gateway give what one a
   await concurrentCorrections(gw, gw, 'alpha-opus-4.8', 'conc');
 });
 
+test("an account's part of a page goes as several commands; two corrections at once, each refused when the other moved the account, end as one after the other", async () => {
+  const M = 'alpha-opus-4.8';
+  const accounts = ['parts-1', 'parts-2'];
+  for (const id of accounts) await setupAccount(id);
+  await ok('PATCH', `/models/${M}`, { multiplier: 2 });
+  const t0 = await tick();
+  const charges: Array<{ id: string; tokens: number; account: string }> = [];
+  for (let i = 0; i < 20; i++) {
+    const tokens = 150 + i * 13;
+    const account = accounts[i % 2];
+    charges.push({ ...(await charge(account, M, 2000, tokens - 20, 20)), tokens, account });
+  }
+  const t1 = await tick();
+  const { prepareCorrection } = await import('../src/admin/corrections-apply.ts');
+  const { correctionInput } = await import('../src/admin/corrections-terms.ts');
+  const terms = (multiplier: number) => ({ model: M, from: t0.toISOString(), to: t1.toISOString(), multiplier, reason: `parts ${multiplier}` });
+  const prepare = (multiplier: number) => prepareCorrection(gw.ledger, correctionInput(terms(multiplier), { modelId: M, from: t0, to: t1 }), 'admin:ops');
+  // Ten charges per account in one page, decided three at a time: four commands per account each.
+  const [first, second] = [await prepare(1.5), await prepare(1.25)];
+  const results = await Promise.all([first({ chargesPerCommand: 3 }), second({ chargesPerCommand: 3 })]);
+
+  const order = (await gw.ledger.events.readStream(`model-${M}`)).filter((e) => e.type === 'MultiplierCorrected').map((e) => e.data.correctionId);
+  const later = order[order.length - 1];
+  const multiplier = later === results[0].report.correctionId ? 1500 : 1250;
+  const now = await nets();
+  assert.equal(
+    charges.map((c) => now.get(c.id)),
+    charges.map((c) => Math.ceil((c.tokens * multiplier) / 1000)),
+    'every charge priced by the correction appended last',
+  );
+  for (const id of accounts) {
+    const billed = charges.reduce((n, c) => n + (c.account === id ? Math.ceil((c.tokens * multiplier) / 1000) : 0), 0);
+    assert.is((await used(id)).quota_used, billed, id);
+  }
+  const adjusted = (await allEvents()).filter((e) => e.type === 'ChargeAdjusted' && charges.some((c) => c.id === e.data.chargeEventId));
+  const pairs = adjusted.map((e) => `${e.data.correctionId}|${e.data.chargeEventId}`);
+  assert.is(new Set(pairs).size, pairs.length, 'at most one adjustment per correction and charge');
+  // Each command is one append: its events share one timestamp and one account stream.
+  const appends = new Set(adjusted.filter((e) => e.data.correctionId === later).map((e) => `${e.stream}|${e.timestamp}`));
+  assert.ok(appends.size >= 8, `the later correction's adjustments came in ${appends.size} appends`);
+  await verify();
+});
+
 if (process.env.DATABASE_URL) {
   test('on PostgreSQL, from two gateways on one schema at once: the same as one after the other', async () => {
     const other = await startTestGateway({ adminToken: ADMIN, bootstrap: false, schema: gw.ledger.schema });

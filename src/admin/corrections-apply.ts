@@ -17,6 +17,8 @@ import { chargeWindowOf, modelOrNotFound, pagesOfPlans, plansFor, readModel, typ
 
 /** Passes over the window at most this often (a pass runs again only when newer overlapping corrections appeared during it). */
 const MAX_PASSES = 8;
+/** The most charges one AdjustPage command decides (an account's part of a page may hold more). */
+const CHARGES_PER_COMMAND = 200;
 /** Times one account's adjustments of a page are decided again after another writer adjusted the account meanwhile. */
 const MAX_RESYNCS = 20;
 
@@ -51,6 +53,8 @@ export interface ApplyOptions {
   onProgress?: (p: CorrectionProgress) => void;
   /** Charges read and adjusted together (default CHARGES_PAGE); progress is told after each page. */
   pageSize?: number;
+  /** The most charges of one account one command decides (default CHARGES_PER_COMMAND). */
+  chargesPerCommand?: number;
 }
 
 /** Checks the terms (bad ones, an unknown model, a reused id are refused here, before anything is written), then answers the function that applies it (applyCorrection). */
@@ -97,7 +101,7 @@ async function applyChecked(
       await ledger.caughtUp();
       const total = await chargesInWindowCount(ledger.readModels.db, ledger.rmSchema, chargeWindowOf(w));
       const first = passes === 1 ? new ReportBuilder() : null;
-      const adjuster = new PageAdjuster(ledger, w, md);
+      const adjuster = new PageAdjuster(ledger, w, md, opts.chargesPerCommand ?? CHARGES_PER_COMMAND);
       let done = 0;
       opts.onProgress?.({ phase: 'adjust', done, total, appended, pass: passes });
       for await (const plans of pagesOfPlans(ledger, w, pacer, opts.pageSize)) {
@@ -130,11 +134,12 @@ const needsAdjusting = (p: Plan) => p.item.difference !== 0 && !(p.current && p.
 
 /**
  * Brings a pass's pages of charges to their corrected figures. Each account's adjustments of a
- * page are one AdjustPage command (one decision, one append), decided on its stream against the
- * figures the charge log has for the charges, at the account's count of adjustments when they
- * were read: this pass keeps that count per account from what its commands leave, so the log is
- * read once per page. When another writer adjusted the account meanwhile, the account refuses the
- * page, and its charges of the page are read again.
+ * page are AdjustPage commands of up to CHARGES_PER_COMMAND charges (one decision, one append
+ * each, one after another), decided on its stream against the figures the charge log has for the
+ * charges, at the account's count of adjustments when they were read: this pass keeps that count
+ * per account from what its commands leave, so the log is read once per page. When another writer
+ * adjusted the account meanwhile, the account refuses the command, and its charges of the page
+ * from there on are read again.
  */
 class PageAdjuster {
   /** Adjustments each account has, as this pass knows it (the charge log includes all of them). */
@@ -143,6 +148,7 @@ class PageAdjuster {
     private readonly ledger: Ledger,
     private readonly w: Window,
     private readonly md: ReturnType<typeof metadataFor>,
+    private readonly perCommand: number,
   ) {}
 
   /** Appends the page's adjustments; the number appended. */
@@ -176,15 +182,20 @@ class PageAdjuster {
       const stale: Plan[] = [];
       await Promise.all(
         [...byAccount].map(async ([accountId, list]) => {
-          const base = this.seen.get(accountId)!;
-          try {
-            const r = await this.adjustPage(accountId, list, base);
-            appended += r.events.length;
-            this.seen.set(accountId, { count: r.state.adjustments, last: r.state.lastAdjustment });
-          } catch (err) {
-            if (!isStale(err)) throw err;
-            this.seen.delete(accountId);
-            stale.push(...list);
+          // One command per part: deciding a big account's whole page at once would hold the
+          // event loop for tens of milliseconds.
+          for (let at = 0; at < list.length; at += this.perCommand) {
+            const base = this.seen.get(accountId)!;
+            try {
+              const r = await this.adjustPage(accountId, list.slice(at, at + this.perCommand), base);
+              appended += r.events.length;
+              this.seen.set(accountId, { count: r.state.adjustments, last: r.state.lastAdjustment });
+            } catch (err) {
+              if (!isStale(err)) throw err;
+              this.seen.delete(accountId);
+              stale.push(...list.slice(at));
+              return;
+            }
           }
         }),
       );

@@ -19,6 +19,7 @@ import { correctedFigure, KINDS, type PriceInputs } from './corrections-pricing.
 import type { AffectedCharge, PriorAdjustment } from './corrections-report.ts';
 import type { Pacer } from './pacing.ts';
 import { isVoidCorrection, VOID_RANK } from '../ledger/charge-void.ts';
+import { TimeSlicer } from '../next-turn.ts';
 
 /** One charge to bring to its corrected figure (what the report does not show). */
 export interface Plan {
@@ -43,6 +44,8 @@ export async function readModel(ledger: Ledger, modelId: string): Promise<ModelS
 
 /** Charges read from the charge log at a time: one page is one index range and one batch of adjustments. */
 export const CHARGES_PAGE = 2_000;
+/** The longest the event loop is held planning a page before live work gets a turn. */
+const PLAN_SLICE_MS = 4;
 
 /** A place in the window's charges: after this charge (opaque to clients). */
 export const encodeCursor = (c: ChargeCursor): string => Buffer.from(`${c.at}|${c.position}`).toString('base64url');
@@ -91,7 +94,9 @@ export async function plansFor(ledger: Ledger, w: Window, rows: ChargeRow[]): Pr
     p.now.rank = Math.max(p.now.rank, revisionOf.get(a.correction_id) ?? (isVoidCorrection(a.correction_id) ? VOID_RANK : -1));
   }
   const plans: Plan[] = [];
+  const slicer = new TimeSlicer(PLAN_SLICE_MS); // live calls get turns between slices of a page
   for (const r of rows) {
+    await slicer.step();
     const fig = correctedFigure(r, w.corrections);
     if (!fig.owner) continue; // not in `corrections` (cannot happen for the window of one of them)
     const applied = prior.get(r.event_id);

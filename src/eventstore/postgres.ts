@@ -4,6 +4,7 @@ import { EventEmitter } from 'node:events';
 import type { Database } from './db.ts';
 import { appendFunctionDdl, EVENTS_PER_TRANSACTION, eventTablesDdl, readableSql, readPageSql, type PositionOrigin } from './postgres-schema.ts';
 import { eventBody } from './canonical.ts';
+import { TimeSlicer } from '../next-turn.ts';
 import { assertStreamName } from './stream-name.ts';
 import { DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from './errors.ts';
 import { pollingSubscription } from './subscription.ts';
@@ -33,6 +34,8 @@ export interface PostgresStoreOptions {
 }
 
 const SEP = '\u001e';
+/** The longest the event loop is held preparing one batch of appends before live work gets a turn. */
+const PREPARE_SLICE_MS = 4;
 
 /** A request checked and encoded, ready for append(). */
 interface Prepared {
@@ -121,6 +124,9 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     const results: Array<AppendResult | Error> = new Array(requests.length);
     const prepared: Prepared[] = [];
     const current = await resolveAny(requests);
+    // A correction's batch holds thousands of events: checking and hashing them all in one go
+    // would hold the event loop for tens of milliseconds, so live calls get turns in between.
+    const slicer = new TimeSlicer(PREPARE_SLICE_MS);
     for (let i = 0; i < requests.length; i++) {
       const req = requests[i];
       try {
@@ -130,14 +136,17 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
         const expected = req.expectedRevision === 'no_stream' ? -1 : req.expectedRevision === 'any' ? (current.get(req.stream) ?? -1) : req.expectedRevision;
         const timestamp = new Date().toISOString();
         const ids: string[] = [];
-        const bodies = req.events.map((e, j) => {
+        const bodies: string[] = [];
+        for (let j = 0; j < req.events.length; j++) {
+          const e = req.events[j];
           options.validate?.(e);
           const id = e.id ?? randomUUID();
           // U+001E cannot occur in JSON text (control characters are escaped) or in a stream name.
           if (id.includes(SEP)) throw new Error('an event id cannot contain U+001E');
           ids.push(id);
-          return eventBody({ id, stream: req.stream, revision: expected + 1 + j, type: e.type, timestamp, data: e.data, metadata: e.metadata });
-        });
+          bodies.push(eventBody({ id, stream: req.stream, revision: expected + 1 + j, type: e.type, timestamp, data: e.data, metadata: e.metadata }));
+          await slicer.step();
+        }
         // '' is no snapshot (JSON text is never empty).
         const snapshot = req.snapshot === undefined ? '' : (JSON.stringify(req.snapshot) ?? '');
         prepared.push({ index: i, stream: req.stream, expected, snapshot, ids, bodies, durable: req.durable !== false, timestamp });
