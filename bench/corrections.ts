@@ -8,6 +8,7 @@
 //
 // node --import tsx bench/corrections.ts [--sizes 10000,100000,1000000]   (or npm run bench -- --only corrections)
 // BENCH_KEEP=1 keeps each size's schemas for a look afterwards (they are dropped otherwise).
+// BENCH_CPU_PROF=dir / BENCH_HEAP_PROF=dir: the gateway writes a CPU profile / a sampled allocation profile there when it stops.
 //   --phases verify          only the phases named (probe, dry run, apply again, statement of the big account, verify)
 //   --skip-apply             no apply either (nor the exact-to-the-token check): e.g. verify alone on the seeded log,
 //                            --sizes 1000000 --phases verify --skip-apply (2M events; the seeding takes ~4 min)
@@ -19,6 +20,7 @@ import { validateEvent } from '../src/ledger/catalogue.ts';
 import { replayInto } from '../projections/rebuild.ts';
 import { SimAccount } from './ledger-traffic.ts';
 import { seedCharges } from './corrections-seed.ts';
+import { schedstat } from './thread-stats.ts';
 import { latencyOf, startWaitProbes, type Latency, type LiveWaits } from './live-waits.ts';
 import { openBenchAccount, startMock, startTollgate, tollgateRequest, type Mock, type Tollgate } from './targets.ts';
 
@@ -37,6 +39,8 @@ export interface PhaseFigure {
   live: { calls: number; p99: number; max: number };
   /** What such a call waits on meanwhile: the gateway's event loop and a durable commit (live-waits.ts). */
   waits: LiveWaits;
+  /** Seconds the gateway's event loop (its main thread) ran, and waited runnable for a CPU held by another thread or process. */
+  loopThread: { ranSeconds: number; queuedSeconds: number };
 }
 
 export interface CorrectionSizeResult {
@@ -162,7 +166,11 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
       databaseUrl: url,
       mock,
       schema,
-      nodeArgs: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : undefined,
+      nodeArgs: [
+        ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+        ...(process.env.BENCH_HEAP_PROF ? ['--heap-prof', `--heap-prof-dir=${process.env.BENCH_HEAP_PROF}`] : []),
+        ...(process.env.BENCH_PRELOAD ? ['--import', process.env.BENCH_PRELOAD] : []),
+      ],
     });
     const g = gw;
     const liveAccount = await openBenchAccount(g, 'live');
@@ -176,12 +184,21 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
       if (skipped !== undefined && !phases.has(name.split(' (')[0])) {
         log(`corrections ${charges}: ${name} skipped (--phases)`);
         const none = { calls: 0, p99: NaN, max: NaN };
-        return { seconds: NaN, peakRssMiB: NaN, gatewayCpuSeconds: NaN, live: none, waits: { loop: none, commit: none }, value: skipped };
+        return {
+          seconds: NaN,
+          peakRssMiB: NaN,
+          gatewayCpuSeconds: NaN,
+          live: none,
+          waits: { loop: none, commit: none },
+          loopThread: { ranSeconds: NaN, queuedSeconds: NaN },
+          value: skipped,
+        };
       }
       let peak = rssKb(g.proc.pid);
       const timer = setInterval(() => (peak = Math.max(peak, rssKb(g.proc.pid))), 50);
       const start = performance.now();
       const cpuBefore = cpuSeconds(g.proc.pid);
+      const loopBefore = schedstat(g.proc.pid);
       try {
         const value = await fn();
         const end = performance.now();
@@ -191,10 +208,11 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
           gatewayCpuSeconds: cpuSeconds(g.proc.pid) - cpuBefore,
           live: live.between(start, end),
           waits: waits.between(start, end),
+          loopThread: loopThreadSince(loopBefore, schedstat(g.proc.pid)),
           value,
         };
         log(
-          `corrections ${charges}: ${name} ${figure.seconds.toFixed(2)} s, peak RSS ${figure.peakRssMiB.toFixed(0)} MiB, gateway CPU ${figure.gatewayCpuSeconds.toFixed(1)} s, live p99 ${figure.live.p99.toFixed(1)} ms, longest ${figure.live.max.toFixed(1)} ms (${figure.live.calls} calls); ${waitsText(figure.waits)}`,
+          `corrections ${charges}: ${name} ${figure.seconds.toFixed(2)} s, peak RSS ${figure.peakRssMiB.toFixed(0)} MiB, gateway CPU ${figure.gatewayCpuSeconds.toFixed(1)} s, live p99 ${figure.live.p99.toFixed(1)} ms, longest ${figure.live.max.toFixed(1)} ms (${figure.live.calls} calls); ${waitsText(figure.waits)}; the loop ran ${figure.loopThread.ranSeconds.toFixed(1)} s and waited ${figure.loopThread.queuedSeconds.toFixed(1)} s for a CPU`,
         );
         return figure;
       } finally {
@@ -204,8 +222,10 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     const post = (path: string, body: unknown, accept = 'application/json') =>
       fetch(`${g.url}/admin/v1${path}`, { method: 'POST', headers: { ...headers, accept }, body: JSON.stringify(body) });
 
-    const idleStart = performance.now();
+    // The idle figures: after a few seconds of warming up (the first calls compile the code paths).
     await new Promise((r) => setTimeout(r, 3000));
+    const idleStart = performance.now();
+    await new Promise((r) => setTimeout(r, 5000));
     const idle = { rssMiB: mib(rssKb(g.proc.pid)), live: live.between(idleStart, performance.now()), waits: waits.between(idleStart, performance.now()) };
     log(
       `corrections ${charges}: idle RSS ${idle.rssMiB.toFixed(0)} MiB, live p99 ${idle.live.p99.toFixed(1)} ms, longest ${idle.live.max.toFixed(1)} ms; ${waitsText(idle.waits)}`,
@@ -357,6 +377,10 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
   }
 }
 
+const loopThreadSince = (a: { ran: number; queued: number }, b: { ran: number; queued: number }) => ({
+  ranSeconds: (b.ran - a.ran) / 1000,
+  queuedSeconds: (b.queued - a.queued) / 1000,
+});
 const waitsText = (w: LiveWaits) =>
   `gateway loop (GET /healthz) p99 ${w.loop.p99.toFixed(1)} ms, longest ${w.loop.max.toFixed(1)} ms; durable commit p99 ${w.commit.p99.toFixed(1)} ms, longest ${w.commit.max.toFixed(1)} ms`;
 
@@ -402,6 +426,7 @@ export function correctionsTable(rs: CorrectionSizeResult[]): string {
     row('gateway loop / durable commit p99: idle', (r) => waits(r.idle.waits)),
     row('gateway loop / durable commit p99: apply', (r) => waits(r.apply.waits)),
     row('gateway loop / durable commit p99: verify', (r) => waits(r.verify.waits)),
+    row('apply: the loop ran / waited for a CPU', (r) => `${f1(r.apply.loopThread.ranSeconds)} s / ${f1(r.apply.loopThread.queuedSeconds)} s`),
     row('corrected account, its own calls: p99 before / after', (r) => `${f1(r.corrected.before.p99)} / ${f1(r.corrected.after.p99)} ms`),
     row('exact to the token', (r) => (r.exact ? 'yes' : 'NO')),
   ].join('\n');

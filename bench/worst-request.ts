@@ -28,6 +28,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { deployedNodeFlags } from './deployed-flags.ts';
 import { chatWithInlineImage } from '../test/support/inline-image.ts';
+import { schedstat } from './thread-stats.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const RUNS = Number(process.env.RUNS ?? 3);
@@ -59,11 +60,6 @@ function send(origin: string, path: string, opts: { method?: string; headers?: R
 
 /** CPU time (ms) the gateway's main thread, its event loop, has run: on a loaded machine a wait also counts time the process was not scheduled, this does not. */
 const loopCpu = (pid: number) => schedstat(pid).ran;
-/** A thread's schedstat: ms it ran, and ms it waited, runnable, for a CPU another process or thread held. */
-function schedstat(pid: number, tid = pid): { ran: number; queued: number } {
-  const [ran, queued] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ');
-  return { ran: Number(ran) / 1e6, queued: Number(queued) / 1e6 };
-}
 /** CPU time (ms) per thread of the gateway, by thread name (threads of one name summed). */
 function threadCpu(pid: number): Map<string, number> {
   const out = new Map<string, number>();
