@@ -208,16 +208,17 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
       oidc: settings.customers.oidc ? createOidc(settings.customers.oidc) : null,
     },
   });
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(settings.port, settings.host, () => resolve(s));
-  });
+  const server = await listenOn((ready) => app.listen(settings.port, settings.host, ready), settings.host, settings.port, 'PORT');
   const { metricsPort } = settings;
   const metricsServer: Server | null =
     metricsPort === undefined
       ? null
-      : await new Promise((resolve) => {
-          const s = metricsApp(deps, metrics).listen(metricsPort, settings.metricsHost ?? settings.host, () => resolve(s));
-        });
+      : await listenOn(
+          (ready) => metricsApp(deps, metrics).listen(metricsPort, settings.metricsHost ?? settings.host, ready),
+          settings.metricsHost ?? settings.host,
+          metricsPort,
+          'TOLLGATE_METRICS_PORT',
+        );
   if (metricsServer) log.info({ port: (metricsServer.address() as AddressInfo).port }, 'metrics listening');
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
@@ -274,4 +275,16 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
       await db.close();
     },
   };
+}
+
+/** Starts listening; a port that cannot be had (in use, not permitted) fails the start with a message naming it and its setting. */
+function listenOn(listen: (ready: () => void) => Server, host: string, port: number, setting: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const s = listen(() => resolve(s));
+    s.once('error', (err: NodeJS.ErrnoException) => {
+      const why =
+        err.code === 'EADDRINUSE' ? 'the address is in use by another process' : err.code === 'EACCES' ? 'this process may not listen there' : err.message;
+      reject(new Error(`cannot listen on ${host}:${port}: ${why} (set ${setting} to another port)`, { cause: err }));
+    });
+  });
 }
