@@ -22,7 +22,7 @@ import { replayInto } from '../projections/rebuild.ts';
 import { SimAccount } from './ledger-traffic.ts';
 import { seedCharges } from './corrections-seed.ts';
 import { schedstat } from './thread-stats.ts';
-import { latencyOf, startWaitProbes, type Latency, type LiveWaits } from './live-waits.ts';
+import { latencyOf, Samples, startWaitProbes, type Latency, type LiveWaits } from './live-waits.ts';
 import { openBenchAccount, startMock, startTollgate, tollgateRequest, type Mock, type Tollgate } from './targets.ts';
 
 const CORRECTED_MODEL = 'cx/gen-6-astra'; // priced ×2; corrected to ×1.5
@@ -94,21 +94,19 @@ function rssKb(pid: number): number {
 /** Sequential chat calls on one account until stopped; the latencies of those made in a span. */
 function liveLoad(gw: Tollgate, account: { accountId: string; key: string }) {
   const req = tollgateRequest(gw, account, false);
-  const samples: Array<{ at: number; ms: number }> = [];
+  const samples = new Samples();
   let running = true;
   const loop = (async () => {
     while (running) {
       const t = performance.now();
       const res = await fetch(req.url, { method: 'POST', headers: req.headers, body: req.body }).catch(() => null);
       await res?.text();
-      samples.push({ at: t, ms: performance.now() - t });
+      samples.add(t, performance.now() - t);
       await new Promise((r) => setTimeout(r, 20)); // light: about 40 calls a second
     }
   })();
   return {
-    between(from: number, to: number) {
-      return latencyOf(samples.filter((s) => s.at >= from && s.at < to).map((s) => s.ms));
-    },
+    between: (from: number, to: number) => samples.between(from, to),
     async stop() {
       running = false;
       await loop;
@@ -143,6 +141,8 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
   const errors: string[] = [];
   let mock: Mock | null = null;
   let gw: Tollgate | null = null;
+  /** The probes running beside the phases: stopped however the run ends. */
+  const probes: Array<{ stop(): Promise<void> }> = [];
   try {
     const tag = randomBytes(3).toString('hex');
     const accounts = Array.from({ length: ACCOUNTS }, (_, i) => new SimAccount(tag, i, CORRECTED_MODEL));
@@ -177,6 +177,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     const liveAccount = await openBenchAccount(g, 'live');
     const live = liveLoad(g, liveAccount);
     const waits = await startWaitProbes(g.url, url, schema);
+    probes.push(live, waits);
     const headers = { authorization: `Bearer ${g.adminToken}`, 'content-type': 'application/json', 'x-tollgate-actor': 'bench' };
     const terms = { model: CORRECTED_MODEL, from: from.toISOString(), to: to.toISOString(), multiplier: 1.5, reason: 'bench' };
 
@@ -370,6 +371,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
       errors,
     };
   } finally {
+    for (const p of probes) await p.stop().catch(() => undefined);
     await gw?.stop().catch(() => undefined);
     await mock?.proc.stop().catch(() => undefined);
     if (!process.env.BENCH_KEEP)

@@ -7,9 +7,6 @@ import { RowChanges, withKey } from './row-writes.ts';
 import { normaliseRow, q } from './sql.ts';
 import { TimeSlicer } from '../src/next-turn.ts';
 
-/** The longest the event loop is held folding one batch before live work gets a turn. */
-const FOLD_SLICE_MS = 4;
-
 /**
  * Applies a batch of events to one projection: load touched rows, fold, write changes. With
  * `writes`, the writes are only sent (their promises pushed there, for the caller to await before
@@ -70,9 +67,9 @@ export async function applyBatch(
   }
 
   // Live calls get turns between slices of a large batch (a correction's page of adjustments).
-  const slicer = new TimeSlicer(FOLD_SLICE_MS);
+  const slicer = new TimeSlicer();
   for (let i = 0; i < relevant.length; i++) {
-    await slicer.step();
+    if (slicer.used()) await slicer.rest();
     const rows = touchedBy[i];
     for (let k = 0; k < rows.length; k++) {
       const t = rows[k];

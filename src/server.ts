@@ -218,7 +218,10 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
           settings.metricsHost ?? settings.host,
           metricsPort,
           'TOLLGATE_METRICS_PORT',
-        );
+        ).catch((err: unknown) => {
+          server.close(); // the start failed: the API port is not left open either
+          throw err;
+        });
   if (metricsServer) log.info({ port: (metricsServer.address() as AddressInfo).port }, 'metrics listening');
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
@@ -277,14 +280,25 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   };
 }
 
-/** Starts listening; a port that cannot be had (in use, not permitted) fails the start with a message naming it and its setting. */
+/** Starts listening; an address that cannot be had (in use, not permitted, not this host's) fails the start with a message naming it and the settings to change. */
 function listenOn(listen: (ready: () => void) => Server, host: string, port: number, setting: string): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const s = listen(() => resolve(s));
-    s.once('error', (err: NodeJS.ErrnoException) => {
+    const failed = (err: NodeJS.ErrnoException) => {
       const why =
-        err.code === 'EADDRINUSE' ? 'the address is in use by another process' : err.code === 'EACCES' ? 'this process may not listen there' : err.message;
-      reject(new Error(`cannot listen on ${host}:${port}: ${why} (set ${setting} to another port)`, { cause: err }));
+        err.code === 'EADDRINUSE'
+          ? `the address is in use by another process (set ${setting} to another port)`
+          : err.code === 'EACCES'
+            ? `this process may not listen there (set ${setting} to another port)`
+            : err.code === 'EADDRNOTAVAIL'
+              ? 'this machine has no such address (check the host setting)'
+              : err.message;
+      reject(new Error(`cannot listen on ${host}:${port}: ${why}`, { cause: err }));
+    };
+    const s = listen(() => {
+      // Listening: later server errors are the server's own to report, not a failed start.
+      s.off('error', failed);
+      resolve(s);
     });
+    s.once('error', failed);
   });
 }

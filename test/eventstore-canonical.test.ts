@@ -54,14 +54,43 @@ test('values the fast way could render otherwise take the slow way: the same tex
     nullProto,
     { deep: { deeper: { deepest: { k: [{ 5: 'x', y: 1 }] } } } },
     new Map([['a', 1]]),
+    {
+      get g() {
+        return { y: 2, x: 1 };
+      },
+      f: 0,
+    }, // a getter
+    Object.assign(new Array(3), { 0: 1, 2: 3 }), // a hole in an array
+    { constructor: 1, '-1': 2, '4294967294': 3, toJSON: 'not a function', '': 4 },
     'text',
     42,
     null,
   ];
   for (const v of cases) assert.is(canonicalJson(v), reference(v), String(reference(v)));
+  // Nested deeper than a copy's recursion and JSON.stringify allow together: still the same text.
+  let deepArray: unknown = 1;
+  let deepObject: unknown = 1;
+  for (let i = 0; i < 3000; i++) {
+    deepArray = [deepArray];
+    deepObject = { k: deepObject };
+  }
+  assert.is(canonicalJson(deepArray), '['.repeat(3000) + '1' + ']'.repeat(3000));
+  assert.is(canonicalJson(deepObject), '{"k":'.repeat(3000) + '1' + '}'.repeat(3000));
   // Plain data with sorted keys the fast way, equal to the slow way, also for every generated value with no such key.
   const plain = { data: { model: 'm', accountId: 'a', list: [{ y: 1, x: [true, null, 'ü\u2028'] }] }, id: 'e', revision: 3, stream: 's' };
   assert.is(canonicalJson(plain), reference(plain));
+});
+
+test('plain data takes the fast way: each member read once (the slow way after a failed copy would read it twice)', () => {
+  const reads: string[] = [];
+  const watched = (o: Record<string, unknown>) => new Proxy(o, { get: (t, k, r) => (typeof k === 'string' && reads.push(k), Reflect.get(t, k, r)) });
+  const value = watched({ b: watched({ d: 1, c: [true] }), a: 'x' });
+  assert.is(canonicalJson(value), '{"a":"x","b":{"c":[true],"d":1}}');
+  assert.equal(reads.sort(), ['a', 'b', 'c', 'd']);
+  // A member the fast way cannot take sends the whole value the slow way: members are read again.
+  reads.length = 0;
+  assert.is(canonicalJson(watched({ a: 1, b: [undefined] })), '{"a":1,"b":[]}');
+  assert.ok(reads.filter((k) => k === 'a').length === 2, reads.join());
 });
 
 test('keys sorted at every depth, undefined members left out, whatever the insertion order', () => {

@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,16 +14,27 @@ async function holdAPort(): Promise<Server> {
   return holder;
 }
 
+/** Runs `tollgate serve` until it exits; one that is still running after 120 s (it got a port after all) is killed and fails the test. */
 async function serveOn(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-port-'));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
-    env: { ...process.env, HOST: '127.0.0.1', TOLLGATE_DATA_DIR: mkdtempSync(join(tmpdir(), 'tollgate-port-')), DATABASE_URL: '', ...env },
+    env: { ...process.env, HOST: '127.0.0.1', TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  return { code, out };
+  const killer = setTimeout(() => {
+    out += '\n(still running after 120 s: killed)';
+    child.kill('SIGKILL');
+  }, 120_000);
+  try {
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    return { code, out };
+  } finally {
+    clearTimeout(killer);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 }
 
 test('the API port in use: exit 1 with the address, the cause and PORT named', async () => {

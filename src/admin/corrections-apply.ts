@@ -180,18 +180,23 @@ class PageAdjuster {
         else byAccount.set(p.accountId, [p]);
       }
       const stale: Plan[] = [];
+      // Once one account's command fails, the others append no further part: the apply has failed.
+      let failed = false;
       await Promise.all(
         [...byAccount].map(async ([accountId, list]) => {
           // One command per part: deciding a big account's whole page at once would hold the
           // event loop for tens of milliseconds.
-          for (let at = 0; at < list.length; at += this.perCommand) {
+          for (let at = 0; at < list.length && !failed; at += this.perCommand) {
             const base = this.seen.get(accountId)!;
             try {
               const r = await this.adjustPage(accountId, list.slice(at, at + this.perCommand), base);
               appended += r.events.length;
               this.seen.set(accountId, { count: r.state.adjustments, last: r.state.lastAdjustment });
             } catch (err) {
-              if (!isStale(err)) throw err;
+              if (!isStale(err)) {
+                failed = true;
+                throw err;
+              }
               this.seen.delete(accountId);
               stale.push(...list.slice(at));
               return;

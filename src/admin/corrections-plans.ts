@@ -44,8 +44,6 @@ export async function readModel(ledger: Ledger, modelId: string): Promise<ModelS
 
 /** Charges read from the charge log at a time: one page is one index range and one batch of adjustments. */
 export const CHARGES_PAGE = 2_000;
-/** The longest the event loop is held planning a page before live work gets a turn. */
-const PLAN_SLICE_MS = 4;
 
 /** A place in the window's charges: after this charge (opaque to clients). */
 export const encodeCursor = (c: ChargeCursor): string => Buffer.from(`${c.at}|${c.position}`).toString('base64url');
@@ -94,9 +92,9 @@ export async function plansFor(ledger: Ledger, w: Window, rows: ChargeRow[]): Pr
     p.now.rank = Math.max(p.now.rank, revisionOf.get(a.correction_id) ?? (isVoidCorrection(a.correction_id) ? VOID_RANK : -1));
   }
   const plans: Plan[] = [];
-  const slicer = new TimeSlicer(PLAN_SLICE_MS); // live calls get turns between slices of a page
+  const slicer = new TimeSlicer(); // live calls get turns between slices of a page
   for (const r of rows) {
-    await slicer.step();
+    if (slicer.used()) await slicer.rest();
     const fig = correctedFigure(r, w.corrections);
     if (!fig.owner) continue; // not in `corrections` (cannot happen for the window of one of them)
     const applied = prior.get(r.event_id);

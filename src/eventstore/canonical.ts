@@ -9,8 +9,17 @@ import { createHash } from 'node:crypto';
  * the slow way, which builds the text key by key.
  */
 export function canonicalJson(value: unknown): string {
-  const copy = sortedCopy(value);
-  return copy === NOT_PLAIN ? slowCanonicalJson(value) : JSON.stringify(copy);
+  // A toJSON that some library put on every object or array would be called by JSON.stringify.
+  if ('toJSON' in Object.prototype || 'toJSON' in Array.prototype) return slowCanonicalJson(value);
+  let copy: unknown;
+  try {
+    copy = sortedCopy(value);
+    if (copy !== NOT_PLAIN) return JSON.stringify(copy);
+  } catch (err) {
+    // Nested deeper than the fast way's stack allows: the slow way goes as deep as it always did.
+    if (!(err instanceof RangeError)) throw err;
+  }
+  return slowCanonicalJson(value);
 }
 
 const NOT_PLAIN: unique symbol = Symbol('not plain data');

@@ -34,8 +34,6 @@ export interface PostgresStoreOptions {
 }
 
 const SEP = '\u001e';
-/** The longest the event loop is held preparing one batch of appends before live work gets a turn. */
-const PREPARE_SLICE_MS = 4;
 
 /** A request checked and encoded, ready for append(). */
 interface Prepared {
@@ -126,7 +124,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     const current = await resolveAny(requests);
     // A correction's batch holds thousands of events: checking and hashing them all in one go
     // would hold the event loop for tens of milliseconds, so live calls get turns in between.
-    const slicer = new TimeSlicer(PREPARE_SLICE_MS);
+    const slicer = new TimeSlicer();
     for (let i = 0; i < requests.length; i++) {
       const req = requests[i];
       try {
@@ -145,7 +143,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
           if (id.includes(SEP)) throw new Error('an event id cannot contain U+001E');
           ids.push(id);
           bodies.push(eventBody({ id, stream: req.stream, revision: expected + 1 + j, type: e.type, timestamp, data: e.data, metadata: e.metadata }));
-          await slicer.step();
+          if (slicer.used()) await slicer.rest();
         }
         // '' is no snapshot (JSON text is never empty).
         const snapshot = req.snapshot === undefined ? '' : (JSON.stringify(req.snapshot) ?? '');

@@ -5,7 +5,7 @@
 // wait for it: a second npm ci into the same folder would delete what the first is installing.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,18 +76,24 @@ function npmCi(folder: FirstUseFolder): Promise<void> {
   });
 }
 
+/** Whether process `pid` exists (one of another user's, which may not be signalled, does). */
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
-  } catch {
-    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
+/** A lock left without a pid for this long was left by a holder that died before writing it. */
+const PIDLESS_LOCK_MS = 30_000;
+
 /**
  * An exclusive lock on the folder's install, across processes: a directory created atomically,
- * holding the holder's pid. A lock whose holder is gone is taken over; waiting is bounded.
+ * holding the holder's pid. A lock whose holder is gone is taken over: it is first renamed to a
+ * name of this process's own, which only one of several waiters can do, then removed. Waiting is
+ * bounded.
  */
 async function installLock(folder: FirstUseFolder): Promise<() => void> {
   const dir = join(folder.dir, '.install-lock');
@@ -99,19 +105,35 @@ async function installLock(folder: FirstUseFolder): Promise<() => void> {
       return () => rmSync(dir, { recursive: true, force: true });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      let holder = NaN;
-      try {
-        holder = Number(readFileSync(join(dir, 'pid'), 'utf8'));
-      } catch {
-        /* being written */
-      }
-      if (Number.isInteger(holder) && holder > 0 && !isAlive(holder)) {
-        rmSync(dir, { recursive: true, force: true });
+      if (isAbandoned(dir)) {
+        const mine = `${dir}.stale-${process.pid}-${Date.now()}`;
+        try {
+          renameSync(dir, mine);
+          rmSync(mine, { recursive: true, force: true });
+        } catch {
+          /* another waiter took it over first */
+        }
         continue;
       }
       if (Date.now() > until) throw new Error(`waited too long for another process's install of ${folder.label} (${dir})`, { cause: err });
       await new Promise((r) => setTimeout(r, 500));
     }
+  }
+}
+
+/** A lock whose holder is no longer running, or that never got a pid written. */
+function isAbandoned(dir: string): boolean {
+  let holder = NaN;
+  try {
+    holder = Number(readFileSync(join(dir, 'pid'), 'utf8'));
+  } catch {
+    /* not written (yet, or ever) */
+  }
+  if (Number.isInteger(holder) && holder > 0) return !isAlive(holder);
+  try {
+    return Date.now() - statSync(dir).mtimeMs > PIDLESS_LOCK_MS;
+  } catch {
+    return false; // gone meanwhile: the next mkdir tells
   }
 }
 
