@@ -72,7 +72,7 @@ async function underFault(name: string, fault: ProxyMode, faultMs: number, expec
   assert.is(a.silentStreams, 0, `${name}: a stream ended with neither its end nor an error event`);
   assert.is(a.status500, 0, `${name}: a 500 instead of a 503`);
   assert.is(a.badRefusals, 0, `${name}: a 5xx without Retry-After or the error shape`);
-  assert.is(a.openHolds, 0, `${name}: holds still open after the bound`);
+  assert.is(a.openHolds, 0, `${name}: holds still open after the bound: ${a.openHoldDetails.join('; ')}`);
   assert.ok(recovery !== null, `${name}: no call succeeded after the restore`);
   if (expect.failures) assert.ok(a.failed > 0, `${name}: the fault had no effect on the calls`);
 

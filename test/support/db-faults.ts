@@ -305,6 +305,8 @@ export interface FaultAudit {
   badRefusals: number;
   /** Holds still open (not charged, not released). */
   openHolds: number;
+  /** Each open hold: its id, request, where it was reserved and what the client saw of that call (to tell a failure's cause). */
+  openHoldDetails: string[];
   holdsReleased: number;
   events: StoredEvent[];
 }
@@ -315,11 +317,15 @@ export function auditFaults(outcomes: CallOutcome[], events: StoredEvent[]): Fau
   // What each request is billed net: its charges plus their adjustments (a void is one, to zero).
   const net = new Map<string, number>();
   const openByHold = new Map<string, string>();
+  const reservedAt = new Map<string, string>();
   let released = 0;
   let voids = 0;
   for (const e of events) {
     const d = e.data as { requestId?: string; holdId?: string; billed?: number; delta?: number; correctionId?: string };
-    if (e.type === 'QuotaReserved') openByHold.set(d.holdId!, d.requestId!);
+    if (e.type === 'QuotaReserved') {
+      openByHold.set(d.holdId!, d.requestId!);
+      reservedAt.set(d.holdId!, `position ${e.position} at ${e.timestamp} on ${e.stream}`);
+    }
     if (e.type === 'ChatCharged' || e.type === 'ImageCharged') {
       charges.set(d.requestId!, (charges.get(d.requestId!) ?? 0) + 1);
       net.set(d.requestId!, (net.get(d.requestId!) ?? 0) + d.billed!);
@@ -348,6 +354,13 @@ export function auditFaults(outcomes: CallOutcome[], events: StoredEvent[]): Fau
     status500: outcomes.filter((o) => o.status === 500).length,
     badRefusals: failed.filter((o) => o.status >= 500 && (o.retryAfter === null || !o.errorShape)).length,
     openHolds: openByHold.size,
+    openHoldDetails: [...openByHold].map(([holdId, requestId]) => {
+      const seen = outcomes.find((o) => o.requestId === requestId);
+      const client = seen
+        ? `client: status ${seen.status}, complete ${seen.complete}, ${seen.stream ? 'stream' : 'json'}, ${seen.endedAt - seen.startedAt} ms${seen.transportError ? `, ${seen.transportError}` : ''}`
+        : 'no call of the client had that request id';
+      return `hold ${holdId} (request ${requestId}) reserved at ${reservedAt.get(holdId)}; ${client}`;
+    }),
     holdsReleased: released,
     events,
   };
