@@ -5,7 +5,6 @@ import type { Row, RowProjection } from './row-projection.ts';
 import type { ReplayMemory } from './replay-memory.ts';
 import { RowChanges, withKey } from './row-writes.ts';
 import { normaliseRow, q } from './sql.ts';
-import { TimeSlicer } from '../src/next-turn.ts';
 
 /**
  * Applies a batch of events to one projection: load touched rows, fold, write changes. With
@@ -66,10 +65,10 @@ export async function applyBatch(
     }
   }
 
-  // Live calls get turns between slices of a large batch (a correction's page of adjustments).
-  const slicer = new TimeSlicer();
+  // Folded in one go: this runs inside the batch's transaction, which holds a transaction id, and
+  // readers of the log (every schema on the server) wait for the oldest one still running, so
+  // giving turns away here would hold them back (tried: slower reads elsewhere under load).
   for (let i = 0; i < relevant.length; i++) {
-    if (slicer.used()) await slicer.rest();
     const rows = touchedBy[i];
     for (let k = 0; k < rows.length; k++) {
       const t = rows[k];
