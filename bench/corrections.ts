@@ -8,8 +8,8 @@
 //
 // node --import tsx bench/corrections.ts [--sizes 10000,100000,1000000]   (or npm run bench -- --only corrections)
 // BENCH_KEEP=1 keeps each size's schemas for a look afterwards (they are dropped otherwise).
-// BENCH_CPU_PROF=dir / BENCH_HEAP_PROF=dir: the gateway writes a CPU profile / a heap profile there when it stops;
-// BENCH_PRELOAD=file.mjs: a module the gateway imports first (e.g. a sampling allocation profiler).
+// BENCH_CPU_PROF=dir: the gateway writes a CPU profile there when it stops; BENCH_PRELOAD=file.mjs: a
+// module the gateway imports first (e.g. an allocation profiler: node's --heap-prof keeps only what is alive at exit).
 //   --phases verify          only the phases named (probe, dry run, apply again, statement of the big account, verify)
 //   --skip-apply             no apply either (nor the exact-to-the-token check): e.g. verify alone on the seeded log,
 //                            --sizes 1000000 --phases verify --skip-apply (2M events; the seeding takes ~4 min)
@@ -169,7 +169,6 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
       schema,
       nodeArgs: [
         ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
-        ...(process.env.BENCH_HEAP_PROF ? ['--heap-prof', `--heap-prof-dir=${process.env.BENCH_HEAP_PROF}`] : []),
         ...(process.env.BENCH_PRELOAD ? ['--import', process.env.BENCH_PRELOAD] : []),
       ],
     });

@@ -11,9 +11,8 @@ import { createHash } from 'node:crypto';
 export function canonicalJson(value: unknown): string {
   // A toJSON that some library put on every object or array would be called by JSON.stringify.
   if ('toJSON' in Object.prototype || 'toJSON' in Array.prototype) return slowCanonicalJson(value);
-  let copy: unknown;
   try {
-    copy = sortedCopy(value);
+    const copy = sortedCopy(value);
     if (copy !== NOT_PLAIN) return JSON.stringify(copy);
   } catch (err) {
     // Nested deeper than the fast way's stack allows: the slow way goes as deep as it always did.
