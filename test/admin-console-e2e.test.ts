@@ -691,6 +691,7 @@ if (skipReason) {
     assert.is((await adminApi('GET', '/channels')).json.data.find((c: any) => c.id === target).state, 'disabled');
     assert.is((await focused(kb)).name, `Enable channel ${target}`);
     await kb.keyboard.press('Enter');
+    await kb.getByRole('dialog').waitFor();
     await kb.keyboard.press('Tab');
     await kb.keyboard.press('Tab');
     assert.is((await focused(kb)).name, 'Enable channel');
@@ -699,6 +700,29 @@ if (skipReason) {
     assert.is((await adminApi('GET', '/channels')).json.data.find((c: any) => c.id === target).state, 'closed');
     await shot(kb, 'admin-keyboard-channels.png');
     await kb.close();
+  });
+
+  test('a dialog opened again before the earlier close event arrives stays open (Escape, then Enter at once)', async () => {
+    const p = await context.newPage();
+    await p.goto(`${gw.url}/admin#/channels`);
+    await signIn(p, ADMIN);
+    const target = 'simulated/gen-6-terra';
+    const button = p.locator(`#channels-table tr[data-channel-id="${target}"] button`);
+    await button.click();
+    await p.getByRole('dialog').waitFor();
+    // One task: the dialog closes (its close event is queued as a task of its own) and the button
+    // asks again, as a fast Escape then Enter can do when the browser takes input first.
+    await p.evaluate((id) => {
+      (document.getElementById('dialog') as HTMLDialogElement).close();
+      document.querySelector<HTMLButtonElement>(`#channels-table tr[data-channel-id="${id}"] button`)!.click();
+    }, target);
+    await p.evaluate(() => new Promise((resolve) => setTimeout(resolve, 100)));
+    assert.ok(await p.getByRole('dialog').isVisible(), 'the second ask is still open');
+    assert.is((await focused(p)).tag, 'textarea', 'the reason box has the focus');
+    await p.getByRole('button', { name: 'Cancel' }).click();
+    assert.not.ok(await p.getByRole('dialog').isVisible());
+    assert.is((await adminApi('GET', '/channels')).json.data.find((c: any) => c.id === target).state, 'closed');
+    await p.close();
   });
 
   test('a phone-sized screen (390x844): the console fits the width and stays usable', async () => {

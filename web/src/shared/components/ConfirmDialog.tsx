@@ -64,6 +64,13 @@ export function ConfirmDialog() {
     (ask.reason ? reasonBox.current : cancel.current)?.focus();
   }, [ask]);
 
+  // Escape settles the ask at once (cancel fires before the dialog closes). The close event comes
+  // later, as a task of its own: if the dialog was opened again meanwhile (Escape, then Enter on the
+  // same button), that event belongs to the earlier ask and must not cancel the new one.
+  const closed = () => {
+    if (!dialog.current?.open) done.current?.(false);
+  };
+
   const submit = (ev: Event) => {
     ev.preventDefault();
     if (ask?.reason?.required && !reason.trim()) {
@@ -75,7 +82,15 @@ export function ConfirmDialog() {
   };
 
   return (
-    <dialog ref={dialog} id="dialog" class="console-dialog" aria-labelledby="dialog-title" aria-describedby="dialog-body" onClose={() => done.current?.(false)}>
+    <dialog
+      ref={dialog}
+      id="dialog"
+      class="console-dialog"
+      aria-labelledby="dialog-title"
+      aria-describedby="dialog-body"
+      onCancel={() => done.current?.(false)}
+      onClose={closed}
+    >
       <form class="stack" noValidate onSubmit={submit}>
         <h2 id="dialog-title">{ask?.title ?? 'Are you sure?'}</h2>
         <div id="dialog-body">{ask?.body.map((b, i) => (typeof b === 'string' ? <p key={i}>{b}</p> : b))}</div>
