@@ -13,6 +13,9 @@
 //   --phases verify          only the phases named (probe, dry run, apply again, statement of the big account, verify)
 //   --skip-apply             no apply either (nor the exact-to-the-token check): e.g. verify alone on the seeded log,
 //                            --sizes 1000000 --phases verify --skip-apply (2M events; the seeding takes ~4 min)
+//   --topology projector     the read side in a `tollgate projector` process of its own (the deployed topology)
+//   --topology operator      the operator's requests (dry run, apply, statement, verify) go to a second gateway
+//                            with TOLLGATE_PROJECTIONS=off, so the live calls' gateway does none of their work
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { DEFAULT_PG_TIMEOUTS, openPostgres } from '../src/eventstore/db.ts';
@@ -117,6 +120,13 @@ function liveLoad(gw: Tollgate, account: { accountId: string; key: string }) {
 /** The phases a run may leave out (--phases): the apply always runs. */
 export const OPTIONAL_PHASES = ['probe', 'dry run', 'apply again', 'statement of the big account', 'verify'];
 
+/**
+ * Where the work runs: everything in the one gateway (as `npm start`); the read side in a projector
+ * process of its own; or, besides, the operator's requests sent to a second gateway (its own
+ * process and event loop) while the live calls go to the first, which projects.
+ */
+export type Topology = 'one gateway' | 'projector' | 'operator';
+
 export async function runCorrectionsBench(o: {
   databaseUrl: string;
   sizes: number[];
@@ -124,23 +134,25 @@ export async function runCorrectionsBench(o: {
   phases?: string[];
   /** Leave out the apply too (and the check that every charge is at its corrected figure). */
   skipApply?: boolean;
+  topology?: Topology;
 }): Promise<CorrectionSizeResult[]> {
   const out: CorrectionSizeResult[] = [];
   for (const n of o.sizes) {
     const phases = new Set(o.phases ?? OPTIONAL_PHASES);
     if (!o.skipApply) phases.add('apply');
-    out.push(await oneSize(o.databaseUrl, n, o.log ?? console.log, phases));
+    out.push(await oneSize(o.databaseUrl, n, o.log ?? console.log, phases, o.topology ?? 'one gateway'));
   }
   return out;
 }
 
-async function oneSize(url: string, charges: number, log: (l: string) => void, phases: Set<string>): Promise<CorrectionSizeResult> {
+async function oneSize(url: string, charges: number, log: (l: string) => void, phases: Set<string>, topology: Topology): Promise<CorrectionSizeResult> {
   // The bench's own checks (seeding, the SQL check of every charge) run long at 1M: no statement timeout of the gateway's.
   const db = openPostgres(url, 8, { ...DEFAULT_PG_TIMEOUTS, statementMs: 600_000 });
   const schema = `bench_corr_${randomBytes(4).toString('hex')}`;
   const errors: string[] = [];
   let mock: Mock | null = null;
   let gw: Tollgate | null = null;
+  let operatorGateway: Tollgate | null = null;
   /** The probes running beside the phases: stopped however the run ends. */
   const probes: Array<{ stop(): Promise<void> }> = [];
   try {
@@ -153,7 +165,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     let t = performance.now();
     const events = await seedCharges(db, schema, accounts, charges, BIG_SHARE);
     const seedSeconds = (performance.now() - t) / 1000;
-    log(`corrections ${charges}: seeded ${events} events in ${seedSeconds.toFixed(1)} s`);
+    log(`corrections ${charges}: seeded ${events} events in ${seedSeconds.toFixed(1)} s (topology: ${topology})`);
     t = performance.now();
     const store = await createPostgresEventStore(db, { schema, validate: validateEvent });
     await replayInto(db, store, `${schema}_rm`);
@@ -167,6 +179,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
       databaseUrl: url,
       mock,
       schema,
+      projector: topology === 'projector',
       nodeArgs: [
         ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
         ...(process.env.BENCH_PRELOAD ? ['--import', process.env.BENCH_PRELOAD] : []),
@@ -177,7 +190,11 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     const live = liveLoad(g, liveAccount);
     const waits = await startWaitProbes(g.url, url, schema);
     probes.push(live, waits);
-    const headers = { authorization: `Bearer ${g.adminToken}`, 'content-type': 'application/json', 'x-tollgate-actor': 'bench' };
+    // The operator's requests go to a gateway of their own in the 'operator' topology; the live calls,
+    // the probes and the figures (memory, CPU, the loop's waits) stay on the first gateway.
+    if (topology === 'operator') operatorGateway = await startTollgate({ databaseUrl: url, mock, schema, env: { TOLLGATE_PROJECTIONS: 'off' } });
+    const ops = operatorGateway ?? g;
+    const headers = { authorization: `Bearer ${ops.adminToken}`, 'content-type': 'application/json', 'x-tollgate-actor': 'bench' };
     const terms = { model: CORRECTED_MODEL, from: from.toISOString(), to: to.toISOString(), multiplier: 1.5, reason: 'bench' };
 
     /** Runs a phase, sampling the gateway's resident memory every 50 ms. */
@@ -221,7 +238,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
       }
     };
     const post = (path: string, body: unknown, accept = 'application/json') =>
-      fetch(`${g.url}/admin/v1${path}`, { method: 'POST', headers: { ...headers, accept }, body: JSON.stringify(body) });
+      fetch(`${ops.url}/admin/v1${path}`, { method: 'POST', headers: { ...headers, accept }, body: JSON.stringify(body) });
 
     // The idle figures: after a few seconds of warming up (the first calls compile the code paths).
     await new Promise((r) => setTimeout(r, 3000));
@@ -317,7 +334,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     const statement = await phase(
       'statement of the big account (JSON)',
       async () => {
-        const res = await fetch(`${g.url}/admin/v1/accounts/${accounts[0].accountId}/statement?from=${terms.from}&to=${terms.to}`, { headers });
+        const res = await fetch(`${ops.url}/admin/v1/accounts/${accounts[0].accountId}/statement?from=${terms.from}&to=${terms.to}`, { headers });
         let bytes = 0;
         for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
         return bytes;
@@ -371,6 +388,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     };
   } finally {
     for (const p of probes) await p.stop().catch(() => undefined);
+    await operatorGateway?.stop().catch(() => undefined);
     await gw?.stop().catch(() => undefined);
     await mock?.proc.stop().catch(() => undefined);
     if (!process.env.BENCH_KEEP)
@@ -448,7 +466,12 @@ export function writeCorrectionsBlock(path: string, rs: CorrectionSizeResult[], 
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { parseArgs } = await import('node:util');
-  const { values } = parseArgs({ options: { sizes: { type: 'string' }, phases: { type: 'string' }, 'skip-apply': { type: 'boolean' } } });
+  const { values } = parseArgs({
+    options: { sizes: { type: 'string' }, phases: { type: 'string' }, 'skip-apply': { type: 'boolean' }, topology: { type: 'string' } },
+  });
+  const topologies: Record<string, Topology> = { 'one-gateway': 'one gateway', projector: 'projector', operator: 'operator' };
+  const topology = topologies[values.topology ?? 'one-gateway'];
+  if (!topology) throw new Error(`--topology is one of ${Object.keys(topologies).join(', ')}`);
   const sizes = (values.sizes ?? '10000,100000,1000000').split(',').map(Number);
   // --phases probe,dry run,apply again,statement of the big account,verify (default all; the apply always runs)
   const phases = values.phases?.split(',');
@@ -457,6 +480,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     sizes,
     phases,
     skipApply: values['skip-apply'],
+    topology,
   });
   console.log(`\n${correctionsTable(rs)}`);
   for (const e of rs.flatMap((r) => r.errors)) console.log(`ERROR: ${e}`);
