@@ -17,6 +17,10 @@ import { PROVISIONAL_EVENT_TYPES, type DomainEvent } from './events.ts';
 import type { AppendRequest, AppendResult, EventMetadata, EventStore, StoredEvent } from '../eventstore/port.ts';
 import { WrongExpectedRevisionError } from '../eventstore/errors.ts';
 import { isDatabaseUnavailable } from '../eventstore/db.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** The longest random wait between two attempts on a stream another writer keeps winning. */
+const CONFLICT_BACKOFF_MAX_MS = 50;
 
 /** Bump when a decider's state shape changes: older snapshots are then ignored and refolded. */
 export const SNAPSHOT_VERSION = 6; // 3: per-charge nets of adjusted charges (account), stream revision and correction components (model); 4: key controls and key spend (account), rotation (key); 5: the account counts its adjustments instead of keeping every adjusted charge; 6: and names its last one
@@ -221,7 +225,12 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         });
       } catch (err) {
         cache.delete(stream);
-        if (err instanceof WrongExpectedRevisionError && attempt < maxRetries) continue;
+        if (err instanceof WrongExpectedRevisionError && attempt < maxRetries) {
+          // Another writer (a second gateway) keeps winning the stream: a random wait that grows with
+          // the conflicts lets one of the two go first instead of both deciding again in lockstep.
+          if (attempt >= 2) await sleep(Math.random() * Math.min(CONFLICT_BACKOFF_MAX_MS, 2 ** attempt));
+          continue;
+        }
         throw err;
       }
       remember(stream, { revision: result.revision, state: finalState });
