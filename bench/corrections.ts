@@ -125,7 +125,8 @@ export const OPTIONAL_PHASES = ['probe', 'dry run', 'apply again', 'statement of
  * process of its own; or, besides, the operator's requests sent to a second gateway (its own
  * process and event loop) while the live calls go to the first, which projects.
  */
-export type Topology = 'one gateway' | 'projector' | 'operator';
+const TOPOLOGIES = ['one-gateway', 'projector', 'operator'] as const;
+export type Topology = (typeof TOPOLOGIES)[number];
 
 export async function runCorrectionsBench(o: {
   databaseUrl: string;
@@ -140,7 +141,7 @@ export async function runCorrectionsBench(o: {
   for (const n of o.sizes) {
     const phases = new Set(o.phases ?? OPTIONAL_PHASES);
     if (!o.skipApply) phases.add('apply');
-    out.push(await oneSize(o.databaseUrl, n, o.log ?? console.log, phases, o.topology ?? 'one gateway'));
+    out.push(await oneSize(o.databaseUrl, n, o.log ?? console.log, phases, o.topology ?? 'one-gateway'));
   }
   return out;
 }
@@ -469,9 +470,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
     options: { sizes: { type: 'string' }, phases: { type: 'string' }, 'skip-apply': { type: 'boolean' }, topology: { type: 'string' } },
   });
-  const topologies: Record<string, Topology> = { 'one-gateway': 'one gateway', projector: 'projector', operator: 'operator' };
-  const topology = topologies[values.topology ?? 'one-gateway'];
-  if (!topology) throw new Error(`--topology is one of ${Object.keys(topologies).join(', ')}`);
+  const topology = (values.topology ?? 'one-gateway') as Topology;
+  if (!TOPOLOGIES.includes(topology)) throw new Error(`--topology is one of ${TOPOLOGIES.join(', ')}`);
   const sizes = (values.sizes ?? '10000,100000,1000000').split(',').map(Number);
   // --phases probe,dry run,apply again,statement of the big account,verify (default all; the apply always runs)
   const phases = values.phases?.split(',');

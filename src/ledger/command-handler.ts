@@ -12,12 +12,12 @@
 // before it is appended: when the call's own charge arrives meanwhile (a fast upstream), hold and
 // charge go out in one append instead of two.
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Decider } from './decider.ts';
 import { PROVISIONAL_EVENT_TYPES, type DomainEvent } from './events.ts';
 import type { AppendRequest, AppendResult, EventMetadata, EventStore, StoredEvent } from '../eventstore/port.ts';
 import { WrongExpectedRevisionError } from '../eventstore/errors.ts';
 import { isDatabaseUnavailable } from '../eventstore/db.ts';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 /** The longest random wait between two attempts on a stream another writer keeps winning. */
 const CONFLICT_BACKOFF_MAX_MS = 50;
