@@ -5,7 +5,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { createGroupCommitter } from '../src/eventstore/group-commit.ts';
-import { InvalidEventError, DuplicateEventError } from '../src/eventstore/errors.ts';
+import { InvalidEventError, DuplicateEventError, WrongExpectedRevisionError } from '../src/eventstore/errors.ts';
+import { toApiError } from '../src/http/errors.ts';
 import type { AppendRequest, EventStore, NewEvent } from '../src/eventstore/port.ts';
 import { createCommandHandler } from '../src/ledger/command-handler.ts';
 import type { Decider } from '../src/ledger/decider.ts';
@@ -195,6 +196,36 @@ for (const engine of testDatabases()) {
       [0, 1, 2, 3, 4, 5],
     );
     assert.is((await mine.state(counter, 'counter-e')).state.total, 10);
+  });
+
+  t('a writer that wins the stream on every attempt: the command gives up with the conflict, which answers a retryable 503', async () => {
+    const theirs = createCommandHandler({ store });
+    let attempts = 0;
+    const mine = createCommandHandler({
+      store,
+      maxRetries: 3,
+      // Before each of our appends the other process commits one of its own: ours always conflicts.
+      append: async (r: AppendRequest) => {
+        attempts++;
+        await theirs.handle(counter, 'counter-contended', { type: 'Add', by: 100 }, md);
+        return store.append(r);
+      },
+    });
+    const err = await mine.handle(counter, 'counter-contended', { type: 'Add', by: 1 }, md).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    assert.instance(err, WrongExpectedRevisionError);
+    assert.is(attempts, 4, 'the first attempt and three retries');
+    assert.equal(
+      (await store.readStream('counter-contended')).map((e) => (e.data as { by: number }).by),
+      [100, 100, 100, 100],
+      'only the other writer committed',
+    );
+    const answer = toApiError(err);
+    assert.is(answer.status, 503);
+    assert.is(answer.code, 'ledger_contended');
+    assert.is(answer.headers?.['retry-after'], '1');
   });
 
   t('decideEarly: answers at the decision, then at the commit; a refusal is final even when the batch is decided again', async () => {

@@ -4,7 +4,7 @@ import { DomainError } from '../ledger/errors.ts';
 import { UpstreamError } from '../upstream/port.ts';
 import { InvalidImageError } from '../upstream/image-error.ts';
 import { ReadModelsBehind } from '../ledger/read-your-writes.ts';
-import { LogNotReadableYet } from '../eventstore/errors.ts';
+import { LogNotReadableYet, WrongExpectedRevisionError } from '../eventstore/errors.ts';
 import { isDatabaseUnavailable } from '../eventstore/db.ts';
 import type { RateDecision } from '../ledger/call-rate.ts';
 import { seconds } from './rate-limit.ts';
@@ -145,6 +145,18 @@ export function toApiError(err: unknown): ApiError {
       {
         'retry-after': '1',
       },
+    );
+  }
+  // Another writer (a second gateway) won the account's stream on every attempt: this request's
+  // decision was never written (a call's hold is left to the sweeper), and the same request shortly goes through.
+  if (err instanceof WrongExpectedRevisionError) {
+    return new ApiError(
+      503,
+      'Other requests kept updating the same account at this moment; this one changed nothing. Retry in a second.',
+      'server_error',
+      'ledger_contended',
+      null,
+      { 'retry-after': '1' },
     );
   }
   if (isDatabaseUnavailable(err)) return databaseUnavailable();
