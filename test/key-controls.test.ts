@@ -923,7 +923,18 @@ if (!url) {
       for (const g of [a, b]) assert.is((await call(g, '/v1/models', { key: acct.key })).status, 200);
 
       const started = Date.now();
-      const replies = await Promise.all(Array.from({ length: CALLS }, (_, i) => call(i % 2 ? b : a, '/v1/chat/completions', { key: acct.key, body })));
+      // As the SDKs do: a retryable 503 (the other gateway kept winning the account's stream) is
+      // sent again after its Retry-After; it charged nothing, so the limit is still sold exactly.
+      let contended = 0;
+      const callAsClient = async (g: TestGateway): Promise<Reply> => {
+        for (let attempt = 0; ; attempt++) {
+          const r = await call(g, '/v1/chat/completions', { key: acct.key, body });
+          if (r.status !== 503 || r.json?.error?.code !== 'ledger_contended' || attempt === 2) return r;
+          contended++;
+          await new Promise((done) => setTimeout(done, Number(r.headers.get('retry-after')) * 1000));
+        }
+      };
+      const replies = await Promise.all(Array.from({ length: CALLS }, (_, i) => callAsClient(i % 2 ? b : a)));
       const ok = replies.filter((r) => r.status === 200);
       const refused = replies.filter((r) => r.status === 402);
       assert.equal(
@@ -934,7 +945,7 @@ if (!url) {
       for (const r of ok) assert.is(r.json.usage.billed_tokens, COST);
       const perGateway = [0, 1].map((p) => replies.filter((r, i) => i % 2 === p && r.status === 200).length);
       console.log(
-        `  two gateways (postgres): ${CALLS} calls in ${Date.now() - started} ms, ${ok.length} succeeded (${perGateway.join(' + ')}), ${refused.length} got 402 key_limit_exceeded; limit ${FIT * COST} = ${FIT} calls of ${COST}`,
+        `  two gateways (postgres): ${CALLS} calls in ${Date.now() - started} ms, ${ok.length} succeeded (${perGateway.join(' + ')}), ${refused.length} got 402 key_limit_exceeded, ${contended} retried after 503 ledger_contended; limit ${FIT * COST} = ${FIT} calls of ${COST}`,
       );
       // Each gateway got CALLS / 2 calls, more than FIT: a gateway blind to the other's holds would
       // sell FIT of its own, so a total of exactly FIT shows the limit is shared. How the FIT split
