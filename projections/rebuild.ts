@@ -30,6 +30,11 @@ interface ReplayOptions {
    * folded off this thread even on one (the event loop serves live calls meanwhile).
    */
   scratch?: boolean;
+  /**
+   * Work on the first thread's pages (PageObserver, verify's chain check), heard with its result
+   * when that thread is done. Only a replay on threads runs it (scratchFoldsOnThreads says whether).
+   */
+  observer?: { module: string; onResult: (result: unknown) => void };
 }
 
 /**
@@ -51,6 +56,16 @@ async function defaultThreads(store: EventReader): Promise<number> {
   return big ? os.availableParallelism() : 1;
 }
 
+/** Other threads can fold only where they can open both the log and the target themselves. */
+function threadSources(db: Database, store: EventReader) {
+  return db.url && store.workerSource ? { log: store.workerSource, readModelsUrl: db.url } : null;
+}
+
+/** Whether a scratch replay (verify's) of `store` into `db` folds on threads (and so runs an observer). */
+export function scratchFoldsOnThreads(db: Database, store: EventReader): boolean {
+  return threadSources(db, store) !== null;
+}
+
 /** Replays all events into `target` (dropped first). Returns the position reached. */
 export async function replayInto(db: Database, store: EventReader, target: string, opts: ReplayOptions = {}): Promise<number> {
   await dropReadModels(db, target);
@@ -65,9 +80,10 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   const progress = (position: number, events: number) => {
     opts.onProgress?.({ position, head, events, elapsedMs: Date.now() - started });
   };
-  // Other threads can fold only where they can open both the log and the target themselves.
-  const sources = db.url && store.workerSource ? { log: store.workerSource, readModelsUrl: db.url } : null;
-  const groups = sources ? (replayGroups(ALL_PROJECTIONS, opts.threads ?? (await defaultThreads(store))) ?? (opts.scratch ? [ALL_PROJECTIONS] : null)) : null;
+  const sources = threadSources(db, store);
+  const groups = sources
+    ? (replayGroups(ALL_PROJECTIONS, opts.threads ?? (await defaultThreads(store)), opts.observer !== undefined) ?? (opts.scratch ? [ALL_PROJECTIONS] : null))
+    : null;
   let folded: Folded;
   if (sources && groups) {
     // The threads stop at a position under which nothing can still commit; what comes after is
@@ -82,6 +98,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
       memory: opts.memory,
       onPage: progress,
       youngGenerationMb: opts.scratch ? SCRATCH_YOUNG_GENERATION_MB : undefined,
+      observer: opts.observer,
     });
     folded = { position: upTo, count, memory: null };
   } else {

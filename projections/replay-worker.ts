@@ -2,8 +2,9 @@
 // the log up to the settled position, on connections of its own, and writes every row it staged.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openPostgres, type Database } from '../src/eventstore/db.ts';
-import { readSettledPage } from '../src/eventstore/settled-reads.ts';
-import type { ReplayJob, ReplayReport } from './parallel-replay.ts';
+import { readSettledEvents, readSettledPage } from '../src/eventstore/settled-reads.ts';
+import type { ProjectedEvent } from '../src/eventstore/port.ts';
+import type { PageObserver, ReplayJob, ReplayReport } from './parallel-replay.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import { ReplayMemory } from './replay-memory.ts';
 import { applyPage, eachPage } from './runner.ts';
@@ -19,9 +20,17 @@ const log: Database = job.log.url === job.readModels.url ? readModels : openPost
 try {
   const memory = new ReplayMemory({ copy: true, ...job.memory });
   const types = job.types ?? undefined;
+  const observer: PageObserver | null = job.observer ? (await import(job.observer)).createPageObserver() : null;
   let events = 0;
-  await eachPage(
-    (after) => readSettledPage(log, job.log.schema, after, job.upTo, job.batchSize, types),
+  await eachPage<ProjectedEvent>(
+    // An observer sees every column (the stream and the hash chain); a fold alone reads fewer.
+    observer
+      ? async (after) => {
+          const page = await readSettledEvents(log, job.log.schema, after, job.upTo, job.batchSize);
+          observer.observe(page);
+          return page;
+        }
+      : (after) => readSettledPage(log, job.log.schema, after, job.upTo, job.batchSize, types),
     async (page) => {
       await readModels.transaction(async (tx) => {
         // Nobody reads the target before the replay is finished and made durable (rebuild.ts).
@@ -33,7 +42,7 @@ try {
     },
   );
   await readModels.transaction((tx) => memory.flushAll(tx, job.readModels.schema));
-  report({ kind: 'done', events });
+  report({ kind: 'done', events, ...(observer ? { observed: observer.result() } : {}) });
 } finally {
   if (log !== readModels) await log.close();
   await readModels.close();

@@ -327,8 +327,9 @@ test('verify with Accept: application/x-ndjson streams its progress, then the pl
 
 test('verify: a failure once the progress stream began ends it with an error line; the gateway keeps serving', async () => {
   // The replay of the read-models phase fails reading the log, after the chains phase was streamed.
-  // On this thread through readAllProjected; on a PostgreSQL server through worker threads,
-  // which here cannot connect (nothing listens on port 1).
+  // On this thread through readAllProjected (an unexpected failure: a 500); on a PostgreSQL server
+  // through its worker threads (which check the chains too), which here cannot connect (nothing
+  // listens on port 1): the database out of reach, a 503 to ask again.
   const store = gw.ledger.events as { readAllProjected?: unknown; workerSource?: { url: string; schema: string } };
   const original = { read: store.readAllProjected, source: store.workerSource };
   assert.type(original.read, 'function', 'the PostgreSQL store replays with readAllProjected');
@@ -346,8 +347,9 @@ test('verify: a failure once the progress stream began ends it with an error lin
   assert.is(streamed.status, 200, 'the status was sent with the first line');
   const last = streamed.lines[streamed.lines.length - 1];
   assert.equal(Object.keys(last), ['object', 'status', 'error']);
-  assert.equal([last.object, last.status, last.error.type, last.error.code], ['error', 500, 'server_error', 'server_error']);
-  assert.match(last.error.message, /verification stopped before it finished/);
+  const expected = original.source ? [503, 'server_error', 'ledger_unavailable'] : [500, 'server_error', 'server_error'];
+  assert.equal([last.object, last.status, last.error.type, last.error.code], ['error', ...expected]);
+  assert.match(last.error.message, original.source ? /ledger is unreachable/ : /verification stopped before it finished/);
   assert.not.match(last.error.message, /database went away/, 'no internals in the answer');
   assert.ok(streamed.lines.some((l) => l.object === 'verification.progress' && l.phase === 'chains'));
   assert.not.ok(streamed.lines.some((l) => l.object === 'verification'));

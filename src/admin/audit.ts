@@ -1,7 +1,7 @@
 // Audit: every stream's hash chain, every lot, and every read model against a fresh rebuild. They
-// run side by side: on a PostgreSQL server the chains and the lots are checked on a thread of their
-// own (chain-worker.ts: one read of the log for both) up to a settled position while the replay
-// folds on its own threads; the rest is paced (pacing.ts) so that live calls keep their turn.
+// run side by side: on a PostgreSQL server the chains and the lots are checked on the replay's first
+// thread (chain-observer.ts: the log is read once for the fold and both checks) up to a settled
+// position; the rest is read here and paced (pacing.ts) so that live calls keep their turn.
 import { randomBytes } from 'node:crypto';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,12 +9,11 @@ import type { Ledger } from '../ledger/ledger.ts';
 import { ReadModelsBehind } from '../ledger/read-your-writes.ts';
 import { readLogPage } from './log-pages.ts';
 import { LotCheck } from './lot-check.ts';
-import { dropReadModels, replayInto, rowsChangedBetween } from '../../projections/rebuild.ts';
+import { dropReadModels, replayInto, rowsChangedBetween, scratchFoldsOnThreads } from '../../projections/rebuild.ts';
 import { differingRows, type RowDifference } from '../../projections/compare.ts';
-import { startWorker } from '../../projections/parallel-replay.ts';
 import * as checkpoint from '../../projections/checkpoint.ts';
 import { ChainCheck, type ChainProblem } from './chain-check.ts';
-import type { ChainJob, ChainReport } from './chain-worker.ts';
+import type { ChainResult } from './chain-observer.ts';
 import { Pacer } from './pacing.ts';
 
 /** Read-model rows listed per table when they differ from the rebuild (the count beyond is not needed to fail). */
@@ -25,29 +24,13 @@ export type ModelDifference = RowDifference;
 
 /** Events checked on this thread between two turns given back to live calls (hashing and folding the lots of ~1,000 take ~15 ms). */
 const PAGE_HERE = 1_000;
-/** Events a page on the chain thread (off the event loop: larger pages, fewer round trips). */
-const PAGE_ON_THREAD = 5_000;
+
+/** The chain observer as the replay's thread imports it (the sources' .ts, or the build's .js). */
+const CHAIN_OBSERVER = new URL(`./chain-observer${extname(fileURLToPath(import.meta.url))}`, import.meta.url).href;
 
 const readPage = (ledger: Ledger, position: number) => readLogPage(ledger, position, PAGE_HERE);
 
 type ChainProgress = (events: number, position: number) => void | Promise<void>;
-
-/** The chains up to the settled position `upTo`, checked on a thread of its own. */
-function checkOnThread(source: { url: string; schema: string }, upTo: number, onProgress?: ChainProgress): Promise<LogChecks> {
-  const entry = new URL(`./chain-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
-  const job: ChainJob = { url: source.url, schema: source.schema, upTo, pageSize: PAGE_ON_THREAD };
-  const worker = startWorker(entry, { workerData: job });
-  return new Promise((resolve, reject) => {
-    let result: LogChecks | null = null;
-    worker.on('message', (m: ChainReport) => {
-      if (m.kind === 'page') void onProgress?.(m.events, m.position);
-      else result = { check: new ChainCheck(m.heads, m.problems, m.events), lots: new LotCheck(m.lots.state, m.lots.problem), position: m.position };
-    });
-    // Failed as the replay's threads fail (a server error, the cause in the log), whatever stopped it.
-    worker.on('error', (err) => reject(new Error(`the chain check's thread failed: ${err.message}`)));
-    worker.on('exit', (code) => (result ? resolve(result) : reject(new Error(`the chain check's thread stopped (exit code ${code}) before it finished`))));
-  });
-}
 
 /** The checks that walk the log: the chains, the lots, and the position they reached. */
 interface LogChecks {
@@ -56,23 +39,29 @@ interface LogChecks {
   position: number;
 }
 
+const fromThread = (r: ChainResult): LogChecks => ({
+  check: new ChainCheck(r.heads, r.problems, r.events),
+  lots: new LotCheck(r.lots.state, r.lots.problem),
+  position: r.position,
+});
+
 /**
  * Walks all events in global order, recomputing each stream's chain and folding the lots.
  * `onProgress` hears after each page the events checked so far and the position reached
- * (awaited, so it may read the head).
+ * (awaited, so it may read the head). `begun`: the checks of the log's beginning, made on the
+ * replay's thread; the rest is read here once `tailAfter` has settled (see verifyLedger).
  */
 export async function checkLog(
   ledger: Ledger,
   onProgress?: ChainProgress,
-  /** Awaited, after the thread, before the rest is read here (see verifyLedger). */
   tailAfter?: Promise<unknown>,
+  begun?: Promise<LogChecks>,
 ): Promise<{ events: number; streams: number; problems: ChainProblem[]; lots: LotCheck }> {
-  const source = ledger.events.workerSource;
   let check = new ChainCheck();
   let lots = new LotCheck();
   let position = 0;
-  if (source) {
-    ({ check, lots, position } = await checkOnThread(source, await ledger.events.readableHead(), onProgress));
+  if (begun) {
+    ({ check, lots, position } = await begun);
     await tailAfter;
   }
   // What the thread did not reach (appended since, or all of it on PGlite), here, a page a turn.
@@ -97,15 +86,24 @@ export async function checkLog(
 
 /**
  * Rebuilds into a scratch schema and lists every row that differs from the live read models.
- * `onReplayed` hears the number of events replayed so far, after each page of the replay.
+ * `onReplayed` hears the events replayed so far and the position reached, after each page of the
+ * replay; `observer` rides on the replay's first thread (see replayInto).
  */
-export async function compareWithRebuild(ledger: Ledger, onReplayed?: (events: number) => void): Promise<ModelDifference[]> {
+export async function compareWithRebuild(
+  ledger: Ledger,
+  onReplayed?: (events: number, position: number) => void,
+  observer?: { module: string; onResult: (result: unknown) => void },
+): Promise<ModelDifference[]> {
   await ledger.caughtUp();
   // A schema of this run's own: a failed verify's replay thread may still be winding down (and
   // its clean-up dropping its schema) when the next verify starts, which then lost its tables.
   const scratch = `${ledger.rmSchema}_verify_${randomBytes(4).toString('hex')}`;
   try {
-    const position = await replayInto(ledger.readModels.db, ledger.events, scratch, { scratch: true, onProgress: onReplayed && ((p) => onReplayed(p.events)) });
+    const position = await replayInto(ledger.readModels.db, ledger.events, scratch, {
+      scratch: true,
+      onProgress: onReplayed && ((p) => onReplayed(p.events, p.position)),
+      observer,
+    });
     // Live read models that have not reached the rebuild (a projector still taking its lease back
     // after a failover) cannot be compared yet: a 503 to ask again, never a false difference.
     if (!(await ledger.waitForPosition(position, 10_000)))
@@ -153,27 +151,59 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
   const report = opts.onProgress;
   let head = report ? await ledger.events.headPosition() : 0;
   report?.({ phase: 'chains', done: 0, total: head });
-  // The replay runs beside the chain check; its progress is told once the chains phase has ended
-  // (the phases are reported one after the other, each counting up).
+  const chainsProgress =
+    report &&
+    (async (events: number, position: number) => {
+      // Read past the head seen so far: the log grew while it was read.
+      if (position >= head) head = Math.max(position, await ledger.events.headPosition());
+      report({ phase: 'chains', done: events, total: estimateTotal(events, position, head) });
+    });
+  // Where the replay folds on threads, its first thread checks the chains and the lots on the
+  // pages it reads, and its pages tell the chains' progress until it hands them back.
+  const onThreads = scratchFoldsOnThreads(ledger.readModels.db, ledger.events);
+  let handBack!: (r: LogChecks) => void;
+  const fromReplay = new Promise<LogChecks>((resolve) => (handBack = resolve));
+  let handedBack = false;
+  const observer = onThreads
+    ? {
+        module: CHAIN_OBSERVER,
+        onResult: (r: unknown) => {
+          handedBack = true;
+          handBack(fromThread(r as ChainResult));
+        },
+      }
+    : undefined;
+  // The replay's progress is told once the chains phase has ended (the phases are reported one
+  // after the other, each counting up).
   let replayed = 0;
   let chainsDone: number | null = null;
-  const readModelsRun = compareWithRebuild(ledger, (events) => {
-    replayed = events;
-    if (chainsDone !== null) report?.({ phase: 'read models', done: events, total: Math.max(chainsDone, events) });
-  });
+  const readModelsRun = compareWithRebuild(
+    ledger,
+    (events, position) => {
+      replayed = events;
+      if (chainsDone !== null) report?.({ phase: 'read models', done: events, total: Math.max(chainsDone, events) });
+      else if (onThreads && !handedBack) void chainsProgress?.(events, position);
+    },
+    observer,
+  );
   readModelsRun.catch(() => undefined); // awaited below, after the chains; a failure then is the caller's
+  // A replay that fails (or ends) before its thread handed the checks back fails the chains too.
+  const begun = onThreads
+    ? Promise.race([
+        fromReplay,
+        readModelsRun.then(() => {
+          throw new Error('the replay ended without handing back the chain check');
+        }),
+      ])
+    : undefined;
   // The rest of the chains (events committed since verify began) is read once the replay is over:
   // its long transactions (tables made durable, indexes) hold back the log's readable horizon, and
   // a read of the log's head meanwhile waits, and then gives up.
   const chains = await checkLog(
     ledger,
-    report &&
-      (async (events, position) => {
-        // Read past the head seen so far: the log grew while it was read.
-        if (position >= head) head = Math.max(position, await ledger.events.headPosition());
-        report({ phase: 'chains', done: events, total: estimateTotal(events, position, head) });
-      }),
+    chainsProgress,
     readModelsRun.catch(() => undefined),
+    begun,
   );
   report?.({ phase: 'chains', done: chains.events, total: chains.events });
   chainsDone = chains.events;

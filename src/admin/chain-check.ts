@@ -1,6 +1,6 @@
 // Checking the log's hash chains, one event after another in global order: each stream's revisions
 // follow on, each event names the hash of the one before it, and each body still matches its hash.
-// Pure: the pages are read by the caller (audit.ts), here or on a thread of its own (chain-worker.ts).
+// Pure: the pages are read by the caller (audit.ts), here or on the replay's first thread (chain-observer.ts).
 import { chainHash, eventBody, GENESIS_HASH } from '../eventstore/canonical.ts';
 import type { StoredEvent } from '../eventstore/port.ts';
 

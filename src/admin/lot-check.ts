@@ -1,4 +1,4 @@
-// Verify's check of the lots (audit.ts), folded on the chain check's thread (chain-worker.ts) or
+// Verify's check of the lots (audit.ts), folded on the replay's first thread (chain-observer.ts) or
 // here: every lot sums after every event, every booking's journal entry balances.
 import { InvariantViolation } from '../ledger/balance.ts';
 import { emptyLotBook } from '../money/lot-book.ts';
