@@ -23,12 +23,17 @@ const DIGESTED_PER_STATEMENT = 100_000;
 /** Rows of a table compared by one row-by-row statement (a jsonb join costs ~3x a digest). */
 const COMPARED_PER_STATEMENT = 20_000;
 
-type KeyRange = { after: string | null; upTo: string | null };
+/** A range of keys; `through`: an event-keyed log's rows only up to this event position. */
+type KeyRange = { after: string | null; upTo: string | null; through?: number };
 
 /** The SQL condition and parameters of a range of keys. */
-function rangeSql({ after, upTo }: KeyRange): { where: string; params: string[] } {
+function rangeSql({ after, upTo, through }: KeyRange): { where: string; params: string[] } {
   const params = [after, upTo].filter((x): x is string => x !== null);
-  const where = [after === null ? null : 'key > $1', upTo === null ? null : `key <= $${after === null ? 1 : 2}`].filter(Boolean).join(' AND ') || 'true';
+  if (through !== undefined && !Number.isSafeInteger(through)) throw new Error(`not a position: ${through}`);
+  const where =
+    [after === null ? null : 'key > $1', upTo === null ? null : `key <= $${after === null ? 1 : 2}`, through === undefined ? null : `position <= ${through}`]
+      .filter(Boolean)
+      .join(' AND ') || 'true';
   return { where, params };
 }
 
@@ -87,8 +92,9 @@ async function nextRebuiltDigest(
   columns: string[],
   after: string | null,
   size: number,
+  through: number | undefined,
 ): Promise<Digest & { upTo: string | null }> {
-  const { where, params } = rangeSql({ after, upTo: null });
+  const { where, params } = rangeSql({ after, upTo: null, through });
   const [row] = await db.transaction(async (tx) => {
     await tx.query(BY_INDEX);
     return tx.query<{ n: number; h: string; last: string | null }>(
@@ -123,7 +129,7 @@ async function rowsThatDiffer(
   const out: RowDifference[] = [];
   for (let after = range.after; out.length < limit;) {
     const upTo = await nextEdge(db, q(rebuilt, table), after, perStatement, range.upTo);
-    const { where, params } = rangeSql({ after, upTo });
+    const { where, params } = rangeSql({ after, upTo, through: range.through });
     const rows = await db.query<{ key: string; live: Record<string, unknown> | null; rebuilt: Record<string, unknown> | null }>(
       `SELECT coalesce(a.key, b.key) AS key, CASE WHEN a.key IS NULL THEN NULL ELSE to_jsonb(a) END AS live,
         CASE WHEN b.key IS NULL THEN NULL ELSE to_jsonb(b) END AS rebuilt
@@ -150,23 +156,30 @@ export async function differingRows(
   limit: number,
   /** Rows per statement (tests make them small to cross many ranges). */
   perStatement = { digested: DIGESTED_PER_STATEMENT, compared: COMPARED_PER_STATEMENT },
+  /**
+   * The position both sides have reached. An event-keyed log's row is written once, by its event,
+   * so the rows of later events are left out on both sides: live traffic appends them meanwhile,
+   * and each would otherwise send its whole range of keys to the row-by-row comparison.
+   */
+  settledAt?: number,
 ): Promise<RowDifference[]> {
   const out: RowDifference[] = [];
   for (const p of ALL_PROJECTIONS) {
     const columns = await sharedColumns(db, live, rebuilt, p.table);
+    const through = p.keyedByEvent ? settledAt : undefined;
     let found = 0;
     if (!columns) {
       // Not the same columns: every row differs, and the row-by-row comparison shows how.
-      out.push(...(await rowsThatDiffer(db, live, rebuilt, p.table, { after: null, upTo: null }, limit, perStatement.compared)));
+      out.push(...(await rowsThatDiffer(db, live, rebuilt, p.table, { after: null, upTo: null, through }, limit, perStatement.compared)));
       continue;
     }
     // Range after range: the rebuilt side's next range is digested (one pass of its index gives
     // the rows and the key ending them) while the live side digests the current one.
-    let next = nextRebuiltDigest(db, q(rebuilt, p.table), columns, null, perStatement.digested);
+    let next = nextRebuiltDigest(db, q(rebuilt, p.table), columns, null, perStatement.digested, through);
     for (let after: string | null = null; found < limit;) {
       const rebuiltDigest = await next;
-      const range: KeyRange = { after, upTo: rebuiltDigest.upTo };
-      if (range.upTo !== null) next = nextRebuiltDigest(db, q(rebuilt, p.table), columns, range.upTo, perStatement.digested);
+      const range: KeyRange = { after, upTo: rebuiltDigest.upTo, through };
+      if (range.upTo !== null) next = nextRebuiltDigest(db, q(rebuilt, p.table), columns, range.upTo, perStatement.digested, through);
       const liveSide = await liveDigest(db, q(live, p.table), columns, range);
       if (liveSide.n !== rebuiltDigest.n || liveSide.h !== rebuiltDigest.h) {
         const rows = await rowsThatDiffer(db, live, rebuilt, p.table, range, limit - found, perStatement.compared);

@@ -62,5 +62,35 @@ for (const target of testDatabases()) {
     }
   });
 
+  s('rows that events after the settled position wrote to an event-keyed log are left out; rows before it are still compared', async ({ ledger, t }) => {
+    const db = t.db;
+    const live = ledger.rmSchema;
+    const scratch = `${live}_settled`;
+    const settled = await replayInto(db, ledger.events, scratch, { scratch: true });
+    const charge = (key: string, position: number) =>
+      db.query(
+        `INSERT INTO "${live}".charges (key, event_id, position, account_id, key_id, request_id, model, kind, at, day, prompt_tokens, completion_tokens,
+          images, tokens_per_image, multiplier_milli, billed, from_quota, from_extra, correction_id, charge_event_id)
+        VALUES ($1, $1, $2, 'acct', NULL, 'req', 'cx/gen-6-terra', 'chat', now(), '2026-11-26', 10, 5, 0, 0, 1000, 15, 15, 0, NULL, NULL)`,
+        [key, position],
+      );
+    // The charges only (the test above left its edits to the models in place).
+    const chargesDiffering = async (settledAt?: number) =>
+      (await differingRows(db, live, scratch, 100, SMALL, settledAt)).filter((d) => d.table === 'charges').map((d) => [d.key, d.rebuilt]);
+    try {
+      assert.equal(await chargesDiffering(settled), [], 'an honest rebuild');
+      // A live call charged after the rebuild's position: not a difference (the events tell it).
+      await charge('later-charge', settled + 1);
+      assert.equal(await chargesDiffering(settled), [], 'a later charge is left out');
+      assert.equal(await chargesDiffering(), [['later-charge', null]], 'without the settled position it is listed');
+      // A row at or before the position that the rebuild lacks is drift, and is listed.
+      await charge('forged-charge', settled);
+      assert.equal(await chargesDiffering(settled), [['forged-charge', null]]);
+    } finally {
+      await db.query(`DELETE FROM "${live}".charges WHERE key IN ('later-charge', 'forged-charge')`);
+      await dropReadModels(db, scratch);
+    }
+  });
+
   s.run();
 }

@@ -108,7 +108,7 @@ export async function compareWithRebuild(
     // after a failover) cannot be compared yet: a 503 to ask again, never a false difference.
     if (!(await ledger.waitForPosition(position, 10_000)))
       throw new ReadModelsBehind(`the read models have not reached position ${position} yet: verify again shortly`);
-    const differences = await differingRows(ledger.readModels.db, ledger.rmSchema, scratch, MAX_DIFFERENCES);
+    const differences = await differingRows(ledger.readModels.db, ledger.rmSchema, scratch, MAX_DIFFERENCES, undefined, position);
     if (differences.length === 0) return differences;
     // Live traffic moved the live read models past the rebuild meanwhile: the rows its events
     // changed may rightly differ (they are checked by the next verify); every other row must not.
