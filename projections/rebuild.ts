@@ -45,10 +45,12 @@ interface ReplayOptions {
 const THREADS_FROM_EVENTS = 500_000;
 
 /**
- * A scratch replay (verify's) runs in a serving process held to a memory bound, beside the chain
- * check's thread: smaller pages and a smaller young generation than a rebuild's.
+ * A scratch replay (verify's) runs in a serving process held to a memory bound, its first thread
+ * also checking the chains: smaller pages and a smaller young generation than a rebuild's. Pages
+ * of 5,000 instead of 10,000 events, at 1,000,162 events alternated twice: peak RSS 359 / 391
+ * against 468 / 453 MiB, in 58.5 / 55.0 against 49.3 / 60.2 s.
  */
-const SCRATCH_BATCH = 10_000;
+const SCRATCH_BATCH = 5_000;
 const SCRATCH_YOUNG_GENERATION_MB = 48;
 
 async function defaultThreads(store: EventReader): Promise<number> {
