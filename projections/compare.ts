@@ -3,7 +3,7 @@
 // sum of 64-bit row hashes, read in one pass and compared in node), and only a range whose
 // digests differ is compared row by row (a full join on the key, each row as jsonb) to list what
 // differs. The rows never cross to node unless they differ.
-import type { Database } from '../src/eventstore/db.ts';
+import { queryByIndex, type Database } from '../src/eventstore/db.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
 import { q } from './sql.ts';
 
@@ -76,13 +76,6 @@ interface Digest {
 }
 
 /**
- * Read through the key's index: a range's rows are a small part of the table, and without
- * statistics (a scratch schema, a fresh table) the planner scanned the whole table for each range,
- * which made the comparison quadratic in the table's size.
- */
-const BY_INDEX = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`;
-
-/**
  * The digest of the next `size` rows of the rebuilt side after `after`, and the key ending them
  * (null when fewer are left: the range then runs to the end of the table, on both sides).
  */
@@ -95,24 +88,25 @@ async function nextRebuiltDigest(
   through: number | undefined,
 ): Promise<Digest & { upTo: string | null }> {
   const { where, params } = rangeSql({ after, upTo: null, through });
-  const [row] = await db.transaction(async (tx) => {
-    await tx.query(BY_INDEX);
-    return tx.query<{ n: number; h: string; last: string | null }>(
-      `SELECT count(*)::int AS n, coalesce(sum(h), 0)::text AS h, max(key) AS last
-        FROM (SELECT key, ${rowHash(columns)} AS h FROM ${table} t WHERE ${where} ORDER BY key LIMIT ${size}) s`,
-      params,
-    );
-  });
+  // Through the key's index (queryByIndex): without statistics the planner scanned the whole
+  // table for each range, which made the comparison quadratic in the table's size.
+  const [row] = await queryByIndex<{ n: number; h: string; last: string | null }>(
+    db,
+    `SELECT count(*)::int AS n, coalesce(sum(h), 0)::text AS h, max(key) AS last
+      FROM (SELECT key, ${rowHash(columns)} AS h FROM ${table} t WHERE ${where} ORDER BY key LIMIT ${size}) s`,
+    params,
+  );
   return { n: String(row.n), h: row.h, upTo: row.n < size ? null : row.last };
 }
 
 /** The digest of a range of keys of the live side. */
 async function liveDigest(db: Database, table: string, columns: string[], range: KeyRange): Promise<Digest> {
   const { where, params } = rangeSql(range);
-  const [row] = await db.transaction(async (tx) => {
-    await tx.query(BY_INDEX);
-    return tx.query<Digest>(`SELECT count(*)::text AS n, coalesce(sum(${rowHash(columns)}), 0)::text AS h FROM ${table} t WHERE ${where}`, params);
-  });
+  const [row] = await queryByIndex<Digest>(
+    db,
+    `SELECT count(*)::text AS n, coalesce(sum(${rowHash(columns)}), 0)::text AS h FROM ${table} t WHERE ${where}`,
+    params,
+  );
   return row;
 }
 

@@ -46,6 +46,20 @@ export interface PgTimeouts {
 }
 
 /** The defaults for a serving process; bench and test tools that open a pool without any wait as long as they need. */
+/**
+ * One statement read through the indexes its order or range names: tables loaded in bulk have no
+ * column statistics (autovacuum off, a scratch schema), and the planner then took a range of keys
+ * or positions for a large part of the table and scanned (and sorted) all of it for every page.
+ */
+export function queryByIndex<T>(db: Database, text: string, params?: unknown[]): Promise<T[]> {
+  return db.transaction(async (tx) => {
+    await tx.query(
+      `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`,
+    );
+    return tx.query<T>(text, params);
+  });
+}
+
 export const DEFAULT_PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, statementMs: 5000, idleInTransactionMs: 10_000, keepAliveMs: 10_000 };
 
 /** A lost or refused connection, a timeout: the database is out of reach for now, nothing about the request. */
