@@ -34,6 +34,12 @@ export interface PageObserver {
   result(): unknown;
 }
 
+/** A PageObserver to run: its module's URL, and who hears its result when the thread is done. */
+export interface ReplayObserver {
+  module: string;
+  onResult: (result: unknown) => void;
+}
+
 /** What a worker thread is given (as workerData). */
 export interface ReplayJob {
   /** The observer module of the first group (see PageObserver). */
@@ -92,8 +98,8 @@ export async function replayOnWorkers(opts: {
   onPage?: (position: number, events: number) => void;
   /** Each thread's young generation (default WORKER_YOUNG_GENERATION_MB): less for a replay held to a memory bound. */
   youngGenerationMb?: number;
-  /** An observer of the first group's pages (PageObserver): its module's URL, and who hears its result. */
-  observer?: { module: string; onResult: (result: unknown) => void };
+  /** An observer of the first group's pages. */
+  observer?: ReplayObserver;
 }): Promise<number> {
   const entry = new URL(`./replay-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
   const workers: Worker[] = [];

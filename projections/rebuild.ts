@@ -7,7 +7,7 @@ import type { EventReader, ProjectedEvent } from '../src/eventstore/port.ts';
 import * as checkpoint from './checkpoint.ts';
 import { finishDdl } from './ddl.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
-import { replayGroups, replayOnWorkers } from './parallel-replay.ts';
+import { replayGroups, replayOnWorkers, type ReplayObserver } from './parallel-replay.ts';
 import { ReplayMemory } from './replay-memory.ts';
 import { applyEvents, eachPage, ensureReadModels } from './runner.ts';
 import { normaliseRow, q } from './sql.ts';
@@ -34,7 +34,7 @@ interface ReplayOptions {
    * Work on the first thread's pages (PageObserver, verify's chain check), heard with its result
    * when that thread is done. Only a replay on threads runs it (scratchFoldsOnThreads says whether).
    */
-  observer?: { module: string; onResult: (result: unknown) => void };
+  observer?: ReplayObserver;
 }
 
 /**

@@ -12,6 +12,7 @@ import { LotCheck } from './lot-check.ts';
 import { dropReadModels, replayInto, rowsChangedBetween, scratchFoldsOnThreads } from '../../projections/rebuild.ts';
 import { differingRows, type RowDifference } from '../../projections/compare.ts';
 import * as checkpoint from '../../projections/checkpoint.ts';
+import type { ReplayObserver } from '../../projections/parallel-replay.ts';
 import { ChainCheck, type ChainProblem } from './chain-check.ts';
 import type { ChainResult } from './chain-observer.ts';
 import { Pacer } from './pacing.ts';
@@ -92,7 +93,7 @@ export async function checkLog(
 export async function compareWithRebuild(
   ledger: Ledger,
   onReplayed?: (events: number, position: number) => void,
-  observer?: { module: string; onResult: (result: unknown) => void },
+  observer?: ReplayObserver,
 ): Promise<ModelDifference[]> {
   await ledger.caughtUp();
   // A schema of this run's own: a failed verify's replay thread may still be winding down (and
@@ -161,18 +162,8 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
   // Where the replay folds on threads, its first thread checks the chains and the lots on the
   // pages it reads, and its pages tell the chains' progress until it hands them back.
   const onThreads = scratchFoldsOnThreads(ledger.readModels.db, ledger.events);
-  let handBack!: (r: LogChecks) => void;
-  const fromReplay = new Promise<LogChecks>((resolve) => (handBack = resolve));
-  let handedBack = false;
-  const observer = onThreads
-    ? {
-        module: CHAIN_OBSERVER,
-        onResult: (r: unknown) => {
-          handedBack = true;
-          handBack(fromThread(r as ChainResult));
-        },
-      }
-    : undefined;
+  let checkedOnThread: LogChecks | null = null;
+  const observer = onThreads ? { module: CHAIN_OBSERVER, onResult: (r: unknown) => (checkedOnThread = fromThread(r as ChainResult)) } : undefined;
   // The replay's progress is told once the chains phase has ended (the phases are reported one
   // after the other, each counting up).
   let replayed = 0;
@@ -182,19 +173,18 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
     (events, position) => {
       replayed = events;
       if (chainsDone !== null) report?.({ phase: 'read models', done: events, total: Math.max(chainsDone, events) });
-      else if (onThreads && !handedBack) void chainsProgress?.(events, position);
+      else if (onThreads && !checkedOnThread) void chainsProgress?.(events, position);
     },
     observer,
   );
   readModelsRun.catch(() => undefined); // awaited below, after the chains; a failure then is the caller's
-  // A replay that fails (or ends) before its thread handed the checks back fails the chains too.
+  // The rest of the chains is read only after the replay (below), so its checks are taken then;
+  // a replay that failed fails the chains too.
   const begun = onThreads
-    ? Promise.race([
-        fromReplay,
-        readModelsRun.then(() => {
-          throw new Error('the replay ended without handing back the chain check');
-        }),
-      ])
+    ? readModelsRun.then(() => {
+        if (!checkedOnThread) throw new Error('the replay ended without handing back the chain check');
+        return checkedOnThread;
+      })
     : undefined;
   // The rest of the chains (events committed since verify began) is read once the replay is over:
   // its long transactions (tables made durable, indexes) hold back the log's readable horizon, and
