@@ -164,6 +164,21 @@ test('a partial refund after part of the plan was used withdraws only unused tok
   assert.equal([sub.quota.total, sub.quota.remaining], [used, 0]);
 });
 
+/** What the journal books as dispute losses for one event (a DisputeClosed: the fee Stripe kept). */
+async function disputeLossesOf(eventId: string): Promise<number> {
+  await gw.ledger.caughtUp();
+  const day = new Date().toISOString().slice(0, 10);
+  const j = await admin(`/finance/journal?from=${day}&to=${day}&format=json`);
+  assert.is(j.status, 200, j.text);
+  return (j.json.entries as Array<{ eventIds: string[]; postings: Array<{ account: string; debit: number; credit: number }> }>)
+    .filter((e) => e.eventIds.includes(eventId))
+    .flatMap((e) => e.postings)
+    .filter((p) => p.account === 'expenses:dispute-losses')
+    .reduce((sum, p) => sum + p.debit - p.credit, 0);
+}
+
+const closeOf = async (disputeId: unknown) => (await accountEvents('DisputeClosed')).find((e) => e.data.disputeId === disputeId)!;
+
 test('a dispute suspends the keys until it is won; a lost one refunds and books its fee', async () => {
   const session = await buy({ pack_id: 'p300' });
   const intent = session.payment_intent as string;
@@ -171,15 +186,33 @@ test('a dispute suspends the keys until it is won; a lost one refunds and books 
   const won = stripe.dispute(intent, 300);
   assert.is((await deliver(stripe.event('charge.dispute.created', won))).json.outcome, 'disputed');
   assert.is((await chat(gw, key, { model: 'cx/gen-6-luna', messages: userMessage('hi'), max_tokens: 5 })).status, 403);
-  assert.is((await deliver(stripe.event('charge.dispute.closed', { ...won, status: 'won' }))).json.outcome, 'dispute_closed');
+  // Won, and Stripe gave the fee back: the reinstatement's fee is -1500, so Stripe kept nothing.
+  const wonClosed = stripe.dispute(intent, 300, 'won', won.id as string);
+  assert.equal(
+    (wonClosed.balance_transactions as Array<{ fee: number }>).map((bt) => bt.fee),
+    [1500, -1500],
+  );
+  assert.is((await deliver(stripe.event('charge.dispute.closed', wonClosed))).json.outcome, 'dispute_closed');
   assert.is((await chat(gw, key, { model: 'cx/gen-6-luna', messages: userMessage('hi'), max_tokens: 5 })).status, 200);
+  const wonEvent = await closeOf(won.id);
+  assert.equal([wonEvent.data.outcome, wonEvent.data.fee], ['won', 0]);
+  assert.is(await disputeLossesOf(wonEvent.id), 0, 'a returned fee is no loss');
+
+  // Won, but Stripe kept its fee (the reinstatement's fee is 0): the fee is a loss all the same.
+  const kept = stripe.dispute(intent, 300);
+  await deliver(stripe.event('charge.dispute.created', kept));
+  await deliver(stripe.event('charge.dispute.closed', stripe.dispute(intent, 300, 'won', kept.id as string, { feeReturned: false })));
+  const keptEvent = await closeOf(kept.id);
+  assert.equal([keptEvent.data.outcome, keptEvent.data.fee], ['won', 1500]);
+  assert.is(await disputeLossesOf(keptEvent.id), 1500);
 
   const lost = stripe.dispute(intent, 300, 'needs_response');
   await deliver(stripe.event('charge.dispute.created', lost));
   const closed = await deliver(stripe.event('charge.dispute.closed', stripe.dispute(intent, 300, 'lost', lost.id as string)));
   assert.is(closed.json.outcome, 'dispute_closed');
-  const [close] = (await accountEvents('DisputeClosed')).filter((e) => e.data.disputeId === lost.id);
+  const close = await closeOf(lost.id);
   assert.equal([close.data.outcome, close.data.fee], ['lost', 1500]);
+  assert.is(await disputeLossesOf(close.id), 1500);
   const [refund] = (await accountEvents('PaymentRefunded')).filter((e) => e.data.refundId === lost.id);
   assert.equal(
     [refund.data.reason, refund.data.amount, (refund.data.fromDeferred as number) + (refund.data.refundedRevenue as number)],

@@ -235,7 +235,7 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
         const dispute = event.data.object;
         const found = await paymentOfIntent(idOf(dispute.payment_intent));
         if (!found) return 'ignored';
-        const fee = (dispute.balance_transactions ?? []).reduce((sum, bt) => sum + Math.max(0, bt.fee), 0);
+        const fee = disputeFeeKept(dispute.balance_transactions ?? []);
         await payments.closeDispute(found.accountId, dispute.id, dispute.status === 'lost' ? 'lost' : 'won', fee, ACTOR);
         return 'dispute_closed';
       }
@@ -297,6 +297,16 @@ export function createStripeGateway(settings: StripeSettings, payments: Payments
 }
 
 export type StripeGateway = NonNullable<ReturnType<typeof createStripeGateway>>;
+
+/**
+ * The dispute fee Stripe kept, as its balance transactions book it: the withdrawal carries the fee
+ * (positive), and the reinstatement of a won dispute gives it back as a negative fee where Stripe
+ * returns it (0 where it keeps it). So the sum of the fees, never below zero; never each fee alone.
+ */
+export function disputeFeeKept(balanceTransactions: ReadonlyArray<{ fee: number }>): number {
+  const net = balanceTransactions.reduce((sum, bt) => sum + bt.fee, 0);
+  return Math.max(0, net);
+}
 
 /** The processor's payments kept as unmatched, as the log holds them now (whether Stripe is on today or not). */
 export async function unmatchedPayments(ledger: Pick<Ledger, 'streamState'>) {

@@ -92,7 +92,19 @@ export interface StripeDouble {
    * previous attributes as customer.subscription.updated carries them.
    */
   cancelAtPeriodEnd(subscriptionId: string, on?: boolean): { object: Record<string, unknown>; previous: Record<string, unknown> };
-  dispute(paymentIntent: string, amount: number, status?: 'needs_response' | 'won' | 'lost', disputeId?: string): Record<string, unknown>;
+  /**
+   * A dispute as Stripe's notices carry it, with Stripe's balance transactions: the withdrawal from
+   * its opening (gross -amount, the dispute fee, net -(amount + fee)) and, once won, the
+   * reinstatement (gross +amount), whose fee is minus the fee Stripe gives back (`feeReturned`,
+   * the default) or 0 where Stripe keeps it.
+   */
+  dispute(
+    paymentIntent: string,
+    amount: number,
+    status?: 'needs_response' | 'won' | 'lost',
+    disputeId?: string,
+    opts?: { feeReturned?: boolean },
+  ): Record<string, unknown>;
   /** An event envelope as Stripe posts it (`previous`: an update's previous_attributes). */
   event(type: string, object: Record<string, unknown>, previous?: Record<string, unknown>): Record<string, unknown>;
   /** The body and Stripe-Signature header for an event (signed with the webhook secret, or another). */
@@ -115,6 +127,8 @@ function parseForm(text: string): Record<string, unknown> {
 }
 
 const feeOf = (amount: number) => Math.round(amount * 0.029) + 30;
+/** Stripe's dispute fee in the US (15.00), withdrawn with the disputed amount. */
+const DISPUTE_FEE = 1500;
 
 export async function startStripeDouble(): Promise<StripeDouble> {
   const secretKey = `sk_test_${randomBytes(12).toString('hex')}`;
@@ -457,8 +471,17 @@ export async function startStripeDouble(): Promise<StripeDouble> {
       // The charge as charge.refunded carries it: amount_refunded is the running total.
       return { ...(intentObject(pi, true).latest_charge as Record<string, unknown>), balance_transaction: id('txn') };
     },
-    dispute(paymentIntent, amount, status = 'needs_response', disputeId = id('dp')) {
+    dispute(paymentIntent, amount, status = 'needs_response', disputeId = id('dp'), opts = {}) {
       const pi = intents.get(paymentIntent)!;
+      const bt = (gross: number, fee: number) => ({
+        id: id('txn'),
+        object: 'balance_transaction',
+        amount: gross,
+        fee,
+        net: gross - fee,
+        currency: pi.currency,
+      });
+      const returned = status === 'won' && opts.feeReturned !== false ? DISPUTE_FEE : 0;
       return {
         id: disputeId,
         object: 'dispute',
@@ -467,8 +490,7 @@ export async function startStripeDouble(): Promise<StripeDouble> {
         charge: pi.chargeId,
         payment_intent: pi.id,
         status,
-        balance_transactions:
-          status === 'lost' ? [{ id: id('txn'), object: 'balance_transaction', amount: -amount - 1500, fee: 1500, currency: pi.currency }] : [],
+        balance_transactions: [bt(-amount, DISPUTE_FEE), ...(status === 'won' ? [bt(amount, -returned)] : [])],
       };
     },
     event: envelope,
