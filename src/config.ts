@@ -27,7 +27,7 @@ export interface Settings {
   bootstrap: boolean;
   /** TOLLGATE_ADMIN_TOKEN (at least 32 characters); unset means the token file in the data directory. */
   adminToken?: string;
-  /** TOLLGATE_ADMIN_AUTH_FAILURES_PER_MINUTE: wrong admin tokens one source may send a minute before it gets 429s. */
+  /** TOLLGATE_ADMIN_AUTH_FAILURES_PER_MINUTE: wrong admin tokens one source may send a minute before its wrong ones get 429s (the right one never does). */
   adminFailuresPerMinute: number;
   /** TOLLGATE_METRICS_TOKEN: /metrics on the public port, for `Authorization: Bearer <token>` only. */
   metricsToken?: string;

@@ -9,6 +9,8 @@ export const ADMIN_TOKEN_PREFIX = 'tg_admin_';
 export const MIN_ADMIN_TOKEN_LENGTH = 32;
 /** Wrong admin tokens one source may send a minute (TOLLGATE_ADMIN_AUTH_FAILURES_PER_MINUTE). */
 export const ADMIN_GUESSES_PER_MINUTE = 20;
+/** Wrong admin tokens from all sources together a minute: this many times the per-source limit. */
+export const ADMIN_GUESSES_IN_ALL_FACTOR = 10;
 
 /** Throws, naming the variable, when an operator-set token is too short. */
 export function assertStrongAdminToken(token: string): void {

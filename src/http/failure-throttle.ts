@@ -1,7 +1,8 @@
-// Failures counted per source (an address, a key) over the last minute, in this process's memory:
-// past `perMinute` the source is refused with a 429 until its oldest failure is a minute old, so
-// guessing admin tokens or repeating invalid requests cannot go on at any speed. Bounded: at most
-// `maxSources` sources are remembered (the longest unseen is forgotten first).
+// Failures counted per source (an address, an email address) over the last minute, in this
+// process's memory: past `perMinute` the caller refuses the source with a 429 until its oldest
+// failure is a minute old (admin tokens: only its wrong tokens, see routes/admin.ts). Bounded: at
+// most `perMinute` failures for each of at most `maxSources` sources are remembered (the longest
+// unseen is forgotten first).
 import { ApiError } from './errors.ts';
 
 const WINDOW_MS = 60_000;

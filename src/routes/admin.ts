@@ -4,7 +4,7 @@ import type { Context, Next } from 'koa';
 import Router from '@koa/router';
 import type { GatewayDeps } from '../gateway/deps.ts';
 import { ApiError, badRequest } from '../http/errors.ts';
-import { ADMIN_GUESSES_PER_MINUTE, adminTokenMatches } from '../admin/admin-token.ts';
+import { ADMIN_GUESSES_IN_ALL_FACTOR, ADMIN_GUESSES_PER_MINUTE, adminTokenMatches } from '../admin/admin-token.ts';
 import { ADMIN_LIMITS, jsonBody } from '../http/body.ts';
 import { failureThrottle } from '../http/failure-throttle.ts';
 import { toMilli } from '../ledger/pricing.ts';
@@ -27,19 +27,33 @@ import { adminCostRoutes } from './admin-cost.ts';
 import { body, MAX_MODEL_ID, str, type Body } from './admin-input.ts';
 import { adminLedgerWorkRoutes } from './admin-ledger-work.ts';
 
-function adminAuth(token: string, failuresPerMinute: number) {
-  // Wrong tokens are counted per source address: past the limit it is refused (429) without the token being compared.
-  const guesses = failureThrottle(failuresPerMinute);
+/**
+ * The admin token, compared first: the right one always goes through, so nobody can lock the
+ * operator out by sending wrong ones (the token's 256 bits, or an operator's 32+ characters, are
+ * what stops guessing). Wrong tokens are counted per source address and from all sources together
+ * over the last minute; past either limit a wrong one is answered 429 with Retry-After instead of
+ * 401, and no longer counted. A wrong token's work is bounded: one constant-time comparison of a
+ * header Node caps at 16 KB; the counts keep at most `perMinute` failures for each of at most
+ * 10,000 addresses, and `perMinute` × ADMIN_GUESSES_IN_ALL_FACTOR in all.
+ */
+function adminAuth(token: string, perMinute: number) {
+  const perAddress = failureThrottle(perMinute);
+  const inAll = failureThrottle(perMinute * ADMIN_GUESSES_IN_ALL_FACTOR, { maxSources: 1 });
   return async (ctx: Context, next: Next) => {
     const m = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'));
-    guesses.check(ctx.ip, 'wrong admin tokens from this address');
-    if (!m || !adminTokenMatches(m[1], token)) {
-      if (m) guesses.record(ctx.ip);
-      throw new ApiError(401, 'Missing or wrong admin token.', 'invalid_request_error', 'invalid_admin_token');
+    if (m && adminTokenMatches(m[1], token)) {
+      const name = ctx.get('x-tollgate-actor');
+      ctx.state.actor = `admin:${/^[A-Za-z0-9_.@-]{1,64}$/.test(name) ? name : 'operator'}`;
+      return next();
     }
-    const name = ctx.get('x-tollgate-actor');
-    ctx.state.actor = `admin:${/^[A-Za-z0-9_.@-]{1,64}$/.test(name) ? name : 'operator'}`;
-    await next();
+    // A request without any token is no guess.
+    if (m) {
+      perAddress.check(ctx.ip, 'wrong admin tokens from this address');
+      inAll.check('*', 'wrong admin tokens');
+      perAddress.record(ctx.ip);
+      inAll.record('*');
+    }
+    throw new ApiError(401, 'Missing or wrong admin token.', 'invalid_request_error', 'invalid_admin_token');
   };
 }
 
