@@ -973,7 +973,6 @@ if (!url) {
       assert.is(held, 0);
       const charges = events.filter((e) => e.type === 'ChatCharged');
       assert.is(new Set(charges.map((e) => e.data.holdId)).size, FIT, 'no hold charged twice');
-      a.ledger.forgetAccount(acct.accountId);
       assert.equal(keyStanding(await a.ledger.accountState(acct.accountId), acct.keyId, new Date()).spent, FIT * COST);
     } finally {
       for (const g of gateways.reverse()) await g.close();

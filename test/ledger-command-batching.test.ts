@@ -79,6 +79,25 @@ function counting(store: EventStore) {
   };
 }
 
+/** Appends that wait at a gate the test opens, one at a time (so another process can write in between). */
+function gated(store: EventStore) {
+  const gate: Array<() => void> = [];
+  const waiting = async () => {
+    while (gate.length === 0) await new Promise((r) => setTimeout(r, 2));
+  };
+  return {
+    append: async (r: AppendRequest) => {
+      await new Promise<void>((go) => gate.push(go));
+      return store.append(r);
+    },
+    waiting,
+    async open() {
+      await waiting();
+      gate.shift()!();
+    },
+  };
+}
+
 const outcome = (p: Promise<unknown>) =>
   p.then(
     () => 'ok',
@@ -255,44 +274,113 @@ for (const engine of testDatabases()) {
     );
   });
 
-  t('decideEarly: a refusal stays final when a conflict makes its batch be decided again on a state that would allow it', async () => {
-    // Appends wait at a gate the test opens, so another process can write in between.
-    const gate: Array<() => void> = [];
-    const append = async (r: AppendRequest) => {
-      await new Promise<void>((go) => gate.push(go));
-      return store.append(r);
-    };
-    const waiting = async () => {
-      while (gate.length === 0) await new Promise((r) => setTimeout(r, 2));
-    };
-    const open = async () => {
+  t(
+    "decideEarly: a refusal on a cached state waits for its batch's append; when another writer moved the stream, it is decided again and may commit",
+    async () => {
+      // Appends wait at a gate the test opens, so another process can write in between.
+      const { append, waiting, open } = gated(store);
+      const handler = createCommandHandler({ store, append });
+      const primed = handler.handle(counter, 'counter-g', { type: 'Add', by: 8 }, md);
+      await open();
+      await primed;
+      const lead = handler.handle(counter, 'counter-g', { type: 'Add', by: 1 }, md);
+      await waiting(); // its append is in flight: the next two queue behind it and are decided together
+      const growing = handler.decideEarly(counter, 'counter-g', { type: 'Add', by: 1 }, md);
+      const refused = handler.decideEarly(counter, 'counter-g', { type: 'Add', by: 5, max: 10 }, md);
+      let refusalTold = false;
+      void refused.decided.catch(() => (refusalTold = true));
+      await open();
+      await lead;
+      // Decided together on 9 (this process's cache): +1 fits and is told at once; +5 would pass 10,
+      // but a refusal from a cached state is not answered before the log confirms it.
+      assert.is((await growing.decided).state.total, 10);
       await waiting();
-      gate.shift()!();
-    };
-    const handler = createCommandHandler({ store, append });
-    const primed = handler.handle(counter, 'counter-g', { type: 'Add', by: 8 }, md);
-    await open();
-    await primed;
-    const lead = handler.handle(counter, 'counter-g', { type: 'Add', by: 1 }, md);
-    await waiting(); // its append is in flight: the next two queue behind it and are decided together
-    const growing = handler.decideEarly(counter, 'counter-g', { type: 'Add', by: 1 }, md);
-    const refused = handler.decideEarly(counter, 'counter-g', { type: 'Add', by: 5, max: 10 }, md);
-    await open();
-    await lead;
-    // Decided together on 9: +1 fits, +5 would pass 10 and is refused at once.
-    assert.is((await growing.decided).state.total, 10);
-    assert.is(await outcome(refused.decided), 'DomainError');
-    // While their append waits, another process takes the total down to 1.
-    await createCommandHandler({ store }).handle(counter, 'counter-g', { type: 'Add', by: -8 }, md);
-    await open(); // refused: the stream moved
-    await open(); // the same batch, decided again
-    // Decided again on 1: +1 commits; +5 would fit now, but its caller was told no: it never lands.
-    assert.is((await growing.committed).state.total, 2);
-    assert.is(await outcome(refused.committed), 'DomainError');
+      assert.is(refusalTold, false, 'the refusal waits for the append that confirms its state');
+      // While their append waits, another process takes the total down to 1.
+      await createCommandHandler({ store }).handle(counter, 'counter-g', { type: 'Add', by: -8 }, md);
+      await open(); // refused: the stream moved
+      await open(); // the same batch, decided again on the log's state (1): both fit now
+      assert.is((await growing.committed).state.total, 2);
+      assert.is((await refused.committed).state.total, 7);
+      assert.equal(
+        (await store.readStream('counter-g')).map((e) => (e.data as { by: number }).by),
+        [8, 1, -8, 1, 5],
+      );
+    },
+  );
+
+  t('a refusal decided on a cached state that another process has moved is confirmed against the log and decided again: it commits', async () => {
+    const mine = createCommandHandler({ store });
+    const theirs = createCommandHandler({ store });
+    await mine.handle(counter, 'counter-confirm', { type: 'Add', by: 10 }, md);
+    // Another process (a payment on the other gateway) makes room; this handler's cache still says 10.
+    await theirs.handle(counter, 'counter-confirm', { type: 'Add', by: -10 }, md);
+    assert.is((await mine.state(counter, 'counter-confirm', { cached: true })).state.total, 10, 'the cache is stale');
+    const r = await mine.handle(counter, 'counter-confirm', { type: 'Add', by: 5, max: 10 }, md);
+    assert.is(r.state.total, 5, 'decided on the log, not on the cache');
+    // And a refusal that the log confirms stays a refusal.
+    await theirs.handle(counter, 'counter-confirm', { type: 'Add', by: 5 }, md);
+    assert.is(await outcome(mine.handle(counter, 'counter-confirm', { type: 'Add', by: 1, max: 10 }, md)), 'DomainError');
     assert.equal(
-      (await store.readStream('counter-g')).map((e) => (e.data as { by: number }).by),
-      [8, 1, -8, 1],
+      (await store.readStream('counter-confirm')).map((e) => (e.data as { by: number }).by),
+      [10, -10, 5, 5],
     );
+  });
+
+  t('an early refusal (decideEarly) from a stale cache is not told: the command is decided on the log and commits', async () => {
+    const mine = createCommandHandler({ store });
+    await mine.handle(counter, 'counter-early', { type: 'Add', by: 10 }, md);
+    await createCommandHandler({ store }).handle(counter, 'counter-early', { type: 'Add', by: -10 }, md);
+    const { decided, committed } = mine.decideEarly(counter, 'counter-early', { type: 'Add', by: 3, max: 10 }, md);
+    assert.is((await decided).state.total, 3);
+    assert.is((await committed).state.total, 3);
+  });
+
+  t("state() answers what the log holds now; { cached: true } answers this process's copy", async () => {
+    const mine = createCommandHandler({ store });
+    await mine.handle(counter, 'counter-state', { type: 'Add', by: 2 }, md);
+    await createCommandHandler({ store }).handle(counter, 'counter-state', { type: 'Add', by: 3 }, md);
+    const cached = await mine.state(counter, 'counter-state', { cached: true });
+    assert.is(cached.state.total, 2);
+    assert.is(cached.confirmed, false);
+    const current = await mine.state(counter, 'counter-state');
+    assert.is(current.state.total, 5);
+    assert.is(current.revision, 1);
+    assert.is(current.confirmed, true);
+  });
+
+  t('a command whose caller has gone is withdrawn before it is sent: nothing of it is stored, the others in its batch commit', async () => {
+    const { append, waiting, open } = gated(store);
+    const handler = createCommandHandler({ store, append });
+    // A stalled append holds the stream; two commands queue behind it.
+    const stalled = handler.handle(counter, 'counter-gone', { type: 'Add', by: 1 }, md);
+    await waiting();
+    let answered = false;
+    const abandoned = outcome(handler.handle(counter, 'counter-gone', { type: 'Add', by: 100 }, md, undefined, { gone: () => answered }));
+    const kept = handler.handle(counter, 'counter-gone', { type: 'Add', by: 2 }, md, undefined, { gone: () => false });
+    answered = true; // its caller got a 503 while the append stalled
+    await open();
+    await stalled;
+    await open();
+    assert.is(await abandoned, 'CommandWithdrawn');
+    assert.is((await kept).state.total, 3);
+    assert.is(handler.withdrawnCount(), 1);
+    assert.equal(
+      (await store.readStream('counter-gone')).map((e) => (e.data as { by: number }).by),
+      [1, 2],
+    );
+  });
+
+  t('a command whose caller goes while its batch waits to be sent (a linger) is withdrawn, and the batch is decided again without it', async () => {
+    const handler = createCommandHandler({ store, lingerMs: 50 });
+    let answered = false;
+    const { committed } = handler.decideEarly(holder, 'acct-gone-linger', { type: 'Hold', id: 'h1', amount: 10, max: 100 }, md, {
+      linger: true,
+      gone: () => answered,
+    });
+    answered = true;
+    assert.is(await outcome(committed), 'CommandWithdrawn');
+    assert.equal(await store.readStream('acct-gone-linger'), []);
   });
 
   t('linger: a hold waits for the charge that follows it at once, and both go out in one durable append', async () => {

@@ -161,7 +161,6 @@ class PageAdjuster {
         // The count first, then the charge log caught up to it: the figures then include every
         // adjustment counted (and one more means a writer got in between: refused, read again).
         for (const accountId of fresh) {
-          this.ledger.forgetAccount(accountId);
           const state = await this.ledger.accountState(accountId);
           this.seen.set(accountId, { count: state.adjustments, last: state.lastAdjustment });
         }

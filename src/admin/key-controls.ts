@@ -103,7 +103,6 @@ export async function setKeyControls(
   if (key.status === 'revoked') throw new DomainError('conflict', `key ${keyId} is revoked: its controls can no longer change`);
   const now = opts.now ?? new Date();
   // Decided on the account's stream as it is now, not as this process last saw it.
-  ledger.forgetAccount(key.accountId);
   const state = await ledger.accountState(key.accountId);
   let models = patch.models;
   if (models) {
@@ -143,7 +142,6 @@ export async function rotateKey(ledger: Ledger, keyId: string, graceSeconds: num
   const now = opts.now ?? new Date();
   const revokeAt = new Date(now.getTime() + graceSeconds * 1000).toISOString();
   const md = metadataFor(actor);
-  ledger.forgetAccount(old.accountId);
   const state = await ledger.accountState(old.accountId);
   const controls = keyControlsOf(state, keyId) ?? defaultKeyControls(old.name);
   // An expiry already passed is not carried over: the new key would be born expired.
@@ -171,7 +169,6 @@ export async function rotateKey(ledger: Ledger, keyId: string, graceSeconds: num
 export async function listKeys(ledger: Ledger, accountId: string, now = new Date()) {
   await ledger.readYourWrites();
   const rows = await keys.ofAccount(ledger.readModels.db, ledger.rmSchema, accountId);
-  ledger.forgetAccount(accountId);
   const state = await ledger.accountState(accountId);
   return rows.map((k) => {
     const controls = keyControlsOf(state, k.key_id);

@@ -18,7 +18,7 @@ import {
 /** How a management key is named as the actor of what it does. */
 export const managementActor = (keyId: string): string => `management-key:${keyId}`;
 
-const read = (ledger: Ledger, accountId: string) => ledger.streamState(managementKeysDecider, streams.managementKeys(accountId), true);
+const read = (ledger: Ledger, accountId: string) => ledger.streamState(managementKeysDecider, streams.managementKeys(accountId));
 
 const shown = (k: ManagementKey) => ({ key_id: k.keyId, name: k.name, masked: maskManagementKey(k.last4), status: k.status, issued_at: k.issuedAt });
 

@@ -16,7 +16,7 @@ export const memberActor = (m: Pick<Member, 'memberId' | 'email'>): string => `m
 const newMemberId = () => `mem_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
 
 /** The account's members as the log has them now (another process may have changed them). */
-export const membersOf = (ledger: Ledger, accountId: string): Promise<MembersState> => ledger.streamState(membersDecider, streams.members(accountId), true);
+export const membersOf = (ledger: Ledger, accountId: string): Promise<MembersState> => ledger.streamState(membersDecider, streams.members(accountId));
 
 /**
  * The signed-in person as a member of this account allowed to do `action`; otherwise a 403 and

@@ -53,7 +53,7 @@ export async function sessionOf(ledger: Ledger, cookie: string | undefined, now 
   const m = cookie ? COOKIE_SHAPE.exec(cookie) : null;
   if (!m) return null;
   // Read from the log, not a cache: a session ended through another gateway is ended here too.
-  const session = await ledger.streamState(sessionDecider, streams.session(m[1]), true);
+  const session = await ledger.streamState(sessionDecider, streams.session(m[1]));
   return sessionOpens(session, hashKey(m[2]), now) ? { session, secret: m[2] } : null;
 }
 

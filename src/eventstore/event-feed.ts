@@ -3,11 +3,15 @@
 // from the store is rare (a key issued or revoked, a price changed elsewhere) and needs to arrive
 // within a fraction of a second, not within a millisecond of every append.
 //
-// So the caches share one reader that polls: every POLL_MS it reads what was appended since it
-// last looked, a page at a time, and hands it to every cache. A store subscription instead wakes
-// on every append, so each metered call (two appends) cost its caches four more queries that
-// competed with the call itself (measured in BENCHMARKS.md). A cache that needs to be current
-// now (an unknown key) asks for caughtUp(), which reads at once.
+// So the caches share one reader: it reads what was appended since it last looked, a page at a
+// time, and hands it to every cache. It reads WAKE_MS after another process announces a commit
+// (PostgreSQL's NOTIFY: a key revoked or a price changed on another gateway is known here within
+// tens of milliseconds), and every POLL_MS in case an announcement was lost. Announcements that
+// arrive while a read is due join it, so a busy log costs at most one read per WAKE_MS, not one
+// per append: a store subscription per cache woke on every append, and each metered call (two
+// appends) cost its caches four more queries that competed with the call itself (measured in
+// BENCHMARKS.md). A cache that needs to be current now (an unknown key) asks for caughtUp(),
+// which reads at once.
 //
 // Each cache subscribes after the position its own starting state includes (the read models'
 // checkpoint, say), not after the head at its start: events appended before it started but not
@@ -19,6 +23,8 @@ import { outageReporter, type OutageLog } from './outage.ts';
 export type EventFeed = Pick<EventStore, 'subscribe' | 'headPosition' | 'readableHead'>;
 
 export const POLL_MS = 250;
+/** How soon after another process's announced commit the feed reads it (and how often at most, busy). */
+export const WAKE_MS = 10;
 const PAGE = 2000;
 
 interface Follower {
@@ -30,12 +36,14 @@ interface Follower {
 }
 
 export function pollingEventFeed(
-  store: Pick<EventStore, 'readAll' | 'headPosition' | 'readableHead' | 'countAfter'>,
-  opts: { pollMs?: number; log?: OutageLog } = {},
+  store: Pick<EventStore, 'readAll' | 'headPosition' | 'readableHead' | 'countAfter' | 'onOthersCommit'>,
+  opts: { pollMs?: number; wakeMs?: number; log?: OutageLog } = {},
 ): EventFeed & { behind(bounds: { events: number; seconds: number }): Promise<Lag | null>; settled(): Promise<void>; close(): Promise<void> } {
   const outage = opts.log ? outageReporter(opts.log, 'event feed', { baseMs: opts.pollMs ?? POLL_MS }) : null;
   const followers = new Set<Follower>();
   let reading: Promise<void> | null = null;
+  /** An announcement heard while a read ran (it may have begun before that commit): one more read follows it. */
+  let wantedDuringRead = false;
   let timer: NodeJS.Timeout | null = null;
   let closed = false;
   const from = () => Math.min(...[...followers].map((f) => f.after));
@@ -57,15 +65,26 @@ export function pollingEventFeed(
         for (const f of syncing) f.synced = true;
       } finally {
         reading = null;
+        if (wantedDuringRead) {
+          wantedDuringRead = false;
+          schedule(opts.wakeMs ?? WAKE_MS);
+        }
       }
     })();
     return reading;
   }
 
+  /** When the pending read is due (ms since the epoch). */
+  let due = Infinity;
   const schedule = (delayMs = opts.pollMs ?? POLL_MS) => {
-    if (closed || timer) return;
+    if (closed) return;
+    // An earlier read wanted (an announcement) replaces a later one (the poll).
+    if (timer && due <= Date.now() + delayMs) return;
+    if (timer) clearTimeout(timer);
+    due = Date.now() + delayMs;
     timer = setTimeout(() => {
       timer = null;
+      due = Infinity;
       // A failed read is retried later, backing off while the database is out of reach;
       // caughtUp() reports failures to its caller.
       readNow().then(
@@ -78,6 +97,12 @@ export function pollingEventFeed(
     }, delayMs);
     timer.unref();
   };
+  const wake = () => {
+    if (followers.size === 0) return;
+    if (reading) wantedDuringRead = true;
+    else schedule(opts.wakeMs ?? WAKE_MS);
+  };
+  const stopWaking = store.onOthersCommit?.(wake);
 
   return {
     headPosition: () => store.headPosition(),
@@ -117,6 +142,7 @@ export function pollingEventFeed(
     },
     async close() {
       closed = true;
+      stopWaking?.();
       if (timer) clearTimeout(timer);
       await reading?.catch(() => undefined);
     },

@@ -99,6 +99,7 @@ export type EventReader = Pick<
   | 'subscribe'
   | 'readSnapshot'
   | 'workerSource'
+  | 'onOthersCommit'
 >;
 
 export interface EventStore {
@@ -133,5 +134,11 @@ export interface EventStore {
   /** How many committed events follow `afterPosition` (counted up to `limit`). */
   countAfter?(afterPosition: number, limit: number): Promise<number>;
   subscribe(afterPosition: number, handler: EventHandler, options?: SubscribeOptions): Subscription;
+  /**
+   * Calls back when another process tells of a commit (PostgreSQL's NOTIFY), so the caches of this
+   * one can read it at once instead of at their next poll; returns the way to stop. Absent where
+   * no other process can append (embedded PGlite).
+   */
+  onOthersCommit?(listener: (position: number) => void): () => void;
   close(): Promise<void>;
 }

@@ -69,7 +69,6 @@ export async function voidLostCharge(ledger: Ledger, holdId: string, charge: Sto
     } catch (err) {
       if (err instanceof DuplicateEventError) return false;
       if (err instanceof DomainError && err.code === 'conflict' && attempt < CONFLICT_RETRIES) {
-        ledger.forgetAccount(d.accountId);
         continue;
       }
       throw err;

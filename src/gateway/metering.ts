@@ -91,8 +91,26 @@ export function createMetering(
   const tokensPerImage = opts.tokensPerImage ?? DEFAULT_TOKENS_PER_IMAGE;
   const meta = (c: Caller) => metadataFor(`key:${c.keyId}`, c.requestId);
 
+  /** The account as the log has it now (confirmed: one indexed read when this process has it cached). */
   async function state(accountId: string): Promise<AccountState> {
     return ledger.accountState(accountId);
+  }
+
+  /**
+   * Runs `check` on this process's cached copy of the account; a refusal is confirmed against the
+   * log before it is answered (the check runs again on the log's state when another process wrote
+   * the account meanwhile). Only a decision that an append checks anyway may pass on the cache.
+   */
+  async function onCurrentState<T>(accountId: string, check: (s: AccountState) => T, budget?: LedgerBudget): Promise<T> {
+    const read = (cached: boolean) => ledger.accountStateChecked(accountId, { cached });
+    const first = await (budget ? budget.wait(read(true)) : read(true));
+    try {
+      return check(first.state);
+    } catch (err) {
+      if (first.confirmed) throw err;
+    }
+    const current = await (budget ? budget.wait(read(false)) : read(false));
+    return check(current.state);
   }
 
   function abandon(hold: Pick<Hold, 'holdId' | 'accountId' | 'metadata'>, reason: ReleaseReason, failovers: FailedChannel[], chargeMayHaveCommitted = false) {
@@ -113,7 +131,10 @@ export function createMetering(
     const resolve = async () => {
       for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
         try {
-          const r = await ledger.account(hold.accountId, command, hold.metadata, (_e, i) => holdEventId(hold.holdId, 'charge', i));
+          // Withdrawn, not appended, once the call has been answered: its hold then gets a plain release.
+          const r = await ledger.account(hold.accountId, command, hold.metadata, (_e, i) => holdEventId(hold.holdId, 'charge', i), {
+            gone: () => hold.budget.expired,
+          });
           return billingOf((r.events[0].data as { billed: number }).billed, availableTokens(r.state, new Date()), r.lastPosition);
         } catch (err) {
           if (!isDatabaseUnavailable(err)) throw err;
@@ -125,7 +146,6 @@ export function createMetering(
             try {
               const found = await findEvent(ledger, hold.accountId, chargeId);
               if (!found) break;
-              ledger.forgetAccount(hold.accountId);
               const remaining = await state(hold.accountId).then(
                 (s) => availableTokens(s, new Date()),
                 () => 0,
@@ -186,12 +206,17 @@ export function createMetering(
   ): Promise<Hold> {
     const budget = ledgerBudget(deadlineMs);
     for (let attempt = 0; ; attempt++) {
-      const s = await budget.wait(state(caller.accountId));
-      if (!s.opened) throw new DomainError('not_found', 'account not found');
-      if (!isModelEnabled(s, model) || !isModelAllowedForKey(s, caller.keyId, model))
-        throw new DomainError('model_not_enabled', `model ${model} is not enabled`, { model });
-      if (isKeyExpired(s, caller.keyId, new Date())) throw keyExpired(s, caller.keyId);
-      const { amount, maxCompletion } = size(s);
+      const { amount, maxCompletion } = await onCurrentState(
+        caller.accountId,
+        (s) => {
+          if (!s.opened) throw new DomainError('not_found', 'account not found');
+          if (!isModelEnabled(s, model) || !isModelAllowedForKey(s, caller.keyId, model))
+            throw new DomainError('model_not_enabled', `model ${model} is not enabled`, { model });
+          if (isKeyExpired(s, caller.keyId, new Date())) throw keyExpired(s, caller.keyId);
+          return size(s);
+        },
+        budget,
+      );
       const holdId = randomUUID();
       const md = meta(caller);
       inFlight.add(holdId);
@@ -210,7 +235,9 @@ export function createMetering(
           process: opts.process,
         };
         // An early hold may linger for its charge (a fast reply): then both share one append.
-        const { decided, committed } = ledger.accountDecideEarly(caller.accountId, command, md, { linger: early });
+        // Withdrawn, not appended, if the call has been answered (its ledger bound passed) before the hold is sent.
+        const gone = () => budget.expired;
+        const { decided, committed } = ledger.accountDecideEarly(caller.accountId, command, md, { linger: early, gone });
         // A refusal rejects `decided` (handled below) and `committed` alike; only one is awaited here.
         const held = committed.then(() => undefined);
         // A hold whose append failed with the connection may have committed: it is released once
@@ -261,10 +288,9 @@ export function createMetering(
      * on the cached state and appended nowhere. The hold itself is decided again, exactly.
      */
     async refuseEarly(caller: Caller, model: string, price: { multiplierMilli: number }): Promise<void> {
-      const s = await state(caller.accountId);
       const smallest = Math.max(1, chatCharge(0, 1, price.multiplierMilli));
       const probe = { type: 'Reserve' as const, holdId: '', requestId: caller.requestId, keyId: caller.keyId, model, kind: 'chat' as const };
-      accountDecider.decide({ ...probe, amount: smallest, now: new Date(), ttlMs: chatTtl }, s);
+      await onCurrentState(caller.accountId, (s) => accountDecider.decide({ ...probe, amount: smallest, now: new Date(), ttlMs: chatTtl }, s));
     },
     reserveChat(
       caller: Caller,
@@ -346,10 +372,12 @@ export function createMetering(
     abandon: (hold: Hold, reason: ReleaseReason = 'other') => abandon(hold, reason, []),
     /** Whether this process still runs the call of this hold (or still has to release it). */
     isInFlight: (holdId: string) => inFlight.has(holdId) || (opts.retry?.has(holdId) ?? false),
+    /** What the account has left as of this call's own hold: its append left the cached copy current. */
     async remaining(accountId: string): Promise<number> {
-      return availableTokens(await state(accountId), new Date());
+      return availableTokens(await ledger.accountState(accountId, { cached: true }), new Date());
     },
     state,
+    onCurrentState,
     tokensPerImage,
   };
 }

@@ -11,9 +11,11 @@ import { isModelAllowedForKey } from '../ledger/key-controls.ts';
  */
 export async function resolveCallerModel(deps: GatewayDeps, ctx: Context, idOrAlias: string) {
   const model = await deps.catalog.resolveCurrent(idOrAlias);
-  const state = model ? await deps.metering.state(ctx.state.auth.accountId) : null;
-  if (!model || !state || !isModelEnabled(state, model.id) || !isModelAllowedForKey(state, ctx.state.auth.keyId, model.id))
-    throw modelNotFound(idOrAlias, deps.baseUrl(ctx));
+  if (!model) throw modelNotFound(idOrAlias, deps.baseUrl(ctx));
+  // Allowed on the cached account (the hold's append checks it), refused only on the log's.
+  await deps.metering.onCurrentState(ctx.state.auth.accountId, (state) => {
+    if (!isModelEnabled(state, model.id) || !isModelAllowedForKey(state, ctx.state.auth.keyId, model.id)) throw modelNotFound(idOrAlias, deps.baseUrl(ctx));
+  });
   ctx.state.model = model.id;
   return model;
 }

@@ -25,7 +25,6 @@ export interface LeaseTable {
 export async function sweepExpiredHolds(ledger: Ledger, now = new Date()): Promise<number> {
   let released = 0;
   for (const accountId of await holds.accountsWithExpired(ledger.readModels.db, ledger.rmSchema, now)) {
-    ledger.forgetAccount(accountId);
     const result = await ledger.account(accountId, { type: 'ExpireHolds', now }, metadataFor('system:sweeper'));
     released += result.events.length;
   }
@@ -36,7 +35,6 @@ export async function sweepExpiredHolds(ledger: Ledger, now = new Date()): Promi
 export async function sweepOrphanedHolds(ledger: Ledger, leases: LeaseTable): Promise<number> {
   let released = 0;
   for (const [accountId, processes] of await holds.orphaned(ledger.readModels.db, ledger.rmSchema, leaseTable(leases.schema), leases.self)) {
-    ledger.forgetAccount(accountId);
     const result = await ledger.account(accountId, { type: 'ReleaseOrphaned', processes }, metadataFor('system:sweeper'));
     released += result.events.length;
   }
@@ -55,7 +53,6 @@ export async function sweepStaleHolds(
   let released = 0;
   for (const h of await holds.ofProcess(ledger.readModels.db, ledger.rmSchema, own.processId, own.olderThanMs)) {
     if (own.isInFlight(h.holdId)) continue;
-    ledger.forgetAccount(h.accountId);
     try {
       await ledger.account(h.accountId, { type: 'Release', holdId: h.holdId, reason: 'other' }, metadataFor('system:sweeper'), (_e, i) =>
         holdEventId(h.holdId, 'release', i),

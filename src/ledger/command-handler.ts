@@ -11,6 +11,16 @@
 // A batch of provisional events only (a hold), from commands that allow it, may linger a moment
 // before it is appended: when the call's own charge arrives meanwhile (a fast upstream), hold and
 // charge go out in one append instead of two.
+//
+// The rule (README, "One truth across processes"): no answer comes from state older than the log
+// was when the command arrived. Other gateways write the same streams, so the cache is a speed-up
+// only. A decision that appends is checked by its expected revision. A decision that appends
+// nothing (a refusal, a no-op, a "not found") is confirmed first: the stream's events after the
+// cached revision are read (one indexed read, usually empty); if there are any, the state moves on
+// and the batch is decided again. A state loaded from the log during the attempt needs no check.
+//
+// A command whose caller has already been answered (its `gone()` says so) is withdrawn before it is
+// decided or sent: what the caller was told stays true.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Decider } from './decider.ts';
@@ -34,6 +44,14 @@ export const SNAPSHOT_EVERY = 32;
 interface Cached {
   revision: number;
   state: unknown;
+}
+
+/** A command withdrawn because its caller had already been answered (its deadline passed): nothing was appended. */
+export class CommandWithdrawn extends Error {
+  constructor() {
+    super('the command was withdrawn: its caller had already been answered');
+    this.name = 'CommandWithdrawn';
+  }
 }
 
 export interface CommandResult<S> {
@@ -74,6 +92,14 @@ interface Pending {
   linger?: boolean;
   /** Operator work: appended in the background lane (AppendRequest.background) when its batch holds nothing else. */
   background?: boolean;
+  /** True once the caller has been answered without this command (its deadline passed): withdrawn if not yet sent. */
+  gone?: () => boolean;
+}
+
+/** What a caller may add to a command: see Pending. */
+export interface CommandOptions {
+  background?: boolean;
+  gone?: () => boolean;
 }
 
 /** One command's part of a batch: its events, or why it was refused. */
@@ -106,6 +132,8 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
   const maxRetries = opts.maxRetries ?? 20;
   const maxBatch = opts.maxBatch ?? 256;
   const lingerMs = opts.lingerMs ?? 0;
+  /** Commands withdrawn because their callers had gone (a metric). */
+  let withdrawn = 0;
 
   /** Waits up to lingerMs for a command on the lane; true if one is queued. */
   function moreCommands(lane: Lane): Promise<boolean> {
@@ -123,9 +151,28 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     });
   }
 
-  async function load(decider: Decider<unknown, unknown>, stream: string): Promise<Cached> {
+  /** The stream's state and whether it was read from the log just now (else it is the cache's, unconfirmed). */
+  async function load(decider: Decider<unknown, unknown>, stream: string): Promise<Cached & { confirmed: boolean }> {
     const hit = cache.get(stream);
-    if (hit) return hit;
+    if (hit) return { ...hit, confirmed: false };
+    return { ...(await loadFromLog(decider, stream)), confirmed: true };
+  }
+
+  /**
+   * A cached state brought up to the log: the events after its revision (an indexed read that
+   * finds none unless another process wrote the stream) are folded in.
+   */
+  async function confirm(decider: Decider<unknown, unknown>, stream: string, cached: Cached): Promise<Cached & { moved: boolean }> {
+    const tail = await store.readStream(stream, cached.revision + 1);
+    if (tail.length === 0) return { ...cached, moved: false };
+    let state = cached.state;
+    for (const e of tail) state = decider.evolve(state, { type: e.type, data: e.data } as DomainEvent);
+    const moved = { revision: tail[tail.length - 1].revision, state };
+    remember(stream, moved);
+    return { ...moved, moved: true };
+  }
+
+  async function loadFromLog(decider: Decider<unknown, unknown>, stream: string): Promise<Cached> {
     const snap = await store.readSnapshot(stream);
     const usable = snap && (snap.state as { v?: number })?.v === SNAPSHOT_VERSION;
     const json = usable ? (snap.state as { s: unknown }).s : undefined;
@@ -160,16 +207,31 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     });
   }
 
-  /** Reports each command's first decision to a caller waiting for it (once). */
-  function tellDecisions(decided: Decided[]): void {
+  /**
+   * Reports each command's first decision to a caller waiting for it (once). A refusal is told only
+   * from confirmed state (`confirmed`); else it waits for the append (or its confirmation) like
+   * the rest of the command, and is decided again if the stream moved.
+   */
+  function tellDecisions(decided: Decided[], confirmed: boolean): void {
     for (const d of decided) {
       const tell = d.p.onDecided;
-      if (!tell) continue;
+      if (!tell || (d.error !== undefined && !confirmed)) continue;
       d.p.onDecided = undefined;
       if (d.error !== undefined) {
         d.p.refused = { error: d.error };
         tell({ error: d.error });
       } else tell({ events: d.events, state: d.state });
+    }
+  }
+
+  /** Takes out of `batch` (in place) the commands whose callers have been answered, rejecting each. */
+  function withdrawGone(batch: Pending[]): void {
+    for (let i = batch.length - 1; i >= 0; i--) {
+      const p = batch[i];
+      if (!p.gone?.()) continue;
+      batch.splice(i, 1);
+      withdrawn++;
+      p.reject(new CommandWithdrawn());
     }
   }
 
@@ -181,9 +243,21 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     const decider = batch[0].decider;
     let lingered = false;
     for (let attempt = 0; ; attempt++) {
-      const current = await load(decider, stream);
-      const decided = decideAll(batch, current.state);
-      tellDecisions(decided);
+      withdrawGone(batch);
+      if (batch.length === 0) return;
+      let current = await load(decider, stream);
+      let decided = decideAll(batch, current.state);
+      // Nothing to append, so no expected revision checks it: confirm the cached state first.
+      if (!current.confirmed && decided.every((d) => d.events.length === 0)) {
+        const confirmed = await confirm(decider, stream, current);
+        current = { ...confirmed, confirmed: true };
+        if (confirmed.moved) {
+          withdrawGone(batch);
+          if (batch.length === 0) return;
+          decided = decideAll(batch, current.state);
+        }
+      }
+      tellDecisions(decided, current.confirmed);
       const withEvents = decided.filter((d) => d.events.length > 0);
       const finalState = decided[decided.length - 1].state;
       const durable = !withEvents.every((d) => d.events.every((e) => PROVISIONAL_EVENT_TYPES.has(e.type)));
@@ -200,11 +274,18 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         }
       }
       if (withEvents.length === 0) {
+        tellDecisions(decided, true);
         for (const d of decided) {
           if (d.error !== undefined) d.p.reject(d.error);
           else d.p.resolve({ events: [], state: d.state, revision: current.revision, lastPosition: 0 });
         }
         return;
+      }
+      // The caller may have been answered while the batch waited (a stalled append before it, a
+      // linger): withdrawn now, the batch is decided again without it.
+      if (batch.some((p) => p.gone?.())) {
+        attempt--;
+        continue;
       }
       let result: AppendResult;
       try {
@@ -328,9 +409,16 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
       command: C,
       metadata: EventMetadata,
       eventIds?: EventIds,
-      options: { background?: boolean } = {},
+      options: CommandOptions = {},
     ): Promise<CommandResult<S>> {
-      return enqueue<S>(stream, { decider: decider as Decider<unknown, unknown>, command, metadata, eventIds, background: options.background });
+      return enqueue<S>(stream, {
+        decider: decider as Decider<unknown, unknown>,
+        command,
+        metadata,
+        eventIds,
+        background: options.background,
+        gone: options.gone,
+      });
     },
     /**
      * The same, but answers twice: `decided` as soon as the command is decided (its events, not yet
@@ -346,27 +434,46 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
       stream: string,
       command: C,
       metadata: EventMetadata,
-      options: { linger?: boolean } = {},
+      options: { linger?: boolean; gone?: () => boolean } = {},
     ): { decided: Promise<{ events: DomainEvent[]; state: S }>; committed: Promise<CommandResult<S>> } {
       let onDecided!: Pending['onDecided'];
       const decided = new Promise<{ events: DomainEvent[]; state: S }>((resolve, reject) => {
         onDecided = (d) => ('error' in d ? reject(d.error) : resolve(d as { events: DomainEvent[]; state: S }));
       });
-      const committed = enqueue<S>(stream, { decider: decider as Decider<unknown, unknown>, command, metadata, onDecided, linger: options.linger });
+      const committed = enqueue<S>(stream, {
+        decider: decider as Decider<unknown, unknown>,
+        command,
+        metadata,
+        onDecided,
+        linger: options.linger,
+        gone: options.gone,
+      });
       // A failure before any decision (the stream could not be loaded) is the decision's too.
       // Neither promise counts as unhandled while its caller is busy awaiting the other.
       committed.catch((err) => onDecided?.({ error: err }));
       decided.catch(() => undefined);
       return { decided, committed };
     },
-    /** Current state, from the cache when warm. */
-    async state<S>(decider: Decider<S, unknown>, stream: string): Promise<{ state: S; revision: number }> {
-      const c = await load(decider as Decider<unknown, unknown>, stream);
-      return { state: c.state as S, revision: c.revision };
+    /**
+     * The stream's state as the log has it now (the cache brought up to the log: one indexed
+     * read). `cached`: the cache's copy, unconfirmed, for a decision an append will check anyway
+     * (or that is confirmed before it refuses): see confirmed.
+     */
+    async state<S>(
+      decider: Decider<S, unknown>,
+      stream: string,
+      options: { cached?: boolean } = {},
+    ): Promise<{ state: S; revision: number; confirmed: boolean }> {
+      const d = decider as Decider<unknown, unknown>;
+      let c = await load(d, stream);
+      if (!c.confirmed && !options.cached) c = { ...(await confirm(d, stream, c)), confirmed: true };
+      return { state: c.state as S, revision: c.revision, confirmed: c.confirmed };
     },
     forget(stream: string) {
       cache.delete(stream);
     },
+    /** How many commands were withdrawn because their callers had gone. */
+    withdrawnCount: () => withdrawn,
   };
 }
 

@@ -8,7 +8,7 @@ import type { EventMetadata, EventReader, EventStore } from '../eventstore/port.
 import { createPostgresEventStore } from '../eventstore/postgres.ts';
 import { createGroupCommitter } from '../eventstore/group-commit.ts';
 import { validateEvent } from './catalogue.ts';
-import { createCommandHandler, type CommandHandler } from './command-handler.ts';
+import { createCommandHandler, type CommandHandler, type CommandOptions } from './command-handler.ts';
 import { accountDecider, type AccountCommand } from './account.ts';
 import { type AccountState } from './account-state.ts';
 import { keyDecider, type KeyCommand } from './key.ts';
@@ -113,7 +113,7 @@ export async function openLedger(opts: LedgerOptions) {
     command: AccountCommand,
     md: EventMetadata,
     eventIds?: (e: DomainEvent, i: number) => string,
-    options: { background?: boolean } = {},
+    options: CommandOptions = {},
   ) => handler.handle(accountDecider, streams.account(accountId), command, md, eventIds, options);
 
   async function planTerms(planId: string): Promise<PlanTerms> {
@@ -135,8 +135,8 @@ export async function openLedger(opts: LedgerOptions) {
     waitForPosition: (position: number, timeoutMs: number): Promise<boolean> => reads.waitForPosition(position, timeoutMs),
     /** Resolves once appends in flight are committed (shutdown). */
     drain: () => committer.drain(),
-    /** Drops this process's cached state of an account, so the next command reads it from the log (another process may have written it). */
-    forgetAccount: (accountId: string) => handler.forget(streams.account(accountId)),
+    /** How many commands were withdrawn because their callers had already been answered (a metric). */
+    withdrawnCommands: () => handler.withdrawnCount(),
     /** A key command through the key decider (issueKey is the way to issue one with a fresh secret). */
     key: (keyId: string, command: KeyCommand, md: EventMetadata) => handler.handle(keyDecider, streams.key(keyId), command, md),
     /** A model command (price, correction) through the model decider. */
@@ -165,9 +165,16 @@ export async function openLedger(opts: LedgerOptions) {
     async grantExtra(accountId: string, amount: number, reason: string, actor: string) {
       return account(accountId, { type: 'GrantExtra', accountId, amount, reason }, metadataFor(actor));
     },
-    async accountState(accountId: string): Promise<AccountState> {
-      return (await handler.state<AccountState>(accountDecider as never, streams.account(accountId))).state;
+    /**
+     * The account as the log has it now. `cached`: this process's copy, unconfirmed, for a decision
+     * that an append checks anyway, or that is confirmed (`confirmed: false` tells) before it refuses.
+     */
+    async accountState(accountId: string, options: { cached?: boolean } = {}): Promise<AccountState> {
+      return (await handler.state<AccountState>(accountDecider as never, streams.account(accountId), options)).state;
     },
+    /** The account's state with whether it is confirmed against the log (see accountState). */
+    accountStateChecked: (accountId: string, options: { cached?: boolean } = {}) =>
+      handler.state<AccountState>(accountDecider as never, streams.account(accountId), options),
     async issueKey(accountId: string, name: string, actor: string) {
       const acct = await ledger.accountState(accountId);
       if (!acct.opened) throw new DomainError('not_found', `account ${accountId} not found`);
@@ -204,13 +211,12 @@ export async function openLedger(opts: LedgerOptions) {
     /** A command on a stream of its own decider (src/money: the price list, code batches). */
     command: <S, C>(decider: Decider<S, C>, stream: string, command: C, md: EventMetadata, eventIds?: (e: DomainEvent, i: number) => string) =>
       handler.handle(decider, stream, command, md, eventIds),
-    /** A stream's state by its decider; `fresh` reads it from the log (another process may have written it). */
-    async streamState<S>(decider: Decider<S, unknown>, stream: string, fresh = false): Promise<S> {
-      if (fresh) handler.forget(stream);
+    /** A stream's state by its decider, as the log has it now (another process may have written it). */
+    async streamState<S>(decider: Decider<S, unknown>, stream: string): Promise<S> {
       return (await handler.state<S>(decider, stream)).state;
     },
     /** An account command answered at its decision and again at its commit (CommandHandler.decideEarly). */
-    accountDecideEarly: (accountId: string, command: AccountCommand, md: EventMetadata, options: { linger?: boolean } = {}) =>
+    accountDecideEarly: (accountId: string, command: AccountCommand, md: EventMetadata, options: { linger?: boolean; gone?: () => boolean } = {}) =>
       handler.decideEarly<AccountState, AccountCommand>(accountDecider, streams.account(accountId), command, md, options),
     /**
      * Waits until the read models include every event this process appended and, when other

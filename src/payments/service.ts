@@ -32,7 +32,7 @@ export function purchaseOf(planId: unknown, packId: unknown): Purchase {
 }
 
 export function createPayments(ledger: Ledger) {
-  const priceList = (): Promise<PriceListState> => ledger.streamState(priceListDecider, streams.priceList(), true);
+  const priceList = (): Promise<PriceListState> => ledger.streamState(priceListDecider, streams.priceList());
   const onPriceList = (command: Parameters<typeof priceListDecider.decide>[0], actor: string) =>
     ledger.command(priceListDecider, streams.priceList(), command, metadataFor(actor));
 
@@ -208,7 +208,7 @@ export function createPayments(ledger: Ledger) {
     },
     /** Refused codes the account may still send this UTC hour, as every gateway counts them (read from the log). */
     async codeAttemptsLeft(accountId: string, limit: number, now = new Date()): Promise<number> {
-      const { refused } = await ledger.streamState(codeAttemptsDecider, streams.codeAttempts(accountId, utcHour(now)), true);
+      const { refused } = await ledger.streamState(codeAttemptsDecider, streams.codeAttempts(accountId, utcHour(now)));
       return Math.max(0, limit - refused);
     },
     /** Counts a refused code; false when the hour's limit was reached already (nothing recorded: answer 429). */
@@ -255,7 +255,7 @@ export function createPayments(ledger: Ledger) {
     async redeem(accountId: string, code: unknown, actor: string, now = new Date()): Promise<{ paymentId: string; item: PaidItem } | null> {
       const parsed = parseCode(code);
       if (!parsed) throw invalid('code must look like tgc_xxxxxxxxxx_xxxxxxxxxxxxxxxxxxxx', { param: 'code' });
-      const { batch } = await ledger.streamState<CodeBatchState>(codeBatchDecider as never, streams.codeBatch(parsed.batchId), true);
+      const { batch } = await ledger.streamState<CodeBatchState>(codeBatchDecider as never, streams.codeBatch(parsed.batchId));
       if (!batch || !batch.hashes.includes(parsed.hash)) return null;
       if (batch.expiresAt && Date.parse(batch.expiresAt) <= now.getTime()) return null;
       const purchase: Purchase = batch.item.kind === 'plan' ? { planId: batch.item.planId } : { packId: batch.item.packId };

@@ -310,5 +310,5 @@ export function disputeFeeKept(balanceTransactions: ReadonlyArray<{ fee: number 
 
 /** The processor's payments kept as unmatched, as the log holds them now (whether Stripe is on today or not). */
 export async function unmatchedPayments(ledger: Pick<Ledger, 'streamState'>) {
-  return Object.values((await ledger.streamState<UnmatchedState>(unmatchedDecider as never, streams.unmatchedPayments(), true)).byId);
+  return Object.values((await ledger.streamState<UnmatchedState>(unmatchedDecider as never, streams.unmatchedPayments())).byId);
 }

@@ -54,7 +54,6 @@ export function adminPaymentsRoutes(deps: GatewayDeps, payments: Payments, opts:
   });
   r.get('/accounts/:id/payments', async (ctx) => {
     const accountId = requireId(ctx.params.id, 'account_id');
-    ledger.forgetAccount(accountId);
     const s = await ledger.accountState(accountId);
     if (!s.opened) throw new ApiError(404, `account ${accountId} not found`, 'invalid_request_error', 'not_found');
     ctx.body = {

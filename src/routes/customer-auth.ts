@@ -19,6 +19,7 @@ import { accountsOf } from '../customers/members.ts';
 import { CSRF_HEADER, SESSION_COOKIE, csrfMatches, csrfTokenOf, endSession, sessionOf, sessionsOf } from '../customers/sessions.ts';
 import { streams } from '../ledger/events.ts';
 import { sessionDecider } from '../ledger/sign-in.ts';
+import { requirePublicOrigin } from '../http/public-origin.ts';
 
 const OIDC_COOKIE = 'tollgate_oidc';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -28,20 +29,19 @@ export interface CustomerAuthDeps {
   settings: CustomerSettings;
   signIn: SignIn;
   oidc: Oidc | null;
+  /** The origin of every link and redirect (src/http/public-origin.ts); null: none, and sign-in links are refused. */
+  publicOrigin: () => string | null;
 }
 
-/** The origin people reach /app at: the operator's, else the request's own. */
-export const publicOrigin = (ctx: Context, settings: CustomerSettings) => settings.publicUrl ?? `${ctx.protocol}://${ctx.host}`;
-
-/** Cookies are Secure whenever /app is served over https (directly or behind TOLLGATE_PUBLIC_URL). */
-function cookieOptions(ctx: Context, settings: CustomerSettings) {
-  const secure = ctx.secure || (settings.publicUrl?.startsWith('https://') ?? false);
+/** Cookies are Secure whenever /app is served over https (directly or behind an https public origin). */
+function cookieOptions(ctx: Context, origin: string | null) {
+  const secure = ctx.secure || (origin?.startsWith('https://') ?? false);
   if (secure) ctx.cookies.secure = true;
   return { httpOnly: true, secure, overwrite: true };
 }
 
-function setSessionCookie(ctx: Context, settings: CustomerSettings, value: string, expiresAt: string) {
-  ctx.cookies.set(SESSION_COOKIE, value, { ...cookieOptions(ctx, settings), sameSite: 'strict', path: '/app', expires: new Date(expiresAt) });
+function setSessionCookie(ctx: Context, origin: string | null, value: string, expiresAt: string) {
+  ctx.cookies.set(SESSION_COOKIE, value, { ...cookieOptions(ctx, origin), sameSite: 'strict', path: '/app', expires: new Date(expiresAt) });
 }
 
 /**
@@ -67,9 +67,11 @@ const objectBody = (ctx: Context): Record<string, unknown> => {
 };
 
 export function customerAuthRoutes(deps: CustomerAuthDeps): Router {
-  const { ledger, settings, signIn, oidc } = deps;
+  const { ledger, settings, signIn, oidc, publicOrigin } = deps;
   const r = new Router();
   const session = requireSession(ledger);
+  // Where the provider sends the person back: the operator's TOLLGATE_OIDC_REDIRECT_URI, else the public origin's callback.
+  const oidcCallback = () => oidc?.redirectUri ?? `${requirePublicOrigin(publicOrigin, 'Signing in with OpenID Connect')}/app/api/sign-in/oidc/callback`;
 
   r.get('/sign-in', (ctx) => {
     ctx.body = {
@@ -79,23 +81,25 @@ export function customerAuthRoutes(deps: CustomerAuthDeps): Router {
     };
   });
   r.post('/sign-in/email', async (ctx) => {
-    await signIn.requestLink(objectBody(ctx).email, publicOrigin(ctx, settings));
+    // The link names the configured public origin, never this request's Host (asked first: the same answer for every address).
+    const origin = requirePublicOrigin(publicOrigin, 'Sending a sign-in link');
+    await signIn.requestLink(objectBody(ctx).email, origin);
     ctx.status = 202;
     ctx.body = { object: 'sign_in', message: 'If this address may sign in here, a sign-in link is on its way to it.' };
   });
   r.post('/sign-in/email/verify', async (ctx) => {
     const b = objectBody(ctx);
     const s = await signIn.useLink(b.email, b.token);
-    setSessionCookie(ctx, settings, s.cookie, s.expiresAt);
+    setSessionCookie(ctx, publicOrigin(), s.cookie, s.expiresAt);
     ctx.body = { object: 'session', session_id: s.sessionId, expires_at: s.expiresAt };
   });
 
   r.get('/sign-in/oidc', async (ctx) => {
     if (!oidc) throw new ApiError(404, 'No OpenID Connect provider is configured here.', 'invalid_request_error', 'oidc_off');
-    const { url, transaction } = await oidc.start(oidc.redirectUri ?? `${publicOrigin(ctx, settings)}/app/api/sign-in/oidc/callback`);
+    const { url, transaction } = await oidc.start(oidcCallback());
     // Lax: the provider's redirect back is a cross-site top-level GET, which must carry it.
     ctx.cookies.set(OIDC_COOKIE, Buffer.from(JSON.stringify(transaction)).toString('base64url'), {
-      ...cookieOptions(ctx, settings),
+      ...cookieOptions(ctx, publicOrigin()),
       sameSite: 'lax',
       path: '/app/api/sign-in/oidc',
       maxAge: 10 * 60_000,
@@ -113,11 +117,12 @@ export function customerAuthRoutes(deps: CustomerAuthDeps): Router {
     } catch {
       throw badRequest('This sign-in was not started here, or took too long: start it again.', null, 'oidc_no_transaction');
     }
-    const callback = new URL(`${publicOrigin(ctx, settings)}${ctx.url}`);
-    const email = await oidc.finish(callback, transaction);
+    const back = new URL(oidcCallback()).origin;
+    const email = await oidc.finish(new URL(`${back}${ctx.url}`), transaction);
     const s = await signIn.signedIn(email, 'oidc');
-    setSessionCookie(ctx, settings, s.cookie, s.expiresAt);
-    ctx.redirect('/app/home');
+    setSessionCookie(ctx, publicOrigin(), s.cookie, s.expiresAt);
+    // Onwards on the public origin (or, without one, the origin the provider sent the person back to).
+    ctx.redirect(`${publicOrigin() ?? back}/app/home`);
   });
 
   r.get('/session', session, async (ctx) => {
@@ -147,7 +152,7 @@ export function customerAuthRoutes(deps: CustomerAuthDeps): Router {
   r.delete('/sessions/:id', session, async (ctx) => {
     const p = ctx.state.person as { email: string };
     const id = String(ctx.params.id);
-    const target = /^ses_[0-9a-f]{24}$/.test(id) ? await ledger.streamState(sessionDecider, streams.session(id), true) : sessionDecider.initialState();
+    const target = /^ses_[0-9a-f]{24}$/.test(id) ? await ledger.streamState(sessionDecider, streams.session(id)) : sessionDecider.initialState();
     // Someone else's session is as unknown as one that never was.
     if (target.status !== 'active' || target.email !== p.email) throw new ApiError(404, 'No such open session of yours.', 'invalid_request_error', 'not_found');
     await endSession(ledger, target.sessionId, 'ended_by_member', ctx.state.actor);

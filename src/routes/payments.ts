@@ -131,7 +131,6 @@ export function paymentRoutes(deps: GatewayDeps, payments: Payments, opts: { cod
         // One answer for unknown, expired and used codes: a guesser learns nothing.
         throw new ApiError(400, 'This code is not valid, has expired or was already redeemed.', 'invalid_request_error', 'invalid_code', 'code');
       }
-      deps.ledger.forgetAccount(accountId);
       const lot = await payments.lotOf(accountId, res.paymentId);
       ctx.status = 201;
       ctx.body = { object: 'redemption', payment: paymentBody(accountId, lot) };
@@ -153,7 +152,6 @@ export function paymentRoutes(deps: GatewayDeps, payments: Payments, opts: { cod
     },
     list: async (ctx: Context) => {
       const accountId: string = ctx.state.auth.accountId;
-      deps.ledger.forgetAccount(accountId);
       const s = await deps.ledger.accountState(accountId);
       ctx.body = { object: 'list', data: paymentsInOrder(s.payments.values()).map((lot) => paymentBody(accountId, lot)) };
     },
@@ -161,7 +159,6 @@ export function paymentRoutes(deps: GatewayDeps, payments: Payments, opts: { cod
       const accountId: string = ctx.state.auth.accountId;
       const id = String(ctx.params.id ?? '');
       if (!/^pay_[0-9a-f]{24}$/.test(id)) throw badRequest('That is not a payment id.', 'id');
-      deps.ledger.forgetAccount(accountId);
       const lot = (await deps.ledger.accountState(accountId)).payments.get(id);
       if (!lot) throw new ApiError(404, `payment ${id} not found`, 'invalid_request_error', 'not_found', 'id');
       const body = paymentBody(accountId, lot);
