@@ -135,8 +135,9 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     if (!(err instanceof ReadModelsBehind)) throw err;
   });
   // Keys and prices hear of this process's events at once (localEvents) and of other
-  // processes' events through one shared reader that polls (event-feed.ts), from the read
-  // models' checkpoint on: they need no projector to have applied the seeding (or anything else).
+  // processes' events through one shared reader (event-feed.ts), from the read models'
+  // checkpoint on: they need no projector to have applied the seeding (or anything else). A
+  // key's lookup waits until that reader has what was committed before the request.
   const feed = pollingEventFeed(ledger.events, { log });
   const catalog = await createModelCatalog({ db, store: feed, rmSchema: ledger.rmSchema, routes: routes.byModel, localEvents: ledger.appended });
   const keys = await createKeyDirectory({
@@ -155,6 +156,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   warmTokenizer();
   warmValidators(['chat-completions', 'images']);
 
+    current: () => feed.current(),
   const releaseRetry = createReleaseRetry(ledger, { max: settings.releaseRetryMax, log });
   const deps: GatewayDeps = {
     db,

@@ -19,6 +19,7 @@
 import type { EventHandler, EventStore, StoredEvent, Subscription } from './port.ts';
 import { lagAfter, type Lag } from './lag.ts';
 import { outageReporter, type OutageLog } from './outage.ts';
+import { LogNotReadableYet } from './errors.ts';
 
 export type EventFeed = Pick<EventStore, 'subscribe' | 'headPosition' | 'readableHead'>;
 
@@ -26,6 +27,8 @@ export const POLL_MS = 250;
 /** How soon after another process's announced commit the feed reads it (and how often at most, busy). */
 export const WAKE_MS = 10;
 const PAGE = 2000;
+/** How long a request waits for the caches to reach the head it saw before it is answered 503. */
+const CURRENT_WAIT_MS = 2000;
 
 interface Follower {
   handler: EventHandler;
@@ -38,7 +41,12 @@ interface Follower {
 export function pollingEventFeed(
   store: Pick<EventStore, 'readAll' | 'headPosition' | 'readableHead' | 'countAfter' | 'onOthersCommit'>,
   opts: { pollMs?: number; wakeMs?: number; log?: OutageLog } = {},
-): EventFeed & { behind(bounds: { events: number; seconds: number }): Promise<Lag | null>; settled(): Promise<void>; close(): Promise<void> } {
+): EventFeed & {
+  current(boundMs?: number): Promise<void>;
+  behind(bounds: { events: number; seconds: number }): Promise<Lag | null>;
+  settled(): Promise<void>;
+  close(): Promise<void>;
+} {
   const outage = opts.log ? outageReporter(opts.log, 'event feed', { baseMs: opts.pollMs ?? POLL_MS }) : null;
   const followers = new Set<Follower>();
   let reading: Promise<void> | null = null;
@@ -104,6 +112,25 @@ export function pollingEventFeed(
   };
   const stopWaking = store.onOthersCommit?.(wake);
 
+  // The head as of now, read once for every caller that arrived before the read was sent: a read
+  // already on its way may have been answered before a later caller's request arrived, so that
+  // caller waits for the next one. Under load one read serves many requests.
+  let headInFlight: Promise<number> | null = null;
+  let headQueued: Promise<number> | null = null;
+  function headAfterNow(): Promise<number> {
+    if (!headInFlight) {
+      headInFlight = store.headPosition().finally(() => (headInFlight = null));
+      return headInFlight;
+    }
+    headQueued ??= headInFlight
+      .catch(() => undefined)
+      .then(() => {
+        headQueued = null;
+        return headAfterNow();
+      });
+    return headQueued;
+  }
+
   return {
     headPosition: () => store.headPosition(),
     readableHead: () => store.readableHead(),
@@ -125,6 +152,24 @@ export function pollingEventFeed(
           followers.delete(follower);
         },
       };
+    },
+    /**
+     * Resolves once every cache has read what was committed before the call: the answer of a
+     * request that waits for it comes from no state older than the log was when it arrived (a key
+     * revoked, a price or a channel changed on another gateway a moment ago). One shared read of
+     * the head, usually nothing to catch up (announcements keep the feed within WAKE_MS). Where no
+     * other process can append (no onOthersCommit) this process's own events reach its caches
+     * before its commands return: nothing to wait for. Throws LogNotReadableYet past `boundMs`.
+     */
+    async current(boundMs = CURRENT_WAIT_MS): Promise<void> {
+      if (!store.onOthersCommit || followers.size === 0) return;
+      const target = await headAfterNow();
+      const until = Date.now() + boundMs;
+      for (let before = -2; from() < target && from() !== before;) {
+        if (Date.now() >= until) throw new LogNotReadableYet(target);
+        before = from();
+        await readNow();
+      }
     },
     /**
      * Why the caches cannot answer for the log yet: one has not read up to the head once since it
