@@ -107,12 +107,16 @@ if (url) {
     await underFault('cut', { kind: 'cut' }, 4000, { failures: true });
   });
 
-  test('every byte stalled for 8 s: calls end within their bound with a 503 instead of waiting out the stall', async () => {
-    const { outageCalls, restoredAt } = await underFault('stall', { kind: 'stall' }, 8000, { failures: true });
+  test('every byte stalled for 8 s: calls end within their bound with a 503 instead of waiting out the stall, and none of them is charged (then voided)', async () => {
+    const { a, outageCalls, restoredAt } = await underFault('stall', { kind: 'stall' }, 8000, { failures: true });
     assert.ok(
       outageCalls.some((o) => o.status === 503 && o.endedAt < restoredAt),
       'no call was refused before the stall ended: calls waited it out',
     );
+    // A charge queued behind the stalled append is withdrawn once its caller has its 503, and one
+    // already on the wire is refused by the database's clock when it arrives (notAfter): none is
+    // appended only to be voided by the release retry.
+    assert.is(a.voids, 0, `stall: ${a.voids} calls answered 503 were charged after their answer, then voided`);
   });
 
   test('a slow link (200 ms per packet for 4 s): calls slow down, nothing is lost', async () => {

@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { createGroupCommitter } from '../src/eventstore/group-commit.ts';
-import { InvalidEventError, DuplicateEventError, WrongExpectedRevisionError } from '../src/eventstore/errors.ts';
+import { AppendDeadlinePassed, InvalidEventError, DuplicateEventError, WrongExpectedRevisionError } from '../src/eventstore/errors.ts';
 import { toApiError } from '../src/http/errors.ts';
 import type { AppendRequest, EventStore, NewEvent } from '../src/eventstore/port.ts';
 import { createCommandHandler } from '../src/ledger/command-handler.ts';
@@ -367,6 +367,55 @@ for (const engine of testDatabases()) {
     assert.is(handler.withdrawnCount(), 1);
     assert.equal(
       (await store.readStream('counter-gone')).map((e) => (e.data as { by: number }).by),
+      [1, 2],
+    );
+  });
+
+  t(
+    "an append that reaches the database after its notAfter writes nothing (the database's clock decides); beside it in one transaction, another request commits",
+    async () => {
+      const past = Date.now() - 1;
+      const event = (by: number) => ({ type: 'Added', data: { by, bad: false }, metadata: md });
+      const [late, onTime] = await store.appendMany([
+        { stream: 'counter-fence-a', expectedRevision: -1, events: [event(1)], notAfter: past },
+        { stream: 'counter-fence-b', expectedRevision: -1, events: [event(2)] },
+      ]);
+      assert.instance(late, AppendDeadlinePassed);
+      assert.not.instance(onTime, Error);
+      const alone = await store.append({ stream: 'counter-fence-a', expectedRevision: -1, events: [event(3)], notAfter: past }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      assert.instance(alone, AppendDeadlinePassed);
+      assert.equal(await store.readStream('counter-fence-a'), []);
+      assert.equal(
+        (await store.readStream('counter-fence-b')).map((e) => (e.data as { by: number }).by),
+        [2],
+      );
+      await store.append({ stream: 'counter-fence-a', expectedRevision: -1, events: [event(4)], notAfter: Date.now() + 60_000 });
+      assert.is((await store.readStream('counter-fence-a')).length, 1, 'a deadline still ahead commits');
+    },
+  );
+
+  t('a command held up on its way past its notAfter (a stalled link) is withdrawn by the fence; the other command of its batch commits', async () => {
+    const { append, waiting, open } = gated(store);
+    const handler = createCommandHandler({ store, append });
+    const stalled = handler.handle(counter, 'counter-fenced', { type: 'Add', by: 1 }, md);
+    await waiting();
+    const notAfter = Date.now() + 150;
+    const charged = outcome(handler.handle(counter, 'counter-fenced', { type: 'Add', by: 100 }, md, undefined, { notAfter }));
+    const kept = handler.handle(counter, 'counter-fenced', { type: 'Add', by: 2 }, md);
+    await open();
+    await stalled;
+    // Their append is decided before the deadline and held at the gate (on the wire) until after it.
+    await waiting();
+    while (Date.now() <= notAfter + 20) await new Promise((r) => setTimeout(r, 10));
+    await open();
+    await open(); // decided again without the late command
+    assert.is(await charged, 'CommandWithdrawn');
+    assert.is((await kept).state.total, 3);
+    assert.equal(
+      (await store.readStream('counter-fenced')).map((e) => (e.data as { by: number }).by),
       [1, 2],
     );
   });

@@ -11,6 +11,17 @@ export class WrongExpectedRevisionError extends Error {
   }
 }
 
+/**
+ * An append that reached the database after its `notAfter` (AppendRequest): its caller had been
+ * answered by then, so nothing was written.
+ */
+export class AppendDeadlinePassed extends Error {
+  constructor(readonly notAfter: number) {
+    super(`the append reached the database after its deadline (${new Date(notAfter).toISOString()}): nothing was written`);
+    this.name = 'AppendDeadlinePassed';
+  }
+}
+
 export class InvalidEventError extends Error {
   constructor(
     readonly eventType: string,

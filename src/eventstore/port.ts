@@ -52,6 +52,13 @@ export interface AppendRequest {
    * a lane of its own, so live appends never wait behind it. Adapters ignore it.
    */
   background?: boolean;
+  /**
+   * Epoch ms after which the append must not commit: its caller has been answered by then (a
+   * metered call's ledger bound). Checked by the database's clock when the statement arrives, so an
+   * append held up on the way (a stalled link) commits nothing and fails with AppendDeadlinePassed.
+   * The PostgreSQL adapter checks it; KurrentDB ignores it (a late commit is then voided).
+   */
+  notAfter?: number;
 }
 
 export interface AppendResult {

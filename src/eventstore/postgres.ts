@@ -6,7 +6,7 @@ import { appendFunctionDdl, EVENTS_PER_TRANSACTION, eventTablesDdl, readableSql,
 import { eventBody } from './canonical.ts';
 import { TimeSlicer } from '../next-turn.ts';
 import { assertStreamName } from './stream-name.ts';
-import { DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from './errors.ts';
+import { AppendDeadlinePassed, DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from './errors.ts';
 import { pollingSubscription } from './subscription.ts';
 import { EVENT_COLUMNS, PROJECTED_COLUMNS, toStored, type EventRow } from './event-rows.ts';
 import type {
@@ -45,6 +45,7 @@ interface Prepared {
   bodies: string[];
   durable: boolean;
   timestamp: string;
+  notAfter?: number;
 }
 
 type AppendOutcome = Record<string, number | boolean | string>;
@@ -162,21 +163,29 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
         }
         // '' is no snapshot (JSON text is never empty).
         const snapshot = req.snapshot === undefined ? '' : (JSON.stringify(req.snapshot) ?? '');
-        prepared.push({ index: i, stream: req.stream, expected, snapshot, ids, bodies, durable: req.durable !== false, timestamp });
+        prepared.push({ index: i, stream: req.stream, expected, snapshot, ids, bodies, durable: req.durable !== false, timestamp, notAfter: req.notAfter });
       } catch (err) {
         results[i] = err as Error;
       }
     }
     // A transaction holds at most EVENTS_PER_TRANSACTION events; larger batches go as several,
     // one after another (each request is atomic on its own, so a batch may be split between them).
-    for (const chunk of chunksOf(prepared)) {
+    for (let chunk of chunksOf(prepared)) {
       appending++;
       // Alone, the append notifies inside its own transaction (no commit to keep order with,
       // one round trip saved); beside others, after its commit (see notifyOthers).
       const notifiesItself = othersMayListen && appending === 1 && chunk.length === 1;
-      let rows: AppendOutcome[];
+      let rows: AppendOutcome[] | null;
       try {
         rows = await sendWithRetry(chunk, notifiesItself);
+        // The chunk's earliest deadline had passed when it reached the database: nothing was
+        // written. Those requests fail; the others go again without them.
+        while (rows === null) {
+          const fence = earliestDeadline(chunk);
+          for (const p of chunk) if (p.notAfter !== undefined && p.notAfter <= fence) results[p.index] = new AppendDeadlinePassed(p.notAfter);
+          chunk = chunk.filter((p) => results[p.index] === undefined);
+          rows = chunk.length > 0 ? await sendWithRetry(chunk, notifiesItself) : [];
+        }
       } finally {
         appending--;
       }
@@ -203,24 +212,34 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     return results;
   }
 
-  /** One call of append(): one transaction. Column-wise arguments, one element per request, then one per event. */
-  async function send(chunk: Prepared[], notifiesItself: boolean): Promise<AppendOutcome[]> {
+  /**
+   * One call of append(): one transaction. Column-wise arguments, one element per request, then one
+   * per event. null: the chunk's earliest deadline had passed by the database's clock, and the
+   * append function was not called.
+   */
+  async function send(chunk: Prepared[], notifiesItself: boolean): Promise<AppendOutcome[] | null> {
     // One statement is one transaction: set_config(..., true) applies to its commit only. A
     // batch waits for the disk if any of its requests must. Named statements, parsed once per
     // connection (names stay under PostgreSQL's 63 bytes: a schema name has at most 41).
     const relaxed = chunk.every((p) => !p.durable) ? `, set_config('synchronous_commit', 'off', true)` : '';
+    const fence = earliestDeadline(chunk);
+    const fenced = Number.isFinite(fence);
+    const name = (base: string) => `${base}_${schema}${relaxed ? '_r' : ''}${fenced ? '_f' : ''}`;
+    // The deadline is compared on arrival, so a statement held up on the way commits nothing.
+    const guarded = (call: string, n: number) => (fenced ? `CASE WHEN clock_timestamp() < to_timestamp($${n}::float8 / 1000) THEN ${call} END` : call);
+    const deadline = fenced ? [fence] : [];
     if (chunk.length === 1) {
       const [p] = chunk;
-      const rows = await db.queryPrepared<{ r: AppendOutcome[] }>(
-        `append1_${schema}${relaxed ? '_r' : ''}`,
-        `SELECT ${s}.append_one($1, $2, $3, $4, $5, $6) AS r${relaxed}`,
-        [p.stream, p.expected, p.snapshot, p.ids.join(SEP), p.bodies.join(SEP), notifiesItself ? channel : null],
+      const rows = await db.queryPrepared<{ r: AppendOutcome[] | null }>(
+        name('append1'),
+        `SELECT ${guarded(`${s}.append_one($1, $2, $3, $4, $5, $6)`, 7)} AS r${relaxed}`,
+        [p.stream, p.expected, p.snapshot, p.ids.join(SEP), p.bodies.join(SEP), notifiesItself ? channel : null, ...deadline],
       );
       return rows[0].r;
     }
-    const rows = await db.queryPrepared<{ r: AppendOutcome[] }>(
-      `appendn_${schema}${relaxed ? '_r' : ''}`,
-      `SELECT ${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6) AS r${relaxed}`,
+    const rows = await db.queryPrepared<{ r: AppendOutcome[] | null }>(
+      name('appendn'),
+      `SELECT ${guarded(`${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6)`, 7)} AS r${relaxed}`,
       [
         chunk.map((p) => p.stream).join(SEP),
         chunk.map((p) => p.expected),
@@ -228,6 +247,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
         chunk.map((p) => p.ids.length),
         chunk.flatMap((p) => p.ids).join(SEP),
         chunk.flatMap((p) => p.bodies).join(SEP),
+        ...deadline,
       ],
     );
     return rows[0].r;
@@ -236,7 +256,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
   // Appends run side by side, so two of them can collide where no stream lock orders them: the
   // same new event id sent to two streams at once (unique violation) or a deadlock between their
   // index entries. The loser's transaction wrote nothing; sent again, it sees the winner's result.
-  async function sendWithRetry(chunk: Prepared[], notifiesItself: boolean): Promise<AppendOutcome[]> {
+  async function sendWithRetry(chunk: Prepared[], notifiesItself: boolean): Promise<AppendOutcome[] | null> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await send(chunk, notifiesItself);
@@ -355,6 +375,13 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       others.removeAllListeners();
     },
   };
+}
+
+/** The earliest notAfter of a chunk's requests (Infinity: none has one). */
+function earliestDeadline(chunk: Prepared[]): number {
+  let earliest = Infinity;
+  for (const p of chunk) if (p.notAfter !== undefined && p.notAfter < earliest) earliest = p.notAfter;
+  return earliest;
 }
 
 function hashToInt(text: string): number {

@@ -16,6 +16,8 @@ export interface LedgerBudget {
   wait<T>(step: Promise<T>, onLate?: () => void): Promise<T>;
   /** Set once a step outlived the bound: loops of that call stop sending anything more. */
   readonly expired: boolean;
+  /** What is left of the bound (ms), as of the end of the last step. */
+  readonly leftMs: number;
 }
 
 export function ledgerBudget(boundMs: number): LedgerBudget {
@@ -24,6 +26,9 @@ export function ledgerBudget(boundMs: number): LedgerBudget {
   return {
     get expired() {
       return expired;
+    },
+    get leftMs() {
+      return Math.max(0, leftMs);
     },
     async wait<T>(step: Promise<T>, onLate?: () => void): Promise<T> {
       step.catch(() => undefined); // a step that fails after the bound is nobody's unhandled rejection

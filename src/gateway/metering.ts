@@ -127,6 +127,8 @@ export function createMetering(
    */
   async function charge(hold: Hold, command: Extract<AccountCommand, { type: 'SettleChat' | 'SettleImage' }>) {
     const chargeId = holdEventId(hold.holdId, 'charge');
+    // The moment the call is answered without its charge: the charge must not commit after it.
+    const notAfter = Date.now() + hold.budget.leftMs;
     const billingOf = (billed: number, remaining: number, position: number) => ({ billed, remaining, position });
     const resolve = async () => {
       for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
@@ -134,6 +136,7 @@ export function createMetering(
           // Withdrawn, not appended, once the call has been answered: its hold then gets a plain release.
           const r = await ledger.account(hold.accountId, command, hold.metadata, (_e, i) => holdEventId(hold.holdId, 'charge', i), {
             gone: () => hold.budget.expired,
+            notAfter,
           });
           return billingOf((r.events[0].data as { billed: number }).billed, availableTokens(r.state, new Date()), r.lastPosition);
         } catch (err) {

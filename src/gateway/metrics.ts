@@ -92,7 +92,31 @@ export function createMetrics() {
     });
   };
 
-  return { registry, middleware, appendLatency, openHolds, lagEvents, lagSeconds, watchChannels };
+  /** Counts the ledger keeps itself (commands withdrawn, charges voided), reported as they stand at each scrape. */
+  const watchLedger = (counts: { withdrawn: () => number; voided: () => number }) => {
+    const reported = (name: string, help: string, read: () => number) =>
+      new client.Counter({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
+    reported(
+      'tollgate_ledger_commands_withdrawn_total',
+      'Commands withdrawn before they were sent because their callers had been answered (a database stall)',
+      counts.withdrawn,
+    );
+    reported(
+      'tollgate_lost_reply_voids_total',
+      'Charges voided after the fact: committed in time, but the call failed because the answer was lost (the last resort)',
+      counts.voided,
+    );
+  };
+
+  return { registry, middleware, appendLatency, openHolds, lagEvents, lagSeconds, watchChannels, watchLedger };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -44,6 +44,8 @@ export function createReleaseRetry(ledger: Ledger, opts: { max: number; log: Ret
   let running = false;
   let full = false;
   let stopped = false;
+  /** Charges voided after the fact (the last resort: the charge committed in time, its answer was lost). */
+  let voids = 0;
 
   const schedule = (ms: number) => {
     if (timer || stopped) return;
@@ -59,6 +61,7 @@ export function createReleaseRetry(ledger: Ledger, opts: { max: number; log: Ret
     const charge = await findEvent(ledger, h.accountId, holdEventId(h.holdId, 'charge'));
     if (!charge) return false;
     const voided = await voidLostCharge(ledger, h.holdId, charge);
+    if (voided) voids++;
     opts.log.warn({ holdId: h.holdId, requestId: h.metadata.correlationId, voided }, 'charge committed although its call failed (its reply was lost): voided');
     return true;
   }
@@ -122,6 +125,8 @@ export function createReleaseRetry(ledger: Ledger, opts: { max: number; log: Ret
       return true;
     },
     has: (holdId: string) => queue.has(holdId),
+    /** How many charges this process voided because their calls had failed (a metric). */
+    voidedCount: () => voids,
     get size() {
       return queue.size;
     },

@@ -26,7 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Decider } from './decider.ts';
 import { PROVISIONAL_EVENT_TYPES, type DomainEvent } from './events.ts';
 import type { AppendRequest, AppendResult, EventMetadata, EventStore, StoredEvent } from '../eventstore/port.ts';
-import { WrongExpectedRevisionError } from '../eventstore/errors.ts';
+import { AppendDeadlinePassed, WrongExpectedRevisionError } from '../eventstore/errors.ts';
 import { isDatabaseUnavailable } from '../eventstore/db.ts';
 
 /** The longest random wait between two attempts on a stream another writer keeps winning. */
@@ -94,12 +94,15 @@ interface Pending {
   background?: boolean;
   /** True once the caller has been answered without this command (its deadline passed): withdrawn if not yet sent. */
   gone?: () => boolean;
+  /** Epoch ms when the caller is answered without it: withdrawn from then on, and its append may not commit later (AppendRequest.notAfter). */
+  notAfter?: number;
 }
 
 /** What a caller may add to a command: see Pending. */
 export interface CommandOptions {
   background?: boolean;
   gone?: () => boolean;
+  notAfter?: number;
 }
 
 /** One command's part of a batch: its events, or why it was refused. */
@@ -116,6 +119,13 @@ interface Lane {
   running: boolean;
   /** Set while a batch lingers: a command queued on the lane ends the wait. */
   wake?: () => void;
+}
+
+/** The earliest deadline among the commands of an append, as AppendRequest.notAfter. */
+function earliestNotAfter(decided: Array<{ p: Pending }>): { notAfter?: number } {
+  let earliest = Infinity;
+  for (const d of decided) if (d.p.notAfter !== undefined && d.p.notAfter < earliest) earliest = d.p.notAfter;
+  return Number.isFinite(earliest) ? { notAfter: earliest } : {};
 }
 
 /** Whether an append of `appended` events to a stream at `revision` crosses a snapshot mark (stores a snapshot). */
@@ -224,11 +234,13 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     }
   }
 
+  const isGone = (p: Pending) => p.gone?.() === true || (p.notAfter !== undefined && Date.now() >= p.notAfter);
+
   /** Takes out of `batch` (in place) the commands whose callers have been answered, rejecting each. */
   function withdrawGone(batch: Pending[]): void {
     for (let i = batch.length - 1; i >= 0; i--) {
       const p = batch[i];
-      if (!p.gone?.()) continue;
+      if (!isGone(p)) continue;
       batch.splice(i, 1);
       withdrawn++;
       p.reject(new CommandWithdrawn());
@@ -283,7 +295,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
       }
       // The caller may have been answered while the batch waited (a stalled append before it, a
       // linger): withdrawn now, the batch is decided again without it.
-      if (batch.some((p) => p.gone?.())) {
+      if (batch.some(isGone)) {
         attempt--;
         continue;
       }
@@ -303,9 +315,17 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
             : undefined,
           durable,
           ...(batch.every((p) => p.background) ? { background: true } : {}),
+          ...earliestNotAfter(withEvents),
         });
       } catch (err) {
         cache.delete(stream);
+        // It reached the database after the earliest caller's deadline and wrote nothing: that
+        // caller has its answer; the others are decided again without it.
+        if (err instanceof AppendDeadlinePassed) {
+          for (const p of batch) if (p.notAfter !== undefined && p.notAfter <= err.notAfter) p.gone = () => true;
+          attempt--;
+          continue;
+        }
         if (err instanceof WrongExpectedRevisionError && attempt < maxRetries) {
           // Another writer (a second gateway) keeps winning the stream: a random wait that grows with
           // the conflicts lets one of the two go first instead of both deciding again in lockstep.
@@ -416,8 +436,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         command,
         metadata,
         eventIds,
-        background: options.background,
-        gone: options.gone,
+        ...options,
       });
     },
     /**
