@@ -73,7 +73,7 @@ export function createApp(
     /** Why the in-memory views (keys, prices, channels) cannot answer for the log yet; null when current. */
     viewsBehind?: ViewsBehind;
     /** The session API of /app (sign-in, members, keys, billing); absent: not served. */
-    customers?: Omit<CustomerAuthDeps, 'ledger'>;
+    customers?: Omit<CustomerAuthDeps, 'ledger' | 'publicOrigin'>;
   } = {},
 ): Koa {
   const app = new Koa({ proxy: opts.trustProxy === true });
@@ -164,7 +164,7 @@ export function createApp(
     // Cookies and CSRF tokens here only: /v1 never reads a cookie (a session there is a 401).
     const customers = new Router({ prefix: '/app/api' });
     customers.use(jsonBody(ADMIN_LIMITS));
-    customers.use(customerAuthRoutes({ ledger: deps.ledger, ...opts.customers }).routes());
+    customers.use(customerAuthRoutes({ ledger: deps.ledger, publicOrigin: deps.publicOrigin, ...opts.customers }).routes());
     customers.use(customerAccountRoutes(deps).routes());
     app.use(customers.routes());
     app.use(customers.allowedMethods({ throw: true }));

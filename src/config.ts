@@ -73,7 +73,7 @@ export interface Settings {
 }
 
 export interface CustomerSettings {
-  /** TOLLGATE_PUBLIC_URL: the origin people reach /app at (links in mail, OIDC redirect; https makes cookies Secure). Unset: the request's own origin. */
+  /** TOLLGATE_PUBLIC_URL: the origin people reach /app at (links in mail, OIDC redirect, Checkout's way back; https makes cookies Secure). Unset: the base URL's origin (src/http/public-origin.ts), never the request's. */
   publicUrl?: string;
   /** TOLLGATE_SMTP_URL (smtp://user:pass@host:587 or smtps://…): sign-in links are mailed through it; unset: printed to the console log. */
   smtpUrl?: string;

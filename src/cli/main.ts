@@ -10,7 +10,10 @@ import { COMMAND_HELP, runAdminCommand } from './commands.ts';
 
 async function serve() {
   const gw = await startGateway(settingsFromEnv());
-  process.stdout.write(`\nTollgate is listening.\n  base URL: ${gw.baseUrl}\n`);
+  const origin = gw.publicOrigin
+    ? `  public origin (of sign-in links and redirects; TOLLGATE_PUBLIC_URL): ${gw.publicOrigin}\n`
+    : '  no public origin: sign-in links are refused until TOLLGATE_PUBLIC_URL is set\n';
+  process.stdout.write(`\nTollgate is listening.\n${origin}  base URL: ${gw.baseUrl}\n`);
   const site = gw.baseUrl.replace(/\/v1\/?$/, '');
   process.stdout.write(`  pages:\n${LANDING_PAGES.map((p) => `    ${site}${p.path}  ${p.what}\n`).join('')}`);
   process.stdout.write(

@@ -25,6 +25,8 @@ export interface GatewayDeps {
   paymentSettings: PaymentSettings;
   /** The Stripe path; null when it is off (no STRIPE_SECRET_KEY / STRIPE_WEBHOOK_SECRET). */
   stripe: StripeGateway | null;
-  /** {base_url} as the caller reached us: origin + /v1. */
+  /** {base_url} named in answers: TOLLGATE_PUBLIC_BASE_URL, else the public origin + /v1, else as the caller reached us. */
   baseUrl(ctx: Context): string;
+  /** The origin of every link Tollgate sends or redirects to (src/http/public-origin.ts); null: none configured. */
+  publicOrigin(): string | null;
 }

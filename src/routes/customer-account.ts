@@ -15,6 +15,7 @@ import { subscription, usage } from './account.ts';
 import { requireSession } from './customer-auth.ts';
 import { paymentRoutes } from './payments.ts';
 import { accountKeyHandlers } from './account-keys.ts';
+import { requirePublicOrigin } from '../http/public-origin.ts';
 
 type Body = Record<string, unknown>;
 const objectBody = (ctx: Context): Body => {
@@ -98,10 +99,10 @@ export function customerAccountRoutes(deps: GatewayDeps): Router {
   const money = paymentRoutes(deps, deps.payments, deps.paymentSettings);
   r.get('/subscription', allowed(deps, 'billing'), subscription(deps));
   r.get('/prices', allowed(deps, 'billing'), money.prices);
-  // Checkout sends a member back to the billing page of the gateway they bought on (STRIPE_SUCCESS_URL
-  // and STRIPE_CANCEL_URL are for /v1/checkout/sessions, whose callers choose their own page).
+  // Checkout sends a member back to the billing page at the public origin, never at the request's
+  // Host (STRIPE_SUCCESS_URL and STRIPE_CANCEL_URL are for /v1/checkout/sessions, whose callers choose their own page).
   r.post('/checkout', allowed(deps, 'billing'), async (ctx) => {
-    const page = `${deps.baseUrl(ctx).replace(/\/v1\/?$/, '')}/app/billing`;
+    const page = `${requirePublicOrigin(deps.publicOrigin, 'Checkout from /app')}/app/billing`;
     ctx.state.checkoutReturn = { success: `${page}?checkout=paid`, cancel: `${page}?checkout=cancelled` };
     await money.checkout(ctx);
   });
