@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type Koa from 'koa';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { createLogger } from './logger.ts';
@@ -58,6 +59,8 @@ export interface RunningGateway {
   publicOrigin: string | null;
   /** Where /metrics is served when it has a port of its own (TOLLGATE_METRICS_PORT). */
   metricsUrl: string | null;
+  /** The Koa application serving the API port (its routers list every route: test/security-cache-control.test.ts). */
+  app: Koa;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -258,6 +261,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     stripeOn: deps.stripe !== null,
     newAdminToken,
     publicOrigin,
+    app,
     // Graceful: stop accepting, let in-flight calls finish (and settle or release their holds),
     // then close the ledger. Connections still busy after the grace period are cut.
     metricsUrl: metricsServer ? `http://${settings.metricsHost ?? settings.host}:${(metricsServer.address() as AddressInfo).port}` : null,

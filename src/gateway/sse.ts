@@ -18,7 +18,8 @@ export function openSse(ctx: Context): SseWriter {
   let ended = false;
   ctx.status = 200;
   ctx.set('content-type', 'text/event-stream; charset=utf-8');
-  ctx.set('cache-control', 'no-cache');
+  // A stream holds a call's output and usage: no cache keeps it (as every /v1 answer, http/security-headers.ts).
+  ctx.set('cache-control', 'no-store');
   ctx.set('x-accel-buffering', 'no');
   ctx.body = out;
   const write = (text: string) => {
