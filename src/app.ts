@@ -29,6 +29,7 @@ import { stripeWebhookRoute } from './routes/stripe-webhook.ts';
 import { redirectBrowserToPages, webRoutes } from './routes/web.ts';
 import { customerAuthRoutes, type CustomerAuthDeps } from './routes/customer-auth.ts';
 import { customerAccountRoutes } from './routes/customer-account.ts';
+import { sameOriginWrites } from './http/public-origin.ts';
 import { keyManagementRouter } from './routes/key-management.ts';
 import { metricsEndpoint, readiness, type ViewsBehind } from './gateway/health.ts';
 import type { Metrics } from './gateway/metrics.ts';
@@ -163,6 +164,8 @@ export function createApp(
   if (opts.customers) {
     // Cookies and CSRF tokens here only: /v1 never reads a cookie (a session there is a 401).
     const customers = new Router({ prefix: '/app/api' });
+    // Another site's page changes nothing, even with a valid CSRF token: checked before the body is read.
+    customers.use(sameOriginWrites(deps.publicOrigin));
     customers.use(jsonBody(ADMIN_LIMITS));
     customers.use(customerAuthRoutes({ ledger: deps.ledger, publicOrigin: deps.publicOrigin, ...opts.customers }).routes());
     customers.use(customerAccountRoutes(deps).routes());

@@ -2,6 +2,7 @@
 // links, the OpenID Connect redirect, Checkout's way back, the page after sign-in), and the origin
 // state-changing /app/api calls must come from. Never the request's Host or X-Forwarded-Host:
 // whoever sends a request chooses those, so a link built from them could point anywhere (issue #39).
+import type { Context, Next } from 'koa';
 import { ApiError } from './errors.ts';
 
 /** Hosts that listen on every address: no browser can be sent there. */
@@ -36,6 +37,38 @@ export function publicOriginFor(opts: { publicUrl?: string; publicBaseUrl?: stri
 /** What a gateway without a public origin says at start. */
 export const NO_PUBLIC_ORIGIN_WARNING =
   'no public origin: set TOLLGATE_PUBLIC_URL to the origin people reach /app at (e.g. https://gateway.example.com). Until then sign-in links, OpenID Connect sign-in and Checkout from /app are refused (503 public_url_unset): Tollgate never builds a link from the Host a request names';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * State-changing calls come from the public origin, or from no browser at all: a second line
+ * behind the CSRF token. A browser names the calling page's origin in `Origin` and says in
+ * `Sec-Fetch-Site` whether it is this one, and another site's page can forge neither. So a
+ * cross-site `Sec-Fetch-Site`, or an `Origin` other than the public origin, is a 403
+ * cross_site_request before anything is read. A request with neither header (curl, a script
+ * holding the cookie and the token) passes: the CSRF token is its check. Without a public origin,
+ * an `Origin` passes only with `Sec-Fetch-Site: same-origin`.
+ */
+export function sameOriginWrites(publicOrigin: () => string | null) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    if (!SAFE_METHODS.has(ctx.method)) {
+      const site = ctx.get('sec-fetch-site');
+      const origin = ctx.get('origin');
+      const expected = publicOrigin();
+      if (site && site !== 'same-origin') throw crossSite(`Sec-Fetch-Site: ${site}`, expected);
+      if (origin && (expected ? origin !== expected : site !== 'same-origin')) throw crossSite(`Origin: ${origin}`, expected);
+    }
+    await next();
+  };
+}
+
+const crossSite = (header: string, expected: string | null) =>
+  new ApiError(
+    403,
+    `This request came from another site (${header.slice(0, 120)}): only pages of ${expected ?? 'this gateway'} may change anything here.`,
+    'permission_error',
+    'cross_site_request',
+  );
 
 /** The public origin, or the 503 that says why `what` cannot be done without one. */
 export function requirePublicOrigin(publicOrigin: () => string | null, what: string): string {
