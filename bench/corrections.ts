@@ -17,7 +17,7 @@
 //   --topology operator      the operator's requests (dry run, apply, statement, verify) go to a second gateway
 //                            with TOLLGATE_PROJECTIONS=off, so the live calls' gateway does none of their work
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { DEFAULT_PG_TIMEOUTS, openPostgres } from '../src/eventstore/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { validateEvent } from '../src/ledger/catalogue.ts';
@@ -27,6 +27,7 @@ import { seedCharges } from './corrections-seed.ts';
 import { schedstat } from './thread-stats.ts';
 import { latencyOf, Samples, startWaitProbes, type Latency, type LiveWaits } from './live-waits.ts';
 import { openBenchAccount, startMock, startTollgate, tollgateRequest, type Mock, type Tollgate } from './targets.ts';
+import { writeMarkedBlock } from './report.ts';
 
 const CORRECTED_MODEL = 'cx/gen-6-astra'; // priced ×2; corrected to ×1.5
 const ACCOUNTS = 50;
@@ -453,16 +454,9 @@ export function correctionsTable(rs: CorrectionSizeResult[]): string {
   ].join('\n');
 }
 
-const BLOCK_BEGIN = '<!-- bench:corrections:begin (written by npm run bench: edits here are overwritten) -->';
-const BLOCK_END = '<!-- bench:corrections:end -->';
-
 /** Writes the table into its own marked block of BENCHMARKS.md (appended at the end the first time). */
 export function writeCorrectionsBlock(path: string, rs: CorrectionSizeResult[], when: string): void {
-  const block = `${BLOCK_BEGIN}\nLast run: ${when}.\n\n${correctionsTable(rs)}\n${BLOCK_END}`;
-  const text = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmarks\n';
-  const begin = text.indexOf(BLOCK_BEGIN);
-  const end = text.indexOf(BLOCK_END);
-  writeFileSync(path, begin >= 0 && end > begin ? text.slice(0, begin) + block + text.slice(end + BLOCK_END.length) : `${text.trimEnd()}\n\n${block}\n`);
+  writeMarkedBlock(path, 'corrections', `Last run: ${when}.\n\n${correctionsTable(rs)}`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

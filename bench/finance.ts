@@ -8,7 +8,7 @@
 //
 // node --import tsx bench/finance.ts [--sizes 100000,1000000]   (or npm run bench -- --only finance)
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { openPostgres } from '../src/eventstore/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
@@ -18,6 +18,7 @@ import { replayInto } from '../projections/rebuild.ts';
 import { catalogueSetup, SimAccount } from './ledger-traffic.ts';
 import { mustAppendMany } from './ledger.ts';
 import { startMock, startTollgate, type Mock, type Tollgate } from './targets.ts';
+import { writeMarkedBlock } from './report.ts';
 
 const ACCOUNTS = 50;
 
@@ -150,16 +151,9 @@ export function financeTable(rs: FinanceSizeResult[]): string {
   ].join('\n');
 }
 
-const BEGIN = '<!-- bench:finance:begin (written by npm run bench: edits here are overwritten) -->';
-const END = '<!-- bench:finance:end -->';
-
 /** The table in its own marked block of BENCHMARKS.md (added at the end the first time). */
 export function writeFinanceBlock(path: string, rs: FinanceSizeResult[], when: string): void {
-  const block = [BEGIN, `Last run: ${when}.`, '', financeTable(rs), END].join('\n');
-  const text = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmarks\n';
-  const at = text.indexOf(BEGIN);
-  const to = text.indexOf(END);
-  writeFileSync(path, at >= 0 && to > at ? `${text.slice(0, at)}${block}${text.slice(to + END.length)}` : `${text.trimEnd()}\n\n${block}\n`);
+  writeMarkedBlock(path, 'finance', [`Last run: ${when}.`, '', financeTable(rs)].join('\n'));
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -252,3 +252,17 @@ export function writeBenchmarksFile(path: string, run: BenchRun): void {
   }
   writeFileSync(path, next);
 }
+
+/**
+ * Writes `body` between the `bench:<name>` marker comments of BENCHMARKS.md (added at the end the
+ * first time), so each section's last run replaces its own figures and no other's.
+ */
+export function writeMarkedBlock(path: string, name: string, body: string): void {
+  const begin = `<!-- bench:${name}:begin (written by npm run bench: edits here are overwritten) -->`;
+  const end = `<!-- bench:${name}:end -->`;
+  const block = [begin, body, end].join('\n');
+  const text = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmarks\n';
+  const at = text.indexOf(begin);
+  const to = text.indexOf(end);
+  writeFileSync(path, at >= 0 && to > at ? `${text.slice(0, at)}${block}${text.slice(to + end.length)}` : `${text.trimEnd()}\n\n${block}\n`);
+}

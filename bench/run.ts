@@ -7,6 +7,8 @@
 //      1M charges beside a light chat load (bench/corrections.ts; its own block in BENCHMARKS.md)
 //   5. finance: the finance report, reconciliation and lots over ledgers of 100k and 1M events
 //      (bench/finance.ts; its own block in BENCHMARKS.md)
+//   6. one-truth: c=1 added latency and c=64 throughput of this checkout beside the commit before
+//      the one-truth rule (bench/one-truth.ts; its own block in BENCHMARKS.md)
 //
 // npm run bench -- [--quick] [--only gateway,growth,ledger] [--no-peer] [--pglite]
 //                  [--cpu-profile DIR] [--no-write] [--json] [--projector]
@@ -26,6 +28,7 @@ import { ledgerCheckLines, mainTable, writeBenchmarksFile, describeRun, type Ben
 import { formatTable as formatLedgerTable } from './ledger.ts';
 import { correctionsTable, runCorrectionsBench, writeCorrectionsBlock, type CorrectionSizeResult } from './corrections.ts';
 import { financeTable, runFinanceBench, writeFinanceBlock, type FinanceSizeResult } from './finance.ts';
+import { oneTruthTable, runOneTruthBench, writeOneTruthBlock, type OneTruthResult } from './one-truth.ts';
 
 const { values } = parseArgs({
   options: {
@@ -40,7 +43,7 @@ const { values } = parseArgs({
   },
 });
 const quick = !!values.quick;
-const sections = new Set((values.only ?? 'gateway,growth,ledger,corrections,finance').split(','));
+const sections = new Set((values.only ?? 'gateway,growth,ledger,corrections,finance,one-truth').split(','));
 const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const started = Date.now();
 const log = (line: string) => console.log(line);
@@ -88,6 +91,11 @@ if (sections.has('finance')) {
   log('\n== finance: the reports over a large ledger ==');
   finance = await runFinanceBench({ databaseUrl: url, sizes: quick ? [100_000] : [100_000, 1_000_000], log });
 }
+let oneTruth: OneTruthResult | null = null;
+if (sections.has('one-truth')) {
+  log('\n== one truth: this checkout beside the commit before the rule (issue 38) ==');
+  oneTruth = await runOneTruthBench({ databaseUrl: url, quick, log });
+}
 run.seconds = (Date.now() - started) / 1000;
 
 log(`\n${describeRun(run)}\n`);
@@ -97,6 +105,7 @@ if (checks.length) log(`\nLedger checks:\n${checks.join('\n')}`);
 if (run.ledger) log(`\nEvent store appends and rebuilds:\n${formatLedgerTable(run.ledger)}`);
 if (corrections) log(`\nCorrections:\n${correctionsTable(corrections)}`);
 if (finance) log(`\nFinance reports:\n${financeTable(finance)}`);
+if (oneTruth) log(`\nOne truth across processes:\n${oneTruthTable(oneTruth)}`);
 const errors = [
   ...(run.gateway?.errors ?? []),
   ...(run.growth?.errors ?? []),
@@ -112,6 +121,7 @@ if (!values['no-write']) {
   else if (run.gateway || run.growth || run.ledger) log('(a run of only some of gateway, growth and ledger does not rewrite the results block)');
   if (corrections) writeCorrectionsBlock(path, corrections, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
   if (finance) writeFinanceBlock(path, finance, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
+  if (oneTruth) writeOneTruthBlock(path, oneTruth, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
   log(`\nwritten to ${path}`);
 }
 if (values.json) log(JSON.stringify(run, null, 2));

@@ -73,6 +73,8 @@ export interface TollgateOptions {
    * `tollgate projector` process beside it, instead of projections inside the gateway.
    */
   projector?: boolean;
+  /** The checkout to build and run (default this one): another commit's tree, for a side-by-side run. */
+  root?: string;
 }
 
 export interface Tollgate {
@@ -90,12 +92,12 @@ export interface Tollgate {
  * `tollgate serve` as an operator runs it, on PostgreSQL, every model routed to the mock.
  * Bootstrap is off (no demo account); accounts are made through the admin API.
  */
-let built = false;
-/** `npm run build` once per benchmark process, so the measured gateway is the current source. */
-function buildOnce(): void {
-  if (built) return;
-  execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  built = true;
+const built = new Set<string>();
+/** `npm run build` once per benchmark process and checkout, so the measured gateway is that source. */
+function buildOnce(root: string): void {
+  if (built.has(root)) return;
+  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  built.add(root);
 }
 
 export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
@@ -114,12 +116,13 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
   );
   const adminToken = randomBytes(24).toString('hex');
   const logFile = join(dir, 'tollgate.log');
-  buildOnce();
+  const root = o.root ?? ROOT;
+  buildOnce(root);
   // The compiled build, as deployed (Dockerfile): running the sources through tsx costs ~90 MB of
   // resident memory for the loader and its transformed sources. tsx only for a .ts preload.
   const preload = o.nodeArgs?.some((a) => a.endsWith('.ts')) ? ['--import', 'tsx', ...o.nodeArgs] : (o.nodeArgs ?? []);
   // The deployed node flags, so the measured process is configured as deployed.
-  const production = deployedNodeFlags(ROOT);
+  const production = deployedNodeFlags(root);
   const env = {
     ...process.env,
     NODE_ENV: 'production',
@@ -137,11 +140,11 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
     ...(o.projector ? { TOLLGATE_PROJECTIONS: 'off' } : {}),
     ...o.env,
   };
-  const main = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+  const main = join(root, 'dist', 'src', 'cli', 'main.js');
   const projector = o.projector
     ? (
         await startChild(process.execPath, [...production, main, 'projector'], {
-          cwd: ROOT,
+          cwd: root,
           logFile: join(dir, 'projector.log'),
           ready: /projector running/,
           env,
@@ -149,7 +152,7 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
       ).proc
     : null;
   const { proc, match } = await startChild(process.execPath, [...production, ...preload, main, 'serve'], {
-    cwd: ROOT,
+    cwd: root,
     logFile,
     ready: /base URL: (http:\/\/\S+)\/v1/,
     env,

@@ -167,7 +167,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   warmValidators(['chat-completions', 'images']);
 
   const releaseRetry = createReleaseRetry(ledger, { max: settings.releaseRetryMax, log });
-  metrics.watchLedger({ withdrawn: ledger.withdrawnCommands, voided: releaseRetry.voidedCount });
+  metrics.watchLedger({ withdrawn: ledger.withdrawnCommands, voided: releaseRetry.voidedCount, confirmations: ledger.confirmations });
   const deps: GatewayDeps = {
     db,
     ledger,

@@ -93,7 +93,7 @@ export function createMetrics() {
   };
 
   /** Counts the ledger keeps itself (commands withdrawn, charges voided), reported as they stand at each scrape. */
-  const watchLedger = (counts: { withdrawn: () => number; voided: () => number }) => {
+  const watchLedger = (counts: { withdrawn: () => number; voided: () => number; confirmations: () => { checked: number; moved: number } }) => {
     const reported = (name: string, help: string, read: () => number) =>
       new client.Counter({
         name,
@@ -113,6 +113,16 @@ export function createMetrics() {
       'tollgate_lost_reply_voids_total',
       'Charges voided after the fact: committed in time, but the call failed because the answer was lost (the last resort)',
       counts.voided,
+    );
+    reported(
+      'tollgate_ledger_confirmations_total',
+      'Cached stream states confirmed against the log before a decision that appends nothing, or a read, was answered',
+      () => counts.confirmations().checked,
+    );
+    reported(
+      'tollgate_ledger_confirmations_moved_total',
+      'Confirmations that found the stream moved by another process: decided again on the log',
+      () => counts.confirmations().moved,
     );
   };
 

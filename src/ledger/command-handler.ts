@@ -142,8 +142,9 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
   const maxRetries = opts.maxRetries ?? 20;
   const maxBatch = opts.maxBatch ?? 256;
   const lingerMs = opts.lingerMs ?? 0;
-  /** Commands withdrawn because their callers had gone (a metric). */
+  /** Commands withdrawn because their callers had gone, and cached states confirmed against the log (metrics). */
   let withdrawn = 0;
+  const confirmations = { checked: 0, moved: 0 };
 
   /** Waits up to lingerMs for a command on the lane; true if one is queued. */
   function moreCommands(lane: Lane): Promise<boolean> {
@@ -174,7 +175,9 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
    */
   async function confirm(decider: Decider<unknown, unknown>, stream: string, cached: Cached): Promise<Cached & { moved: boolean }> {
     const tail = await store.readStream(stream, cached.revision + 1);
+    confirmations.checked++;
     if (tail.length === 0) return { ...cached, moved: false };
+    confirmations.moved++;
     let state = cached.state;
     for (const e of tail) state = decider.evolve(state, { type: e.type, data: e.data } as DomainEvent);
     const moved = { revision: tail[tail.length - 1].revision, state };
@@ -493,6 +496,8 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     },
     /** How many commands were withdrawn because their callers had gone. */
     withdrawnCount: () => withdrawn,
+    /** How many cached states were confirmed against the log, and how many of them had moved (another process wrote the stream). */
+    confirmationCounts: () => ({ ...confirmations }),
   };
 }
 

@@ -137,6 +137,8 @@ export async function openLedger(opts: LedgerOptions) {
     drain: () => committer.drain(),
     /** How many commands were withdrawn because their callers had already been answered (a metric). */
     withdrawnCommands: () => handler.withdrawnCount(),
+    /** Cached states confirmed against the log before an answer, and how many had moved (metrics). */
+    confirmations: () => handler.confirmationCounts(),
     /** A key command through the key decider (issueKey is the way to issue one with a fresh secret). */
     key: (keyId: string, command: KeyCommand, md: EventMetadata) => handler.handle(keyDecider, streams.key(keyId), command, md),
     /** A model command (price, correction) through the model decider. */
