@@ -92,7 +92,7 @@ async function underFault(name: string, fault: ProxyMode, faultMs: number, expec
     );
   const ready = await fetch(`${r.origin}/readyz`);
   assert.is(ready.status, 200, `${name}: not ready after the restore`);
-  return { a, outageCalls, faultAt, restoredAt };
+  return { a, events, outageCalls, faultAt, restoredAt };
 }
 
 if (url) {
@@ -117,6 +117,23 @@ if (url) {
     // already on the wire is refused by the database's clock when it arrives (notAfter): none is
     // appended only to be voided by the release retry.
     assert.is(a.voids, 0, `stall: ${a.voids} calls answered 503 were charged after their answer, then voided`);
+  });
+
+  test('the server frozen for 8 s, then reading what it was sent (even by clients that gave up): no charge sent after the freeze began commits once its call was answered 503', async () => {
+    const { a, events, faultAt } = await underFault('freeze', { kind: 'freeze' }, 8000, { failures: true });
+    // A charge whose statement reached the server before the freeze may commit with its answer
+    // frozen: voided, the last resort. One prepared after the freeze began reaches the server
+    // only after its call's deadline: withdrawn, or refused by the deadline it carries.
+    const chargeByHold = new Map(events.filter((e) => e.type === 'ChatCharged').map((e) => [(e.data as { holdId: string }).holdId, e]));
+    const lateVoids = events
+      .filter((e) => e.type === 'ChargeAdjusted' && String((e.data as { correctionId?: string }).correctionId).startsWith('reply_lost:'))
+      .map((e) => chargeByHold.get(String((e.data as { correctionId: string }).correctionId).slice('reply_lost:'.length)))
+      .filter((c) => c && Date.parse(c.timestamp) > faultAt + 50);
+    assert.equal(
+      lateVoids.map((c) => `${c!.id} prepared ${Date.parse(c!.timestamp) - faultAt} ms into the freeze`),
+      [],
+      `freeze: charges appended after their calls' 503 (then voided), of ${a.voids} voids`,
+    );
   });
 
   test('a slow link (200 ms per packet for 4 s): calls slow down, nothing is lost', async () => {

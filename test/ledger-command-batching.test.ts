@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { createGroupCommitter } from '../src/eventstore/group-commit.ts';
-import { AppendDeadlinePassed, InvalidEventError, DuplicateEventError, WrongExpectedRevisionError } from '../src/eventstore/errors.ts';
+import { AppendDeadlinePassed, StaleReadError, InvalidEventError, DuplicateEventError, WrongExpectedRevisionError } from '../src/eventstore/errors.ts';
 import { toApiError } from '../src/http/errors.ts';
 import type { AppendRequest, EventStore, NewEvent } from '../src/eventstore/port.ts';
 import { createCommandHandler } from '../src/ledger/command-handler.ts';
@@ -416,6 +416,51 @@ for (const engine of testDatabases()) {
     assert.is((await kept).state.total, 3);
     assert.equal(
       (await store.readStream('counter-fenced')).map((e) => (e.data as { by: number }).by),
+      [1, 2],
+    );
+  });
+
+  t('an append that names a stream its decision read (unchanged) commits only if that stream has not moved since, checked in its transaction', async () => {
+    const event = (by: number) => ({ type: 'Added', data: { by, bad: false }, metadata: md });
+    await store.append({ stream: 'plan-read', expectedRevision: -1, events: [event(1000)] });
+    const read = { stream: 'plan-read', revision: 0 };
+    await store.append({ stream: 'plan-read', expectedRevision: 0, events: [event(5000)] }); // the plan moves on (another gateway)
+    const [stale, other] = await store.appendMany([
+      { stream: 'acct-read-a', expectedRevision: -1, events: [event(1000)], unchanged: [read] },
+      { stream: 'acct-read-b', expectedRevision: -1, events: [event(7)] },
+    ]);
+    assert.instance(stale, StaleReadError);
+    assert.is((stale as StaleReadError).actual, 1);
+    assert.not.instance(other, Error);
+    assert.equal(await store.readStream('acct-read-a'), []);
+    await store.append({ stream: 'acct-read-a', expectedRevision: -1, events: [event(5000)], unchanged: [{ stream: 'plan-read', revision: 1 }] });
+    assert.equal(
+      (await store.readStream('acct-read-a')).map((e) => (e.data as { by: number }).by),
+      [5000],
+      'read at the current revision: it commits',
+    );
+    const absent = await store.append({ stream: 'acct-read-c', expectedRevision: -1, events: [event(1)], unchanged: [{ stream: 'plan-none', revision: -1 }] });
+    assert.is(absent.revision, 0, 'a stream read as absent that is still absent passes');
+  });
+
+  t('a command whose read stream moved is refused with StaleReadError (its caller reads again); the other command of its batch commits', async () => {
+    const { append, waiting, open } = gated(store);
+    const handler = createCommandHandler({ store, append });
+    const stalled = handler.handle(counter, 'counter-reads', { type: 'Add', by: 1 }, md);
+    await waiting();
+    await createCommandHandler({ store }).handle(counter, 'counter-plan', { type: 'Add', by: 1 }, md);
+    const reading = outcome(
+      handler.handle(counter, 'counter-reads', { type: 'Add', by: 10 }, md, undefined, { unchanged: [{ stream: 'counter-plan', revision: -1 }] }),
+    );
+    const kept = handler.handle(counter, 'counter-reads', { type: 'Add', by: 2 }, md);
+    await open();
+    await stalled;
+    await open(); // the batch: refused, the plan moved
+    await open(); // decided again without the stale command
+    assert.is(await reading, 'StaleReadError');
+    assert.is((await kept).state.total, 3);
+    assert.equal(
+      (await store.readStream('counter-reads')).map((e) => (e.data as { by: number }).by),
       [1, 2],
     );
   });

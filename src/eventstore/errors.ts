@@ -22,6 +22,21 @@ export class AppendDeadlinePassed extends Error {
   }
 }
 
+/**
+ * A decision read another stream (a subscription reads its plan) that moved before its append
+ * committed: nothing was written; the caller reads that stream again and decides again.
+ */
+export class StaleReadError extends Error {
+  constructor(
+    readonly stream: string,
+    readonly expected: number,
+    readonly actual: number,
+  ) {
+    super(`stream ${stream} moved (read at revision ${expected}, now ${actual}) before the decision that read it was appended`);
+    this.name = 'StaleReadError';
+  }
+}
+
 export class InvalidEventError extends Error {
   constructor(
     readonly eventType: string,

@@ -59,6 +59,19 @@ export interface AppendRequest {
    * The PostgreSQL adapter checks it; KurrentDB ignores it (a late commit is then voided).
    */
   notAfter?: number;
+  /**
+   * Other streams the decision read, at the revisions it read (a subscription reads its plan): the
+   * append commits only if none has moved since, checked in the same transaction, else it fails
+   * with StaleReadError. The PostgreSQL adapter checks it; KurrentDB ignores it (the decision's own
+   * read then stands: it was confirmed against the log after the request arrived).
+   */
+  unchanged?: StreamRevision[];
+}
+
+export interface StreamRevision {
+  stream: string;
+  /** -1: the stream must not exist. */
+  revision: number;
 }
 
 export interface AppendResult {

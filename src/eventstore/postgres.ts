@@ -6,7 +6,7 @@ import { appendFunctionDdl, EVENTS_PER_TRANSACTION, eventTablesDdl, readableSql,
 import { eventBody } from './canonical.ts';
 import { TimeSlicer } from '../next-turn.ts';
 import { assertStreamName } from './stream-name.ts';
-import { AppendDeadlinePassed, DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from './errors.ts';
+import { AppendDeadlinePassed, DuplicateEventError, LogNotReadableYet, StaleReadError, WrongExpectedRevisionError } from './errors.ts';
 import { pollingSubscription } from './subscription.ts';
 import { EVENT_COLUMNS, PROJECTED_COLUMNS, toStored, type EventRow } from './event-rows.ts';
 import type {
@@ -18,6 +18,7 @@ import type {
   ProjectedEvent,
   Snapshot,
   StoredEvent,
+  StreamRevision,
   SubscribeOptions,
   Subscription,
 } from './port.ts';
@@ -46,6 +47,7 @@ interface Prepared {
   durable: boolean;
   timestamp: string;
   notAfter?: number;
+  unchanged?: StreamRevision[];
 }
 
 type AppendOutcome = Record<string, number | boolean | string>;
@@ -163,7 +165,18 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
         }
         // '' is no snapshot (JSON text is never empty).
         const snapshot = req.snapshot === undefined ? '' : (JSON.stringify(req.snapshot) ?? '');
-        prepared.push({ index: i, stream: req.stream, expected, snapshot, ids, bodies, durable: req.durable !== false, timestamp, notAfter: req.notAfter });
+        prepared.push({
+          index: i,
+          stream: req.stream,
+          expected,
+          snapshot,
+          ids,
+          bodies,
+          durable: req.durable !== false,
+          timestamp,
+          notAfter: req.notAfter,
+          unchanged: req.unchanged,
+        });
       } catch (err) {
         results[i] = err as Error;
       }
@@ -178,11 +191,11 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       let rows: AppendOutcome[] | null;
       try {
         rows = await sendWithRetry(chunk, notifiesItself);
-        // The chunk's earliest deadline had passed when it reached the database: nothing was
-        // written. Those requests fail; the others go again without them.
+        // A guard failed when the chunk reached the database (a stream one of its decisions read
+        // had moved, or its earliest deadline had passed): nothing was written. The requests it
+        // concerns fail; the others go again without them.
         while (rows === null) {
-          const fence = earliestDeadline(chunk);
-          for (const p of chunk) if (p.notAfter !== undefined && p.notAfter <= fence) results[p.index] = new AppendDeadlinePassed(p.notAfter);
+          await refuseGuarded(chunk, results);
           chunk = chunk.filter((p) => results[p.index] === undefined);
           rows = chunk.length > 0 ? await sendWithRetry(chunk, notifiesItself) : [];
         }
@@ -212,6 +225,55 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     return results;
   }
 
+  /** The guards of a chunk as one SQL condition (parameters from $first on), and a statement-name suffix per shape. */
+  function guardOf(chunk: Prepared[], first: number): { condition: string; params: unknown[]; suffix: string } {
+    const conditions: string[] = [];
+    const params: unknown[] = [];
+    let suffix = '';
+    const fence = earliestDeadline(chunk);
+    if (Number.isFinite(fence)) {
+      params.push(fence);
+      conditions.push(`clock_timestamp() < to_timestamp($${first + params.length - 1}::float8 / 1000)`);
+      suffix += '_f';
+    }
+    const read = chunk.flatMap((p) => p.unchanged ?? []);
+    if (read.length > 0) {
+      params.push(
+        read.map((r) => r.stream),
+        read.map((r) => r.revision),
+      );
+      const [names, revisions] = [first + params.length - 2, first + params.length - 1];
+      conditions.push(
+        `NOT EXISTS (SELECT 1 FROM unnest($${names}::text[], $${revisions}::integer[]) AS r(stream, revision) ` +
+          `WHERE coalesce((SELECT h.revision FROM ${s}.streams h WHERE h.stream = r.stream), -1) <> r.revision)`,
+      );
+      suffix += '_u';
+    }
+    return { condition: conditions.join(' AND '), params, suffix };
+  }
+
+  /** After a guarded chunk wrote nothing: the requests whose reads moved fail, else those of the earliest deadline. */
+  async function refuseGuarded(chunk: Prepared[], results: Array<AppendResult | Error>): Promise<void> {
+    const read = chunk.flatMap((p) => p.unchanged ?? []);
+    const now = new Map<string, number>();
+    if (read.length > 0) {
+      const rows = await db.query<{ stream: string; revision: number }>(`SELECT stream, revision FROM ${s}.streams WHERE stream = ANY($1::text[])`, [
+        [...new Set(read.map((r) => r.stream))],
+      ]);
+      for (const r of rows) now.set(r.stream, r.revision);
+    }
+    let stale = false;
+    for (const p of chunk) {
+      const moved = p.unchanged?.find((r) => (now.get(r.stream) ?? -1) !== r.revision);
+      if (!moved) continue;
+      results[p.index] = new StaleReadError(moved.stream, moved.revision, now.get(moved.stream) ?? -1);
+      stale = true;
+    }
+    if (stale) return;
+    const fence = earliestDeadline(chunk);
+    for (const p of chunk) if (p.notAfter !== undefined && p.notAfter <= fence) results[p.index] = new AppendDeadlinePassed(p.notAfter);
+  }
+
   /**
    * One call of append(): one transaction. Column-wise arguments, one element per request, then one
    * per event. null: the chunk's earliest deadline had passed by the database's clock, and the
@@ -222,24 +284,23 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     // batch waits for the disk if any of its requests must. Named statements, parsed once per
     // connection (names stay under PostgreSQL's 63 bytes: a schema name has at most 41).
     const relaxed = chunk.every((p) => !p.durable) ? `, set_config('synchronous_commit', 'off', true)` : '';
-    const fence = earliestDeadline(chunk);
-    const fenced = Number.isFinite(fence);
-    const name = (base: string) => `${base}_${schema}${relaxed ? '_r' : ''}${fenced ? '_f' : ''}`;
-    // The deadline is compared on arrival, so a statement held up on the way commits nothing.
-    const guarded = (call: string, n: number) => (fenced ? `CASE WHEN clock_timestamp() < to_timestamp($${n}::float8 / 1000) THEN ${call} END` : call);
-    const deadline = fenced ? [fence] : [];
+    const guard = guardOf(chunk, 7);
+    const name = (base: string) => `${base}_${schema}${relaxed ? '_r' : ''}${guard.suffix}`;
+    // Guards are checked when the statement arrives: a stream read that moved, or a statement held
+    // up on the way past its deadline, commits nothing.
+    const guarded = (call: string) => (guard.condition ? `CASE WHEN ${guard.condition} THEN ${call} END` : call);
     if (chunk.length === 1) {
       const [p] = chunk;
       const rows = await db.queryPrepared<{ r: AppendOutcome[] | null }>(
         name('append1'),
-        `SELECT ${guarded(`${s}.append_one($1, $2, $3, $4, $5, $6)`, 7)} AS r${relaxed}`,
-        [p.stream, p.expected, p.snapshot, p.ids.join(SEP), p.bodies.join(SEP), notifiesItself ? channel : null, ...deadline],
+        `SELECT ${guarded(`${s}.append_one($1, $2, $3, $4, $5, $6)`)} AS r${relaxed}`,
+        [p.stream, p.expected, p.snapshot, p.ids.join(SEP), p.bodies.join(SEP), notifiesItself ? channel : null, ...guard.params],
       );
       return rows[0].r;
     }
     const rows = await db.queryPrepared<{ r: AppendOutcome[] | null }>(
       name('appendn'),
-      `SELECT ${guarded(`${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6)`, 7)} AS r${relaxed}`,
+      `SELECT ${guarded(`${s}.append($1, $2::integer[], $3, $4::integer[], $5, $6)`)} AS r${relaxed}`,
       [
         chunk.map((p) => p.stream).join(SEP),
         chunk.map((p) => p.expected),
@@ -247,7 +308,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
         chunk.map((p) => p.ids.length),
         chunk.flatMap((p) => p.ids).join(SEP),
         chunk.flatMap((p) => p.bodies).join(SEP),
-        ...deadline,
+        ...guard.params,
       ],
     );
     return rows[0].r;

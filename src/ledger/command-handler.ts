@@ -21,12 +21,16 @@
 //
 // A command whose caller has already been answered (its `gone()` says so) is withdrawn before it is
 // decided or sent: what the caller was told stays true.
+//
+// A decision that read another stream (a subscription reads its plan) names it with the revision it
+// read (`unchanged`); the append checks it in the same transaction, so a decision made on a plan
+// that changed meanwhile is refused (StaleReadError) and its caller reads the plan and decides again.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Decider } from './decider.ts';
 import { PROVISIONAL_EVENT_TYPES, type DomainEvent } from './events.ts';
-import type { AppendRequest, AppendResult, EventMetadata, EventStore, StoredEvent } from '../eventstore/port.ts';
-import { AppendDeadlinePassed, WrongExpectedRevisionError } from '../eventstore/errors.ts';
+import type { AppendRequest, AppendResult, EventMetadata, EventStore, StoredEvent, StreamRevision } from '../eventstore/port.ts';
+import { AppendDeadlinePassed, StaleReadError, WrongExpectedRevisionError } from '../eventstore/errors.ts';
 import { isDatabaseUnavailable } from '../eventstore/db.ts';
 
 /** The longest random wait between two attempts on a stream another writer keeps winning. */
@@ -96,6 +100,8 @@ interface Pending {
   gone?: () => boolean;
   /** Epoch ms when the caller is answered without it: withdrawn from then on, and its append may not commit later (AppendRequest.notAfter). */
   notAfter?: number;
+  /** Other streams its decision read, at the revisions it read (AppendRequest.unchanged): a StaleReadError if one moved. */
+  unchanged?: StreamRevision[];
 }
 
 /** What a caller may add to a command: see Pending. */
@@ -103,6 +109,7 @@ export interface CommandOptions {
   background?: boolean;
   gone?: () => boolean;
   notAfter?: number;
+  unchanged?: StreamRevision[];
 }
 
 /** One command's part of a batch: its events, or why it was refused. */
@@ -126,6 +133,12 @@ function earliestNotAfter(decided: Array<{ p: Pending }>): { notAfter?: number }
   let earliest = Infinity;
   for (const d of decided) if (d.p.notAfter !== undefined && d.p.notAfter < earliest) earliest = d.p.notAfter;
   return Number.isFinite(earliest) ? { notAfter: earliest } : {};
+}
+
+/** The other streams the commands of an append read, as AppendRequest.unchanged. */
+function readsOf(decided: Array<{ p: Pending }>): { unchanged?: StreamRevision[] } {
+  const reads = decided.flatMap((d) => d.p.unchanged ?? []);
+  return reads.length > 0 ? { unchanged: reads } : {};
 }
 
 /** Whether an append of `appended` events to a stream at `revision` crosses a snapshot mark (stores a snapshot). */
@@ -319,11 +332,24 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
           durable,
           ...(batch.every((p) => p.background) ? { background: true } : {}),
           ...earliestNotAfter(withEvents),
+          ...readsOf(withEvents),
         });
       } catch (err) {
         cache.delete(stream);
         // It reached the database after the earliest caller's deadline and wrote nothing: that
         // caller has its answer; the others are decided again without it.
+        // A stream some decisions read had moved: those commands fail (their callers read it again
+        // and decide again); the rest of the batch is decided again without them.
+        if (err instanceof StaleReadError) {
+          for (let i = batch.length - 1; i >= 0; i--) {
+            if (!batch[i].unchanged?.some((r) => r.stream === err.stream)) continue;
+            batch[i].reject(err);
+            batch.splice(i, 1);
+          }
+          if (batch.length === 0) return;
+          attempt--;
+          continue;
+        }
         if (err instanceof AppendDeadlinePassed) {
           for (const p of batch) if (p.notAfter !== undefined && p.notAfter <= err.notAfter) p.gone = () => true;
           attempt--;

@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Database } from '../eventstore/db.ts';
 import type { Decider } from './decider.ts';
-import type { EventMetadata, EventReader, EventStore } from '../eventstore/port.ts';
+import type { EventMetadata, EventReader, EventStore, StreamRevision } from '../eventstore/port.ts';
+import { StaleReadError } from '../eventstore/errors.ts';
 import { createPostgresEventStore } from '../eventstore/postgres.ts';
 import { createGroupCommitter } from '../eventstore/group-commit.ts';
 import { validateEvent } from './catalogue.ts';
@@ -64,6 +65,9 @@ export const READ_WAIT_MS = 2000;
 /** How long start-up, shutdown and tests wait for them (a large batch may be projecting). */
 const CATCH_UP_WAIT_MS = 30_000;
 
+/** How often a decision that reads a plan is decided again because the plan kept changing under it. */
+const PLAN_READ_ATTEMPTS = 10;
+
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 
 export function requireId(value: unknown, name: string): string {
@@ -116,10 +120,27 @@ export async function openLedger(opts: LedgerOptions) {
     options: CommandOptions = {},
   ) => handler.handle(accountDecider, streams.account(accountId), command, md, eventIds, options);
 
-  async function planTerms(planId: string): Promise<PlanTerms> {
-    const { state } = await handler.state<PlanState>(planDecider as never, streams.plan(planId));
+  /** A plan's terms as the log has them now, with the revision they were read at. */
+  async function planAt(planId: string): Promise<{ terms: PlanTerms; read: StreamRevision }> {
+    const { state, revision } = await handler.state<PlanState>(planDecider as never, streams.plan(planId));
     if (!state.terms) throw new DomainError('not_found', `plan ${planId} not found`);
-    return state.terms;
+    return { terms: state.terms, read: { stream: streams.plan(planId), revision } };
+  }
+  const planTerms = async (planId: string): Promise<PlanTerms> => (await planAt(planId)).terms;
+
+  /**
+   * Runs a decision that reads a plan: it names the plan's revision, and when the plan changed
+   * before the append committed (an update on another gateway) it reads the plan again and decides again.
+   */
+  async function withPlan<T>(planId: string, decide: (plan: PlanTerms, read: StreamRevision) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const { terms, read } = await planAt(planId);
+      try {
+        return await decide(terms, read);
+      } catch (err) {
+        if (!(err instanceof StaleReadError) || attempt >= PLAN_READ_ATTEMPTS) throw err;
+      }
+    }
   }
 
   const ledger = {
@@ -161,9 +182,11 @@ export async function openLedger(opts: LedgerOptions) {
       return accountId;
     },
     async subscribe(accountId: string, planId: string, actor: string, now = new Date()) {
-      const plan = await planTerms(planId);
-      return account(accountId, { type: 'Subscribe', accountId, plan: { ...plan, name: plan.name }, now }, metadataFor(actor));
+      return withPlan(planId, (plan, read) =>
+        account(accountId, { type: 'Subscribe', accountId, plan: { ...plan, name: plan.name }, now }, metadataFor(actor), undefined, { unchanged: [read] }),
+      );
     },
+    withPlan,
     async grantExtra(accountId: string, amount: number, reason: string, actor: string) {
       return account(accountId, { type: 'GrantExtra', accountId, amount, reason }, metadataFor(actor));
     },

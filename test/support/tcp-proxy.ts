@@ -1,10 +1,12 @@
 // A TCP proxy between a gateway and PostgreSQL, to play the database's faults: cut every
-// connection, stall every byte, hold back only the server's answers (a statement arrives and
+// connection, stall every byte, freeze the server (every byte held, and delivered when it wakes,
+// even from a client that gave up meanwhile: a stopped server reads what its socket received
+// before it sees the close), hold back only the server's answers (a statement arrives and
 // commits, its reply is lost), slow the link, or move to another server (a failover moving the
 // database's address). None is installable here, and the faults need only a few lines of net.
 import net from 'node:net';
 
-export type ProxyMode = { kind: 'pass' } | { kind: 'cut' } | { kind: 'stall' } | { kind: 'deaf' } | { kind: 'slow'; delayMs: number };
+export type ProxyMode = { kind: 'pass' } | { kind: 'cut' } | { kind: 'stall' } | { kind: 'freeze' } | { kind: 'deaf' } | { kind: 'slow'; delayMs: number };
 
 export interface TcpProxy {
   readonly port: number;
@@ -21,6 +23,8 @@ interface Pair {
   server: net.Socket;
   /** Bytes held back while stalled or slowed, in order, per direction. */
   held: Array<{ to: net.Socket; chunk: Buffer }>;
+  /** Frozen: the client closed; the server gets what it was sent, then the close. */
+  clientGone?: boolean;
 }
 
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
@@ -34,8 +38,13 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     p.server.destroy();
     pairs.delete(p);
   };
+  /** A client that closes while the server is frozen: its bytes still reach the server when it wakes. */
+  const clientClosed = (p: Pair) => {
+    if (current.kind === 'freeze' && !p.server.destroyed) p.clientGone = true;
+    else destroy(p);
+  };
   const forward = (p: Pair, to: net.Socket, chunk: Buffer) => {
-    if (current.kind === 'stall') {
+    if (current.kind === 'stall' || current.kind === 'freeze') {
       p.held.push({ to, chunk });
       return;
     }
@@ -57,10 +66,12 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   };
   /** Sends up to `n` held chunks (all when n is Infinity). */
   const flush = (p: Pair, n: number) => {
-    for (let i = 0; i < n && p.held.length > 0 && current.kind !== 'stall' && current.kind !== 'deaf'; i++) {
+    const holding = () => current.kind === 'stall' || current.kind === 'freeze' || current.kind === 'deaf';
+    for (let i = 0; i < n && p.held.length > 0 && !holding(); i++) {
       const { to, chunk } = p.held.shift()!;
       if (!to.destroyed) to.write(chunk);
     }
+    if (p.clientGone && p.held.length === 0 && !holding()) p.server.end();
   };
 
   const server = net.createServer((client) => {
@@ -74,10 +85,10 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     pairs.add(p);
     client.on('data', (c) => forward(p, conn, c));
     conn.on('data', (c) => forward(p, client, c));
-    for (const s of [client, conn]) {
-      s.on('error', () => destroy(p));
-      s.on('close', () => destroy(p));
-    }
+    client.on('error', () => clientClosed(p));
+    client.on('close', () => clientClosed(p));
+    conn.on('error', () => destroy(p));
+    conn.on('close', () => destroy(p));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as net.AddressInfo).port;
