@@ -24,6 +24,7 @@ import { createMetrics } from './gateway/metrics.ts';
 import { ensureIdempotencyTable } from './eventstore/idempotency-store.ts';
 import { ensureInvalidRequestTable } from './eventstore/invalid-request-store.ts';
 import { startProcessLease } from './eventstore/process-lease.ts';
+import { createSeenEverywhere, type SeenEverywhere } from './eventstore/seen-everywhere.ts';
 import { warmValidators } from './http/validate.ts';
 import { warmTokenizer } from './upstream/tokenizer.ts';
 import { startSweeper, sweepStaleHolds } from './gateway/sweeper.ts';
@@ -102,6 +103,9 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   socket.destroy();
 }
 
+/** Events whose effect the gateways keep in memory (keys, prices, channels): answered once every gateway has read them. */
+const CACHED_CHANGES = new Set(['KeyRevoked', 'KeyControlsSet', 'KeyRotated', 'ModelPriced', 'ChannelEnabled', 'ChannelDisabled']);
+
 export async function startGateway(settings: Settings, log: Logger = createLogger(settings)): Promise<RunningGateway> {
   if (settings.adminToken) assertStrongAdminToken(settings.adminToken);
   // Checked before anything is opened; the origin itself is known once the port is.
@@ -118,6 +122,8 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   const store = await openSelectedEventStore(settings, validateEvent);
   const db = await openDatabase({ url: settings.databaseUrl, dataDir, poolSize: settings.pgPoolSize, timeouts: settings.pgTimeouts });
   const metrics = createMetrics();
+  // Set once this process holds its lease (below): answers of changes the gateways keep in memory wait for the others.
+  let seen: SeenEverywhere | null = null;
   const ledger = await openLedger({
     db,
     store,
@@ -125,6 +131,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     readSide: readSide({ db, eventSchema: settings.schema, projectHere: settings.projections, log }),
     onAppendTimed: (s) => metrics.appendLatency.observe(s),
     holdLingerMs: settings.holdLingerMs,
+    beforeAnswer: (events) => (seen && events.some((e) => CACHED_CHANGES.has(e.type)) ? seen.wait(events[events.length - 1].position) : undefined),
   });
   await ensureIdempotencyTable(db, settings.schema);
   await ensureInvalidRequestTable(db, settings.schema);
@@ -133,6 +140,8 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     ttlMs: settings.processLeaseMs,
     log,
   });
+  const seenHere = await createSeenEverywhere(db, settings.schema, lease.processId);
+  seen = seenHere;
   await ledger.seedModels();
   // The settlement currency is set once, on the first start; a different one later stops the start.
   const payments = createPayments(ledger);
@@ -145,9 +154,15 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   });
   // Keys and prices hear of this process's events at once (localEvents) and of other
   // processes' events through one shared reader (event-feed.ts), from the read models'
-  // checkpoint on: they need no projector to have applied the seeding (or anything else). A
-  // key's lookup waits until that reader has what was committed before the request.
-  const feed = pollingEventFeed(ledger.events, { log });
+  // checkpoint on: they need no projector to have applied the seeding (or anything else). Once
+  // they have read a change other gateways wait for, this process says so (seen-everywhere.ts).
+  const startHead = await ledger.events.headPosition();
+  const feed = pollingEventFeed(ledger.events, {
+    log,
+    onRead: (events, readTo) => {
+      if (events.some((e) => CACHED_CHANGES.has(e.type))) seenHere.announce(readTo);
+    },
+  });
   const catalog = await createModelCatalog({ db, store: feed, rmSchema: ledger.rmSchema, routes: routes.byModel, localEvents: ledger.appended });
   const keys = await createKeyDirectory({
     db,
@@ -156,12 +171,13 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     localEvents: ledger.appended,
     waitForProjections: ledger.projectsHere ? () => ledger.caughtUp() : undefined,
     revokeRotated: (keyId) => revokeRotatedKey(ledger, keyId),
-    current: () => feed.current(),
   });
   const channelStates = await followChannelStates({ registry: routes.registry, ledger, feed, localEvents: ledger.appended });
   // The views hold the whole log before the server listens (bounded: a long backlog is read on
   // while /readyz says so).
   await caughtUpWithin({ caughtUp: () => feed.settled(), close: async () => undefined }, VIEWS_START_WAIT_MS);
+  // Everything committed before the start is in the views: a change another gateway made meanwhile need not wait for this one.
+  seenHere.announce(startHead);
   metrics.watchChannels(routes.registry);
   warmTokenizer();
   warmValidators(['chat-completions', 'images']);
@@ -291,6 +307,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
       await channelStates.close();
       await catalog.close();
       await feed.close();
+      await seenHere.close();
       await ledger.close();
       await db.close();
     },

@@ -20,8 +20,11 @@ export interface Database extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs several statements separated by semicolons (no parameters). */
   exec(sql: string): Promise<void>;
-  /** Calls back on NOTIFY for channel; returns an unlisten function. */
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Calls back on NOTIFY for channel, saying whether one of this process's own connections sent it;
+   * returns an unlisten function.
+   */
+  listen(channel: string, onNotify: (payload: string, fromThisProcess: boolean) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -110,10 +113,21 @@ export function openPostgres(url: string, poolSize = 10, timeouts?: PgTimeouts):
   const pool = new pg.Pool({ connectionString: url, max: poolSize, ...bounds });
   // An idle client's error (server restart) must not crash the process; the pool drops it.
   pool.on('error', () => undefined);
+  // The server processes of this pool's connections: a NOTIFY sent by one of them is this process's own.
+  const ownBackends = new Set<number>();
+  const backendOf = (client: pg.PoolClient) => (client as unknown as { processID?: number }).processID;
+  pool.on('connect', (client) => {
+    const pid = backendOf(client);
+    if (pid !== undefined) ownBackends.add(pid);
+  });
+  pool.on('remove', (client) => {
+    const pid = backendOf(client);
+    if (pid !== undefined) ownBackends.delete(pid);
+  });
   let listener: pg.Client | null = null;
   let connecting: Promise<pg.Client> | null = null;
   let closed = false;
-  const handlers = new Map<string, Set<(p: string) => void>>();
+  const handlers = new Map<string, Set<(p: string, fromThisProcess: boolean) => void>>();
 
   /** The LISTEN connection, opened again (with every channel) after it was lost; NOTIFY is a hint, polling covers the gap. */
   function listenerClient(): Promise<pg.Client> {
@@ -129,7 +143,7 @@ export function openPostgres(url: string, poolSize = 10, timeouts?: PgTimeouts):
       client.on('end', lost);
       try {
         await client.connect();
-        client.on('notification', (m) => handlers.get(m.channel)?.forEach((h) => h(m.payload ?? '')));
+        client.on('notification', (m) => handlers.get(m.channel)?.forEach((h) => h(m.payload ?? '', ownBackends.has(m.processId))));
         for (const channel of handlers.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
         listener = client;
         return client;
@@ -222,7 +236,8 @@ export async function openPglite(dataDir?: string): Promise<Database> {
       return db.transaction((tx) => fn({ query: async (t, p) => rowsOf(await tx.query(t, p as unknown[])) }));
     },
     async listen(channel, onNotify) {
-      const unlisten = await db.listen(channel, onNotify);
+      // Embedded: no other process shares this database.
+      const unlisten = await db.listen(channel, (payload) => onNotify(payload, true));
       return async () => {
         await unlisten();
       };

@@ -19,7 +19,6 @@
 import type { EventHandler, EventStore, StoredEvent, Subscription } from './port.ts';
 import { lagAfter, type Lag } from './lag.ts';
 import { outageReporter, type OutageLog } from './outage.ts';
-import { LogNotReadableYet } from './errors.ts';
 
 export type EventFeed = Pick<EventStore, 'subscribe' | 'headPosition' | 'readableHead'>;
 
@@ -27,8 +26,6 @@ export const POLL_MS = 250;
 /** How soon after another process's announced commit the feed reads it (and how often at most, busy). */
 export const WAKE_MS = 10;
 const PAGE = 2000;
-/** How long a request waits for the caches to reach the head it saw before it is answered 503. */
-const CURRENT_WAIT_MS = 2000;
 
 interface Follower {
   handler: EventHandler;
@@ -40,9 +37,14 @@ interface Follower {
 
 export function pollingEventFeed(
   store: Pick<EventStore, 'readAll' | 'headPosition' | 'readableHead' | 'countAfter' | 'onOthersCommit'>,
-  opts: { pollMs?: number; wakeMs?: number; log?: OutageLog } = {},
+  opts: {
+    pollMs?: number;
+    wakeMs?: number;
+    log?: OutageLog;
+    /** Told of each page once every cache has handled it, with the position they have all read to. */
+    onRead?: (events: StoredEvent[], readTo: number) => void;
+  } = {},
 ): EventFeed & {
-  current(boundMs?: number): Promise<void>;
   behind(bounds: { events: number; seconds: number }): Promise<Lag | null>;
   settled(): Promise<void>;
   close(): Promise<void>;
@@ -68,6 +70,7 @@ export function pollingEventFeed(
             if (unseen.length > 0) await f.handler(unseen);
             if (unseen.length > 0) f.after = unseen[unseen.length - 1].position;
           }
+          if (events.length > 0) opts.onRead?.(events, from());
           if (events.length < PAGE) break;
         }
         for (const f of syncing) f.synced = true;
@@ -112,25 +115,6 @@ export function pollingEventFeed(
   };
   const stopWaking = store.onOthersCommit?.(wake);
 
-  // The head as of now, read once for every caller that arrived before the read was sent: a read
-  // already on its way may have been answered before a later caller's request arrived, so that
-  // caller waits for the next one. Under load one read serves many requests.
-  let headInFlight: Promise<number> | null = null;
-  let headQueued: Promise<number> | null = null;
-  function headAfterNow(): Promise<number> {
-    if (!headInFlight) {
-      headInFlight = store.headPosition().finally(() => (headInFlight = null));
-      return headInFlight;
-    }
-    headQueued ??= headInFlight
-      .catch(() => undefined)
-      .then(() => {
-        headQueued = null;
-        return headAfterNow();
-      });
-    return headQueued;
-  }
-
   return {
     headPosition: () => store.headPosition(),
     readableHead: () => store.readableHead(),
@@ -152,24 +136,6 @@ export function pollingEventFeed(
           followers.delete(follower);
         },
       };
-    },
-    /**
-     * Resolves once every cache has read what was committed before the call: the answer of a
-     * request that waits for it comes from no state older than the log was when it arrived (a key
-     * revoked, a price or a channel changed on another gateway a moment ago). One shared read of
-     * the head, usually nothing to catch up (announcements keep the feed within WAKE_MS). Where no
-     * other process can append (no onOthersCommit) this process's own events reach its caches
-     * before its commands return: nothing to wait for. Throws LogNotReadableYet past `boundMs`.
-     */
-    async current(boundMs = CURRENT_WAIT_MS): Promise<void> {
-      if (!store.onOthersCommit || followers.size === 0) return;
-      const target = await headAfterNow();
-      const until = Date.now() + boundMs;
-      for (let before = -2; from() < target && from() !== before;) {
-        if (Date.now() >= until) throw new LogNotReadableYet(target);
-        before = from();
-        await readNow();
-      }
     },
     /**
      * Why the caches cannot answer for the log yet: one has not read up to the head once since it

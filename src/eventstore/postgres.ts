@@ -91,18 +91,12 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
   /** Told only of other processes' commits (see onOthersCommit). */
   const others = new EventEmitter();
   others.setMaxListeners(0);
-  /** Positions this process announced and has not heard back yet: its own NOTIFYs come back on LISTEN too. */
-  const announced = new Set<number>();
-  const announce = (position: number) => {
-    announced.add(position);
-    if (announced.size > 4096) announced.delete(announced.values().next().value as number);
-  };
   const channel = `${schema}_events`;
-  await db.listen(channel, (payload) => {
+  await db.listen(channel, (payload, fromThisProcess) => {
     const position = Number(payload);
     appended.emit('position', position);
-    // One of this process's own heard before its append returned counts as another's: one read too many, nothing missed.
-    if (!announced.delete(position)) others.emit('position', position);
+    // This process's own NOTIFYs come back on LISTEN too; its caches heard of those events already.
+    if (!fromThisProcess) others.emit('position', position);
   });
 
   // Other processes hear of appends by NOTIFY, sent after the commit (inside the append it would
@@ -119,7 +113,6 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     if (notifying) return;
     notifying = true;
     const sent = toNotify;
-    announce(sent);
     db.query('SELECT pg_notify($1, $2)', [channel, String(sent)])
       .catch(() => undefined)
       .finally(() => {
@@ -213,8 +206,7 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
             timestamp: p.timestamp,
           };
           appended.emit('position', r.last as number);
-          if (notifiesItself) announce(r.last as number);
-          else notifyOthers(r.last as number);
+          if (!notifiesItself) notifyOthers(r.last as number);
         } else if (r.duplicate) {
           results[p.index] = new DuplicateEventError(String(r.duplicate));
         } else {

@@ -1,7 +1,7 @@
 // Resolves an API key secret to its key and account. Hits are cached in memory; revocations
-// arrive as events through the event feed (src/eventstore/event-feed.ts), and each lookup first
-// waits until the feed has read what was committed before it (one shared read of the head): a
-// key revoked on another gateway is refused from the moment the revocation was answered.
+// arrive as events through the event feed (src/eventstore/event-feed.ts), and a revocation is
+// answered only once every other gateway has read it (src/eventstore/seen-everywhere.ts): a key
+// revoked on another gateway is refused from the moment the revocation was answered.
 //
 // A key's expiry (KeyControlsSet) and its rotation deadline (KeyRotated) come the same way; the
 // record carries both, and authentication refuses the key from that instant on, even before any
@@ -51,12 +51,6 @@ export async function createKeyDirectory(opts: {
   localEvents?: EventEmitter;
   /** Revokes a rotated key whose grace period is over (reason 'rotated'); called once per key and process. */
   revokeRotated?: (keyId: string) => Promise<unknown>;
-  /**
-   * Resolves once the caches (this directory, prices, channels) have read what was committed
-   * before the call (EventFeed.current): a key revoked on another gateway is refused from the
-   * moment its revocation was answered, and the request goes on with today's prices and channels.
-   */
-  current?: () => Promise<void>;
 }) {
   const byHash = new Map<string, KeyRecord>();
   const byKeyId = new Map<string, KeyRecord>();
@@ -130,8 +124,8 @@ export async function createKeyDirectory(opts: {
       }
     }
   };
-  // Revocations made by this process apply before the revoking call returns; others' before the
-  // next lookup (see current).
+  // Revocations made by this process apply before the revoking call returns; another's before
+  // that one answers (see seen-everywhere.ts).
   opts.localEvents?.on('events', apply);
   // From the read models' checkpoint: a key issued or revoked before this start but not yet
   // projected (a projector started later) is heard too; the rows hold everything before it.
@@ -179,7 +173,6 @@ export async function createKeyDirectory(opts: {
   return {
     /** The key for a secret (revoked ones too: status says so), or null when unknown. */
     async lookup(secret: string): Promise<KeyRecord | null> {
-      await opts.current?.();
       const hash = hashKey(secret);
       let rec = byHash.get(hash) ?? null;
       if (!rec) {

@@ -77,6 +77,12 @@ export interface CommandHandlerOptions {
   onAppended?: (events: StoredEvent[]) => void;
   /** How long a lingering batch (see decideEarly's `linger`) waits for more commands on its stream (default 0: never). */
   lingerMs?: number;
+  /**
+   * Called with the events of each commit before its commands are answered; a promise it returns
+   * holds the answers back until it settles (a change other gateways keep in memory is answered
+   * once they have read it). The stream's next commands do not wait for it.
+   */
+  beforeAnswer?: (events: StoredEvent[]) => Promise<unknown> | undefined;
 }
 
 type EventIds = (e: DomainEvent, i: number) => string;
@@ -402,7 +408,12 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
       } catch {
         /* a listener's failure does not undo a commit */
       }
-      for (const settle of outcomes) settle();
+      const answer = () => {
+        for (const settle of outcomes) settle();
+      };
+      const held = opts.beforeAnswer?.(all);
+      if (held) void held.then(answer, answer);
+      else answer();
       return;
     }
   }

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Database } from '../eventstore/db.ts';
 import type { Decider } from './decider.ts';
-import type { EventMetadata, EventReader, EventStore, StreamRevision } from '../eventstore/port.ts';
+import type { EventMetadata, EventReader, EventStore, StoredEvent, StreamRevision } from '../eventstore/port.ts';
 import { StaleReadError } from '../eventstore/errors.ts';
 import { createPostgresEventStore } from '../eventstore/postgres.ts';
 import { createGroupCommitter } from '../eventstore/group-commit.ts';
@@ -58,6 +58,8 @@ export interface LedgerOptions {
   store?: EventStore;
   /** How long a fast call's hold waits for its charge to share one append (ms; 0: never). */
   holdLingerMs?: number;
+  /** Holds back the answers of commits (CommandHandlerOptions.beforeAnswer): until other gateways have read a change they keep in memory. */
+  beforeAnswer?: (events: StoredEvent[]) => Promise<unknown> | undefined;
 }
 
 /** How long a request's read waits for the read models before it is answered 503. */
@@ -108,6 +110,7 @@ export async function openLedger(opts: LedgerOptions) {
     append: committer.append,
     onAppended: (events) => appended.emit('events', events),
     lingerMs: opts.holdLingerMs ?? DEFAULT_HOLD_LINGER_MS,
+    beforeAnswer: opts.beforeAnswer,
   });
   const reads = await opts.readSide(store);
   const rmSchema = reads.schema;
