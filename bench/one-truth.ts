@@ -130,7 +130,7 @@ export function oneTruthTable(r: OneTruthResult): string {
     ...rows,
     '',
     `Method: one run, both gateways built from their commits and started side by side on PostgreSQL (one gateway each, projections in-process, metering on), in front of one mock upstream that answers at once. c=1: ${r.c1.samples} non-streamed chat calls per target, the mock direct and both gateways interleaved in blocks of 100 (direct p50 ${r.c1.directP50.toFixed(3)} ms); added = gateway p50 − direct p50. c=64: autocannon, 64 connections, each gateway in turn, alternated over two rounds. Load average at the end ${r.load.toFixed(2)}.`,
-    `Confirmations on this checkout during the c=1 phase: ${r.confirmations.checked} cached states confirmed for ${r.confirmations.calls} calls (${r.confirmations.moved} had moved); a call that is not refused needs none, and its key lookup's head read is the added cost.`,
+    `Confirmations on this checkout during the c=1 phase: ${r.confirmations.checked} cached states confirmed for ${r.confirmations.calls} calls (${r.confirmations.moved} had moved): a call that is not refused needs none, and nothing is read per call for keys, prices or channels (a change to them is answered once every gateway has read it).`,
   ].join('\n');
 }
 
