@@ -1,22 +1,28 @@
 // The servers the customer tests run against, installed on first use from their own lock file
 // (never dependencies of Tollgate): a real SMTP server (smtp-server, by nodemailer's authors) whose
 // mail is parsed with mailparser, and a certified OpenID provider (oidc-provider).
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+// Installed by first-use-install.ts, under its lock: the test files that use them run side by
+// side, and a second `npm ci` into the folder deleted what the first was installing, while a check
+// of two package.json files let a test load a half-installed folder; either failed that file's
+// setup within seconds (issue #39: customers-billing, 7 of 7 in 3.8 s, in a full run).
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
+import { installOnFirstUse } from './first-use-install.ts';
 
 const DIR = new URL('./customer-servers/', import.meta.url).pathname;
 
-export function ensureCustomerServers(): void {
-  if (existsSync(`${DIR}node_modules/smtp-server/package.json`) && existsSync(`${DIR}node_modules/oidc-provider/package.json`)) return;
-  execFileSync('npm', ['ci', '--prefix', DIR, '--no-audit', '--no-fund', '--ignore-scripts'], { stdio: ['ignore', 'ignore', 'inherit'] });
-}
+const ensureCustomerServers = () =>
+  installOnFirstUse({ dir: DIR, label: 'the customer test servers (smtp-server, mailparser, oidc-provider)', ignoreScripts: true }, (line) =>
+    process.stderr.write(`${line}\n`),
+  );
 
-/** A package of that folder, through its own resolution (its package.json's exports). */
-export const load = async (name: string): Promise<any> => import(pathToFileURL(createRequire(`${DIR}package.json`).resolve(name)).href);
+/** A package of that folder (installed first if need be), through its own resolution (its package.json's exports). */
+export async function load(name: string): Promise<any> {
+  await ensureCustomerServers();
+  return import(pathToFileURL(createRequire(`${DIR}package.json`).resolve(name)).href);
+}
 
 export interface Mail {
   to: string;
@@ -26,7 +32,6 @@ export interface Mail {
 
 /** An SMTP server on loopback that keeps every mail it is given. */
 export async function startSmtpServer() {
-  ensureCustomerServers();
   const { SMTPServer } = await load('smtp-server');
   const { simpleParser } = await load('mailparser');
   const mails: Mail[] = [];
@@ -50,12 +55,21 @@ export async function startSmtpServer() {
   return {
     url: `smtp://127.0.0.1:${port}`,
     mails,
-    /** The next mail to this address (waits for it; the test's own timeout bounds the wait). */
-    async mailTo(address: string, after = 0): Promise<Mail> {
+    /** The next mail to this address; a mail that does not come within `timeoutMs` fails the test (uvu has no timeout of its own). */
+    async mailTo(address: string, after = 0, timeoutMs = 30_000): Promise<Mail> {
+      const until = Date.now() + timeoutMs;
       for (;;) {
         const found = mails.slice(after).find((m) => m.to.includes(address));
         if (found) return found;
-        await new Promise<void>((r) => waiters.push(r));
+        const left = until - Date.now();
+        if (left <= 0) throw new Error(`no mail to ${address} within ${timeoutMs / 1000} s (${mails.length} mails received in all)`);
+        await new Promise<void>((r) => {
+          const timer = setTimeout(r, left);
+          waiters.push(() => {
+            clearTimeout(timer);
+            r();
+          });
+        });
       }
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
@@ -68,7 +82,6 @@ export async function startSmtpServer() {
  * `register` names the one client and its redirect URI once the gateway runs.
  */
 export async function startOidcProvider() {
-  ensureCustomerServers();
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
   const server = createServer((req, res) => handler?.(req, res));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

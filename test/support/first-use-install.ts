@@ -22,6 +22,8 @@ export interface FirstUseFolder {
   expected?: string[];
   /** Install optional dependencies (platform binaries). */
   includeOptional?: boolean;
+  /** Run no install scripts (the packages need none). */
+  ignoreScripts?: boolean;
   timeoutMs?: number;
 }
 
@@ -30,13 +32,21 @@ function tail(text: string, lines: number): string {
 }
 
 function commandOf(folder: FirstUseFolder): string {
-  return `npm ci --prefix ${relative(ROOT, folder.dir)} --no-audit --no-fund${folder.includeOptional ? ' --include=optional' : ''}`;
+  return `npm ci --prefix ${relative(ROOT, folder.dir)} --no-audit --no-fund${folder.includeOptional ? ' --include=optional' : ''}${folder.ignoreScripts ? ' --ignore-scripts' : ''}`;
 }
 
 function npmCi(folder: FirstUseFolder): Promise<void> {
   const timeoutMs = folder.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return new Promise((resolve, reject) => {
-    const args = ['ci', '--prefix', folder.dir, '--no-audit', '--no-fund', ...(folder.includeOptional ? ['--include=optional'] : [])];
+    const args = [
+      'ci',
+      '--prefix',
+      folder.dir,
+      '--no-audit',
+      '--no-fund',
+      ...(folder.includeOptional ? ['--include=optional'] : []),
+      ...(folder.ignoreScripts ? ['--ignore-scripts'] : []),
+    ];
     const posix = process.platform !== 'win32';
     const child = spawn('npm', args, { cwd: folder.dir, stdio: ['ignore', 'pipe', 'pipe'], detached: posix, shell: !posix });
     let output = '';
