@@ -80,6 +80,10 @@ test('with a valid session and CSRF token: another site is refused, the public o
 
     const fromPage = await createKey(gw, acct, owner, { origin, 'sec-fetch-site': 'same-origin' });
     assert.is(fromPage.status, 201, fromPage.text);
+    // The same port under another loopback name is this gateway (a developer may type localhost).
+    const port = new URL(origin).port;
+    const localhost = await createKey(gw, acct, owner, { origin: `http://localhost:${port}`, 'sec-fetch-site': 'same-origin' });
+    assert.is(localhost.status, 201, localhost.text);
     const noBrowser = await createKey(gw, acct, owner, {});
     assert.is(noBrowser.status, 201, noBrowser.text);
     // The CSRF token is still required: the Origin check is a second line, not a replacement.

@@ -47,7 +47,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * cross-site `Sec-Fetch-Site`, or an `Origin` other than the public origin, is a 403
  * cross_site_request before anything is read. A request with neither header (curl, a script
  * holding the cookie and the token) passes: the CSRF token is its check. Without a public origin,
- * an `Origin` passes only with `Sec-Fetch-Site: same-origin`.
+ * an `Origin` passes only with `Sec-Fetch-Site: same-origin`. On this machine, the loopback names
+ * of one port are one gateway (`localhost` for `127.0.0.1`, as a developer may type either).
  */
 export function sameOriginWrites(publicOrigin: () => string | null) {
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -56,10 +57,21 @@ export function sameOriginWrites(publicOrigin: () => string | null) {
       const origin = ctx.get('origin');
       const expected = publicOrigin();
       if (site && site !== 'same-origin') throw crossSite(`Sec-Fetch-Site: ${site}`, expected);
-      if (origin && (expected ? origin !== expected : site !== 'same-origin')) throw crossSite(`Origin: ${origin}`, expected);
+      if (origin && (expected ? !sameGateway(origin, expected) : site !== 'same-origin')) throw crossSite(`Origin: ${origin}`, expected);
     }
     await next();
   };
+}
+
+const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** The origin is the expected one, or both are loopback names of the same scheme and port. */
+function sameGateway(origin: string, expected: string): boolean {
+  if (origin === expected) return true;
+  if (!URL.canParse(origin)) return false;
+  const a = new URL(origin);
+  const b = new URL(expected);
+  return a.protocol === b.protocol && a.port === b.port && LOOPBACK_NAMES.has(a.hostname) && LOOPBACK_NAMES.has(b.hostname);
 }
 
 const crossSite = (header: string, expected: string | null) =>
