@@ -41,7 +41,10 @@ function openTransaction(t: TestDatabase, work: (query: (sql: string, params?: u
 }
 
 if (!process.env.DATABASE_URL) {
-  console.log('eventstore-concurrency: SKIPPED on embedded PGlite (one connection: no transaction can stay open beside another); runs on PostgreSQL.');
+  // Embedded PGlite has one connection: no transaction can stay open beside another.
+  const skipped = suite('appends without a ledger-wide lock');
+  skipped.skip('on PostgreSQL only (set DATABASE_URL)', () => undefined);
+  skipped.run();
 } else {
   const s = suite<{ t: TestDatabase; store: EventStore }>('appends without a ledger-wide lock (postgres)', {} as never);
   s.before.each(async (ctx) => {
