@@ -4,7 +4,7 @@
 //
 //   npm run stress                         every scenario, full length (about 25 minutes)
 //   npm run stress -- soak crash-pglite    only these (names as listed by --list)
-//   npm run stress -- --quick              shorter: 60 s soak, 5 kills, 2 concurrency rounds
+//   npm run stress -- --quick              shorter: 60 s soak, 5 kills, 2 concurrency rounds, 120 replica steps a seed
 //   STRESS_SOAK_SECONDS, STRESS_CRASHES, STRESS_ROUNDS, ... override any length (see each file)
 //   DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test)
 import { spawn } from 'node:child_process';
@@ -27,6 +27,12 @@ const SCENARIOS: Scenario[] = [
   { name: 'client-disconnect', file: 'disconnect.ts', args: [], what: 'clients that leave before the reply is complete' },
   { name: 'concurrency', file: 'concurrency.ts', args: [], what: 'C. 500 simultaneous calls, 2 gateways + projector, quota for 100' },
   { name: 'soak', file: 'soak.ts', args: [], what: 'B. steady mixed load, memory and latency flat, ledger consistent' },
+  {
+    name: 'replica-random',
+    file: '../replica-random.test.ts',
+    args: ['--stress'],
+    what: 'seeded random commands over 3 gateways + projector agree with a model (8 seeds x 300 steps, and a stall)',
+  },
 ];
 
 const args = process.argv.slice(2);
@@ -49,6 +55,7 @@ if (quick) {
   env.STRESS_CRASHES ||= '5';
   env.STRESS_ROUNDS ||= '2';
   env.STRESS_IDEMPOTENT_RETRIES ||= '4';
+  env.REPLICA_STEPS ||= '120';
 }
 
 const dir = new URL('.', import.meta.url).pathname;

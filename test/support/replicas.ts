@@ -28,13 +28,15 @@ export interface ReplicaSet {
 
 /**
  * A projector on a fresh schema, then `names.length` gateways on it (projections off in each, so
- * the read models are the projector's only). `env` is added to every gateway's environment, and
- * `models` (a models config object) is written to a file they all load.
+ * the read models are the projector's only). `env` is added to every gateway's environment (and
+ * `envOf(name)` to one's), and `models` (a models config object) is written to a file they all load.
  */
 export async function startReplicas(opts: {
   names: string[];
   adminToken: string;
   env?: Record<string, string>;
+  /** Settings of one gateway only (say a DATABASE_URL through a fault proxy), added after `env`. */
+  envOf?: (name: string) => Record<string, string>;
   models?: Record<string, unknown>;
 }): Promise<ReplicaSet> {
   const schema = uniqueSchema('ra');
@@ -65,7 +67,7 @@ export async function startReplicas(opts: {
     await projector.running;
     // One after the other: the first creates the schema's tables, and the machine has few cores.
     for (const name of opts.names) {
-      const gateway = await spawnGateway(env);
+      const gateway = await spawnGateway({ ...env, ...(opts.envOf?.(name) ?? {}) });
       replicas.push({ name, url: gateway.baseUrl.replace(/\/v1\/?$/, ''), process: gateway });
     }
   } catch (err) {
