@@ -131,7 +131,14 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     readSide: readSide({ db, eventSchema: settings.schema, projectHere: settings.projections, log }),
     onAppendTimed: (s) => metrics.appendLatency.observe(s),
     holdLingerMs: settings.holdLingerMs,
-    beforeAnswer: (events) => (seen && events.some((e) => CACHED_CHANGES.has(e.type)) ? seen.wait(events[events.length - 1].position) : undefined),
+    beforeAnswer: (events) => {
+      if (!seen || !events.some((e) => CACHED_CHANGES.has(e.type))) return undefined;
+      const position = events[events.length - 1].position;
+      return seen.wait(position).then((behind) => {
+        // Answered anyway: a gateway that cannot read the log cannot reach the ledger to hold a call either.
+        if (behind.length > 0) log.warn({ position, gateways: behind }, 'a change was answered before these gateways said they had read it');
+      });
+    },
   });
   await ensureIdempotencyTable(db, settings.schema);
   await ensureInvalidRequestTable(db, settings.schema);
