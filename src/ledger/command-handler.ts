@@ -342,22 +342,25 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         });
       } catch (err) {
         cache.delete(stream);
-        // It reached the database after the earliest caller's deadline and wrote nothing: that
-        // caller has its answer; the others are decided again without it.
         // A stream some decisions read had moved: those commands fail (their callers read it again
         // and decide again); the rest of the batch is decided again without them.
         if (err instanceof StaleReadError) {
-          for (let i = batch.length - 1; i >= 0; i--) {
-            if (!batch[i].unchanged?.some((r) => r.stream === err.stream)) continue;
-            batch[i].reject(err);
-            batch.splice(i, 1);
+          const stale = batch.filter((p) => p.unchanged?.some((r) => r.stream === err.stream));
+          if (stale.length === 0) throw err;
+          for (const p of stale) {
+            p.reject(err);
+            batch.splice(batch.indexOf(p), 1);
           }
           if (batch.length === 0) return;
           attempt--;
           continue;
         }
+        // It reached the database after the earliest caller's deadline and wrote nothing: that
+        // caller has its answer; the others are decided again without it.
         if (err instanceof AppendDeadlinePassed) {
-          for (const p of batch) if (p.notAfter !== undefined && p.notAfter <= err.notAfter) p.gone = () => true;
+          const late = batch.filter((p) => p.notAfter !== undefined && p.notAfter <= err.notAfter);
+          if (late.length === 0) throw err;
+          for (const p of late) p.gone = () => true;
           attempt--;
           continue;
         }
