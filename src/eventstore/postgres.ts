@@ -6,7 +6,8 @@ import { appendFunctionDdl, EVENTS_PER_TRANSACTION, eventTablesDdl, readableSql,
 import { eventBody } from './canonical.ts';
 import { TimeSlicer } from '../next-turn.ts';
 import { assertStreamName } from './stream-name.ts';
-import { AppendDeadlinePassed, DuplicateEventError, LogNotReadableYet, StaleReadError, WrongExpectedRevisionError } from './errors.ts';
+import { DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from './errors.ts';
+import { guardSql, refusalsOf, streamsRead } from './append-guards.ts';
 import { pollingSubscription } from './subscription.ts';
 import { EVENT_COLUMNS, PROJECTED_COLUMNS, toStored, type EventRow } from './event-rows.ts';
 import type {
@@ -217,53 +218,14 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     return results;
   }
 
-  /** The guards of a chunk as one SQL condition (parameters from $first on), and a statement-name suffix per shape. */
-  function guardOf(chunk: Prepared[], first: number): { condition: string; params: unknown[]; suffix: string } {
-    const conditions: string[] = [];
-    const params: unknown[] = [];
-    let suffix = '';
-    const fence = earliestDeadline(chunk);
-    if (Number.isFinite(fence)) {
-      params.push(fence);
-      conditions.push(`clock_timestamp() < to_timestamp($${first + params.length - 1}::float8 / 1000)`);
-      suffix += '_f';
-    }
-    const read = chunk.flatMap((p) => p.unchanged ?? []);
-    if (read.length > 0) {
-      params.push(
-        read.map((r) => r.stream),
-        read.map((r) => r.revision),
-      );
-      const [names, revisions] = [first + params.length - 2, first + params.length - 1];
-      conditions.push(
-        `NOT EXISTS (SELECT 1 FROM unnest($${names}::text[], $${revisions}::integer[]) AS r(stream, revision) ` +
-          `WHERE coalesce((SELECT h.revision FROM ${s}.streams h WHERE h.stream = r.stream), -1) <> r.revision)`,
-      );
-      suffix += '_u';
-    }
-    return { condition: conditions.join(' AND '), params, suffix };
-  }
-
-  /** After a guarded chunk wrote nothing: the requests whose reads moved fail, else those of the earliest deadline. */
+  /** After a guarded chunk wrote nothing: the requests its failure concerns fail (see append-guards.ts). */
   async function refuseGuarded(chunk: Prepared[], results: Array<AppendResult | Error>): Promise<void> {
-    const read = chunk.flatMap((p) => p.unchanged ?? []);
-    const now = new Map<string, number>();
-    if (read.length > 0) {
-      const rows = await db.query<{ stream: string; revision: number }>(`SELECT stream, revision FROM ${s}.streams WHERE stream = ANY($1::text[])`, [
-        [...new Set(read.map((r) => r.stream))],
-      ]);
-      for (const r of rows) now.set(r.stream, r.revision);
-    }
-    let stale = false;
-    for (const p of chunk) {
-      const moved = p.unchanged?.find((r) => (now.get(r.stream) ?? -1) !== r.revision);
-      if (!moved) continue;
-      results[p.index] = new StaleReadError(moved.stream, moved.revision, now.get(moved.stream) ?? -1);
-      stale = true;
-    }
-    if (stale) return;
-    const fence = earliestDeadline(chunk);
-    for (const p of chunk) if (p.notAfter !== undefined && p.notAfter <= fence) results[p.index] = new AppendDeadlinePassed(p.notAfter);
+    const read = streamsRead(chunk);
+    const rows =
+      read.length > 0
+        ? await db.query<{ stream: string; revision: number }>(`SELECT stream, revision FROM ${s}.streams WHERE stream = ANY($1::text[])`, [read])
+        : [];
+    for (const [p, err] of refusalsOf(chunk, new Map(rows.map((r) => [r.stream, r.revision])))) results[p.index] = err;
   }
 
   /**
@@ -276,10 +238,8 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
     // batch waits for the disk if any of its requests must. Named statements, parsed once per
     // connection (names stay under PostgreSQL's 63 bytes: a schema name has at most 41).
     const relaxed = chunk.every((p) => !p.durable) ? `, set_config('synchronous_commit', 'off', true)` : '';
-    const guard = guardOf(chunk, 7);
+    const guard = guardSql(chunk, 7, `${s}.streams`);
     const name = (base: string) => `${base}_${schema}${relaxed ? '_r' : ''}${guard.suffix}`;
-    // Guards are checked when the statement arrives: a stream read that moved, or a statement held
-    // up on the way past its deadline, commits nothing.
     const guarded = (call: string) => (guard.condition ? `CASE WHEN ${guard.condition} THEN ${call} END` : call);
     if (chunk.length === 1) {
       const [p] = chunk;
@@ -428,13 +388,6 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       others.removeAllListeners();
     },
   };
-}
-
-/** The earliest notAfter of a chunk's requests (Infinity: none has one). */
-function earliestDeadline(chunk: Prepared[]): number {
-  let earliest = Infinity;
-  for (const p of chunk) if (p.notAfter !== undefined && p.notAfter < earliest) earliest = p.notAfter;
-  return earliest;
 }
 
 function hashToInt(text: string): number {

@@ -32,6 +32,7 @@ import { PROVISIONAL_EVENT_TYPES, type DomainEvent } from './events.ts';
 import type { AppendRequest, AppendResult, EventMetadata, EventStore, StoredEvent, StreamRevision } from '../eventstore/port.ts';
 import { AppendDeadlinePassed, StaleReadError, WrongExpectedRevisionError } from '../eventstore/errors.ts';
 import { isDatabaseUnavailable } from '../eventstore/db.ts';
+import { earliestDeadline } from '../eventstore/append-guards.ts';
 
 /** The longest random wait between two attempts on a stream another writer keeps winning. */
 const CONFLICT_BACKOFF_MAX_MS = 50;
@@ -136,8 +137,7 @@ interface Lane {
 
 /** The earliest deadline among the commands of an append, as AppendRequest.notAfter. */
 function earliestNotAfter(decided: Array<{ p: Pending }>): { notAfter?: number } {
-  let earliest = Infinity;
-  for (const d of decided) if (d.p.notAfter !== undefined && d.p.notAfter < earliest) earliest = d.p.notAfter;
+  const earliest = earliestDeadline(decided.map((d) => d.p));
   return Number.isFinite(earliest) ? { notAfter: earliest } : {};
 }
 
