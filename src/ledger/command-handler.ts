@@ -32,24 +32,20 @@ import { PROVISIONAL_EVENT_TYPES, type DomainEvent } from './events.ts';
 import type { AppendRequest, AppendResult, EventMetadata, EventStore, StoredEvent, StreamRevision } from '../eventstore/port.ts';
 import { AppendDeadlinePassed, StaleReadError, WrongExpectedRevisionError } from '../eventstore/errors.ts';
 import { isDatabaseUnavailable } from '../eventstore/db.ts';
+import { createStreamStates, SNAPSHOT_VERSION } from './stream-states.ts';
+
+export { SNAPSHOT_VERSION };
 import { earliestDeadline } from '../eventstore/append-guards.ts';
 
 /** The longest random wait between two attempts on a stream another writer keeps winning. */
 const CONFLICT_BACKOFF_MAX_MS = 50;
 
-/** Bump when a decider's state shape changes: older snapshots are then ignored and refolded. */
-export const SNAPSHOT_VERSION = 6; // 3: per-charge nets of adjusted charges (account), stream revision and correction components (model); 4: key controls and key spend (account), rotation (key); 5: the account counts its adjustments instead of keeping every adjusted charge; 6: and names its last one
 /**
  * A snapshot is stored when a stream's revision crosses a multiple of this, so loading a stream
  * reads at most this many events after its snapshot while a busy stream does not write its whole
  * state (every open hold) with every append.
  */
 export const SNAPSHOT_EVERY = 32;
-
-interface Cached {
-  revision: number;
-  state: unknown;
-}
 
 /** A command withdrawn because its caller had already been answered (its deadline passed): nothing was appended. */
 export class CommandWithdrawn extends Error {
@@ -155,15 +151,14 @@ export function snapshotDue(revision: number, appended: number): boolean {
 export function createCommandHandler(opts: CommandHandlerOptions) {
   const { store } = opts;
   const append = opts.append ?? ((r: AppendRequest) => store.append(r));
-  const cache = new Map<string, Cached>();
-  const cacheSize = opts.cacheSize ?? 50_000;
+  const states = createStreamStates(store, opts.cacheSize ?? 50_000);
+  const { load, confirm, remember } = states;
   const lanes = new Map<string, Lane>();
   const maxRetries = opts.maxRetries ?? 20;
   const maxBatch = opts.maxBatch ?? 256;
   const lingerMs = opts.lingerMs ?? 0;
-  /** Commands withdrawn because their callers had gone, and cached states confirmed against the log (metrics). */
+  /** Commands withdrawn because their callers had gone (a metric). */
   let withdrawn = 0;
-  const confirmations = { checked: 0, moved: 0 };
 
   /** Waits up to lingerMs for a command on the lane; true if one is queued. */
   function moreCommands(lane: Lane): Promise<boolean> {
@@ -179,49 +174,6 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         resolve(true);
       };
     });
-  }
-
-  /** The stream's state and whether it was read from the log just now (else it is the cache's, unconfirmed). */
-  async function load(decider: Decider<unknown, unknown>, stream: string): Promise<Cached & { confirmed: boolean }> {
-    const hit = cache.get(stream);
-    if (hit) return { ...hit, confirmed: false };
-    return { ...(await loadFromLog(decider, stream)), confirmed: true };
-  }
-
-  /**
-   * A cached state brought up to the log: the events after its revision (an indexed read that
-   * finds none unless another process wrote the stream) are folded in.
-   */
-  async function confirm(decider: Decider<unknown, unknown>, stream: string, cached: Cached): Promise<Cached & { moved: boolean }> {
-    const tail = await store.readStream(stream, cached.revision + 1);
-    confirmations.checked++;
-    if (tail.length === 0) return { ...cached, moved: false };
-    confirmations.moved++;
-    let state = cached.state;
-    for (const e of tail) state = decider.evolve(state, { type: e.type, data: e.data } as DomainEvent);
-    const moved = { revision: tail[tail.length - 1].revision, state };
-    remember(stream, moved);
-    return { ...moved, moved: true };
-  }
-
-  async function loadFromLog(decider: Decider<unknown, unknown>, stream: string): Promise<Cached> {
-    const snap = await store.readSnapshot(stream);
-    const usable = snap && (snap.state as { v?: number })?.v === SNAPSHOT_VERSION;
-    const json = usable ? (snap.state as { s: unknown }).s : undefined;
-    let state = json === undefined ? decider.initialState() : decider.revive ? decider.revive(json) : json;
-    let revision = usable ? snap.revision : -1;
-    const tail = await store.readStream(stream, revision + 1);
-    for (const e of tail) state = decider.evolve(state, { type: e.type, data: e.data } as DomainEvent);
-    if (tail.length) revision = tail[tail.length - 1].revision;
-    const loaded = { revision, state };
-    remember(stream, loaded);
-    return loaded;
-  }
-
-  function remember(stream: string, entry: Cached): void {
-    cache.delete(stream);
-    cache.set(stream, entry);
-    if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string);
   }
 
   /** Decides every command in order against the state the previous ones leave. */
@@ -341,7 +293,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
           ...readsOf(withEvents),
         });
       } catch (err) {
-        cache.delete(stream);
+        states.forget(stream);
         // A stream some decisions read had moved: those commands fail (their callers read it again
         // and decide again); the rest of the batch is decided again without them.
         if (err instanceof StaleReadError) {
@@ -532,12 +484,12 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
       return { state: c.state as S, revision: c.revision, confirmed: c.confirmed };
     },
     forget(stream: string) {
-      cache.delete(stream);
+      states.forget(stream);
     },
     /** How many commands were withdrawn because their callers had gone. */
     withdrawnCount: () => withdrawn,
     /** How many cached states were confirmed against the log, and how many of them had moved (another process wrote the stream). */
-    confirmationCounts: () => ({ ...confirmations }),
+    confirmationCounts: () => states.confirmationCounts(),
   };
 }
 
