@@ -7,7 +7,7 @@ import type { Database } from '../src/eventstore/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { chainHash, eventBody } from '../src/eventstore/canonical.ts';
 import { SNAPSHOT_VERSION } from '../src/ledger/command-handler.ts';
-import { validateEvent } from '../src/ledger/catalogue.ts';
+import { validateEvent } from '../src/ledger/event-catalogue.ts';
 import { catalogueSetup, type SimAccount } from './ledger-traffic.ts';
 import { mustAppendMany } from './ledger.ts';
 

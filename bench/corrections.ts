@@ -20,14 +20,15 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_PG_TIMEOUTS, openPostgres } from '../src/eventstore/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
-import { validateEvent } from '../src/ledger/catalogue.ts';
-import { replayInto } from '../projections/rebuild.ts';
+import { validateEvent } from '../src/ledger/event-catalogue.ts';
+import { replayInto } from '../projections/runner/rebuild.ts';
 import { SimAccount } from './ledger-traffic.ts';
 import { seedCharges } from './corrections-seed.ts';
 import { schedstat } from './thread-stats.ts';
 import { latencyOf, Samples, startWaitProbes, type Latency, type LiveWaits } from './live-waits.ts';
 import { openBenchAccount, startMock, startTollgate, tollgateRequest, type Mock, type Tollgate } from './targets.ts';
 import { writeMarkedBlock } from './report.ts';
+import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
 const CORRECTED_MODEL = 'cx/gen-6-astra'; // priced ×2; corrected to ×1.5
 const ACCOUNTS = 50;

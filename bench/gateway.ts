@@ -5,9 +5,8 @@
 import os from 'node:os';
 import { openPostgres, type Database } from '../src/eventstore/db.ts';
 import { streams } from '../src/ledger/events.ts';
-import { chatCharge } from '../src/ledger/pricing.ts';
-import { SEED_MODELS } from '../src/ledger/price-list.ts';
-import { toMilli } from '../src/ledger/pricing.ts';
+import { chatCharge, toMilli } from '../src/money/pricing.ts';
+import { SEED_MODELS } from '../src/catalogue/seed-models.ts';
 import { MOCK_WORDS } from './mock-upstream.ts';
 import { freePort, processCpuSeconds, runLoad, sampleRss, type Child } from './processes.ts';
 import { commitLatency, withApplicationName, cpuMeter } from './machine.ts';

@@ -7,14 +7,15 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { openPostgres } from '../src/eventstore/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
-import { validateEvent } from '../src/ledger/catalogue.ts';
-import { replayInto } from '../projections/rebuild.ts';
+import { validateEvent } from '../src/ledger/event-catalogue.ts';
+import { replayInto } from '../projections/runner/rebuild.ts';
 import { createSeeder } from './ledger.ts';
 import { runLoad } from './processes.ts';
 import type { SequentialResult, Summary } from './load.ts';
 import { openBenchAccount, startMock, startTollgate, tollgateRequest, type Mock, type Tollgate } from './targets.ts';
 import { EXPECTED_BILLED } from './gateway.ts';
 import { streams } from '../src/ledger/events.ts';
+import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
 export interface GrowthResult {
   events: number;

@@ -4,12 +4,12 @@
 // and carries the decider state as its snapshot when the command handler's would (snapshotDue).
 import { randomUUID } from 'node:crypto';
 import type { AppendRequest, EventMetadata, NewEvent } from '../src/eventstore/port.ts';
-import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
-import { type AccountState } from '../src/ledger/account-state.ts';
+import { accountDecider, type AccountCommand } from '../src/accounts/account-decider.ts';
+import { type AccountState } from '../src/accounts/account-state.ts';
 import { SNAPSHOT_VERSION, snapshotDue } from '../src/ledger/command-handler.ts';
 import { streams, type DomainEvent, type PlanTerms } from '../src/ledger/events.ts';
-import { SEED_MODELS, REASONING_EFFORTS } from '../src/ledger/price-list.ts';
-import { toMilli } from '../src/ledger/pricing.ts';
+import { SEED_MODELS, REASONING_EFFORTS } from '../src/catalogue/seed-models.ts';
+import { toMilli } from '../src/money/pricing.ts';
 
 const PLAN: PlanTerms = { planId: 'bench', name: 'Bench', quota: 1_000_000_000_000, validityDays: 3650, requestsPerMinute: 600, models: ['*'] };
 const APIS = ['chat.completions', 'messages', 'responses'] as const;
@@ -42,7 +42,8 @@ export class SimAccount {
     this.stream = streams.account(this.accountId);
   }
 
-  private decide(cmd: AccountCommand): DomainEvent[] {
+  /** The account decider's events for a command, the state moved past them (the caller appends them, at revision + 1 on). */
+  decide(cmd: AccountCommand): DomainEvent[] {
     const events = accountDecider.decide(cmd, this.state);
     this.state = events.reduce(accountDecider.evolve, this.state);
     return events;
@@ -72,23 +73,23 @@ export class SimAccount {
       {
         stream: streams.key(this.keyId),
         expectedRevision: 'no_stream',
-        events: toNew(
-          [
-            {
-              type: 'KeyIssued',
-              data: {
-                keyId: this.keyId,
-                accountId: this.accountId,
-                name: 'bench',
-                hash: randomUUID().replace(/-/g, '').repeat(2),
-                last4: String(1000 + (this.index % 9000)),
-              },
-            },
-          ],
-          admin,
-        ),
+        events: toNew([this.keyIssued()], admin),
       },
     ];
+  }
+
+  /** The KeyIssued of the account's key (the first event of its key stream). */
+  keyIssued(): DomainEvent {
+    return {
+      type: 'KeyIssued',
+      data: {
+        keyId: this.keyId,
+        accountId: this.accountId,
+        name: 'bench',
+        hash: randomUUID().replace(/-/g, '').repeat(2),
+        last4: String(1000 + (this.index % 9000)),
+      },
+    };
   }
 
   /** The next command's events: a QuotaReserved when no hold is open, else the ChatCharged settling it. */

@@ -10,10 +10,11 @@ import { openPglite, openPostgres, type Database } from '../src/eventstore/db.ts
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { createGroupCommitter } from '../src/eventstore/group-commit.ts';
 import type { AppendRequest, AppendResult, EventStore } from '../src/eventstore/port.ts';
-import { validateEvent } from '../src/ledger/catalogue.ts';
-import { replayInto } from '../projections/rebuild.ts';
+import { validateEvent } from '../src/ledger/event-catalogue.ts';
+import { replayInto } from '../projections/runner/rebuild.ts';
 import { catalogueSetup, SimAccount } from './ledger-traffic.ts';
 import { commitLatency, cpuMeter, machineInfo, withApplicationName, type CpuSeconds, type MachineInfo } from './machine.ts';
+import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
 export type Engine = 'pglite' | 'postgres';
 

@@ -5,6 +5,9 @@
 //               the time to the first SSE data chunk and to the first content token.
 //   autocannon: N connections, a fixed number of requests (all of them complete, so the ledger
 //               can be checked against the count), throughput and status counts.
+//   closed-loop: N callers, each sending its next request a pause after its last answer, until
+//               the parent closes this process's stdin; every call's start (epoch ms), time and
+//               status (a light live load beside other work: bench/finance.ts).
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { loadFromFolder } from '../test/support/first-use-install.ts';
@@ -18,7 +21,8 @@ export interface TargetRequest {
 
 export type LoadJob =
   | { kind: 'sequential'; targets: TargetRequest[]; samples: number; warmup: number; block: number; stream: boolean }
-  | { kind: 'autocannon'; target: TargetRequest; connections: number; amount: number };
+  | { kind: 'autocannon'; target: TargetRequest; connections: number; amount: number }
+  | { kind: 'closed-loop'; target: TargetRequest; connections: number; pauseMs: number };
 
 export interface Summary {
   n: number;
@@ -60,6 +64,12 @@ export interface AutocannonResult {
   seconds: number;
   perSecond: number;
   latencyMs: { p50: number; p99: number; mean: number };
+}
+
+export interface ClosedLoopResult {
+  kind: 'closed-loop';
+  /** Per call: when it was sent (epoch ms, performance.timeOrigin + performance.now()), milliseconds to the end of its answer, and its status (0: no answer). */
+  calls: Array<[at: number, ms: number, status: number]>;
 }
 
 export function summarize(values: number[]): Summary {
@@ -190,8 +200,27 @@ async function cannon(job: Extract<LoadJob, { kind: 'autocannon' }>): Promise<Au
   };
 }
 
+async function closedLoop(job: Extract<LoadJob, { kind: 'closed-loop' }>): Promise<ClosedLoopResult> {
+  let running = true;
+  process.stdin.on('end', () => (running = false));
+  process.stdin.resume();
+  const calls: ClosedLoopResult['calls'] = [];
+  const caller = async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    while (running) {
+      const at = performance.timeOrigin + performance.now();
+      const s = await once(agent, job.target, false).catch(() => null);
+      calls.push([at, performance.timeOrigin + performance.now() - at, s?.status ?? 0]);
+      await new Promise((r) => setTimeout(r, job.pauseMs));
+    }
+    agent.destroy();
+  };
+  await Promise.all(Array.from({ length: job.connections }, caller));
+  return { kind: 'closed-loop', calls };
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const job = JSON.parse(process.argv[2]) as LoadJob;
-  const result = job.kind === 'sequential' ? await sequential(job) : await cannon(job);
+  const result = job.kind === 'sequential' ? await sequential(job) : job.kind === 'closed-loop' ? await closedLoop(job) : await cannon(job);
   process.stdout.write(JSON.stringify(result) + '\n');
 }

@@ -138,3 +138,28 @@ export async function runLoad<T>(job: unknown): Promise<T> {
     });
   });
 }
+
+/**
+ * Starts bench/load.ts with a job that runs until told to stop (closed-loop): stop() closes its
+ * stdin and resolves with the result it then prints.
+ */
+export async function startLoad<T>(job: unknown): Promise<{ stop(): Promise<T> }> {
+  const script = new URL('./load.ts', import.meta.url).pathname;
+  const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return {
+    async stop() {
+      child.stdin!.end();
+      const code = await exit;
+      try {
+        return JSON.parse(stdout.trim().split('\n').pop()!) as T;
+      } catch {
+        throw new Error(`load generator (exit code ${code}) printed no result:\n${stdout.slice(-2000)}\n${stderr.slice(-2000)}`);
+      }
+    },
+  };
+}

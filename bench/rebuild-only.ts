@@ -7,10 +7,11 @@
 import os from 'node:os';
 import { openPostgres, openPglite, type Database } from '../src/eventstore/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
-import { validateEvent } from '../src/ledger/catalogue.ts';
-import { replayInto } from '../projections/rebuild.ts';
+import { validateEvent } from '../src/ledger/event-catalogue.ts';
+import { replayInto } from '../projections/runner/rebuild.ts';
 import { createSeeder } from './ledger.ts';
 import { cpuMeter, machineBusy, withApplicationName } from './machine.ts';
+import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
 const args = process.argv.slice(2);
 const arg = (n: string, d: string) => {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { SEED_MODELS } from '../src/ledger/price-list.ts';
+import { SEED_MODELS } from '../src/catalogue/seed-models.ts';
 import { startChild, type Child } from './processes.ts';
 import { installOnFirstUse } from '../test/support/first-use-install.ts';
 import type { TargetRequest } from './load.ts';

@@ -9,14 +9,15 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { DEFAULT_PG_TIMEOUTS, openPostgres } from '../src/eventstore/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
-import { validateEvent } from '../src/ledger/catalogue.ts';
+import { validateEvent } from '../src/ledger/event-catalogue.ts';
 import { openLedger } from '../src/ledger/ledger.ts';
-import { readSide } from '../projections/read-side.ts';
-import { dropReadModels, replayInto } from '../projections/rebuild.ts';
-import { differingRows } from '../projections/compare.ts';
-import { checkLots, compareWithRebuild, checkLog, verifyLedger } from '../src/admin/audit.ts';
+import { readSide } from '../projections/runner/read-side.ts';
+import { dropReadModels, replayInto } from '../projections/runner/rebuild.ts';
+import { differingRows } from '../projections/runner/compare.ts';
+import { checkLots, compareWithRebuild, checkLog, verifyLedger } from '../src/audit/verify.ts';
 import { SimAccount } from './ledger-traffic.ts';
 import { seedCharges } from './corrections-seed.ts';
+import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
 const { values } = parseArgs({ options: { charges: { type: 'string' }, store: { type: 'string' }, 'drop-store': { type: 'boolean' } } });
 const charges = Number(values.charges ?? 100_000);

@@ -4,10 +4,10 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openPostgres, type Database } from '../src/eventstore/db.ts';
 import { readSettledEvents, readSettledPage } from '../src/eventstore/settled-reads.ts';
 import type { ProjectedEvent } from '../src/eventstore/port.ts';
-import type { PageObserver, ReplayJob, ReplayReport } from './parallel-replay.ts';
+import type { PageObserver, ReplayJob, ReplayReport } from './runner/parallel-replay.ts';
 import { ALL_PROJECTIONS } from './read-models.ts';
-import { ReplayMemory } from './replay-memory.ts';
-import { applyPage, eachPage } from './runner.ts';
+import { ReplayMemory } from './runner/replay-memory.ts';
+import { applyPage, eachPage } from './runner/runner.ts';
 
 const job = workerData as ReplayJob;
 const projections = ALL_PROJECTIONS.filter((p) => job.projections.includes(p.name));

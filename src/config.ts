@@ -1,10 +1,9 @@
 // Every setting is an environment variable, and this is the one module that reads them; these
 // are the defaults for the embedded setup.
 import { DEFAULT_PG_TIMEOUTS, type PgTimeouts } from './eventstore/db.ts';
-import { LEDGER_DEADLINE_MS } from './gateway/ledger-deadline.ts';
-import { ADMIN_GUESSES_PER_MINUTE } from './admin/admin-token.ts';
+import { LEDGER_DEADLINE_MS } from './calls/ledger-deadline.ts';
+import { ADMIN_GUESSES_PER_MINUTE } from './http/admin-token.ts';
 import { DEFAULT_MODEL_CALL_MB } from './http/body.ts';
-import type { StripeSettings } from './payments/stripe.ts';
 export interface Settings {
   port: number;
   host: string;
@@ -116,6 +115,19 @@ export function customerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): C
           }
         : null,
   };
+}
+
+/** The Stripe path (src/books/stripe.ts): its keys, API origin and return pages. */
+export interface StripeSettings {
+  /** STRIPE_SECRET_KEY: unset turns the Stripe path off. */
+  secretKey?: string;
+  /** STRIPE_WEBHOOK_SECRET: the endpoint's signing secret (whsec_...). */
+  webhookSecret?: string;
+  /** STRIPE_API_BASE: another API origin (a local double in tests), e.g. http://127.0.0.1:12111. */
+  apiBase?: string;
+  /** STRIPE_SUCCESS_URL / STRIPE_CANCEL_URL: where Checkout sends the customer back. */
+  successUrl: string;
+  cancelUrl: string;
 }
 
 export interface PaymentSettings {

@@ -7,13 +7,14 @@ import type { Logger } from 'pino';
 import { openPostgres } from './eventstore/db.ts';
 import { acquireLease, type Lease } from './eventstore/lease.ts';
 import { openLedger } from './ledger/ledger.ts';
-import { readSide } from '../projections/read-side.ts';
+import { readSide } from '../projections/runner/read-side.ts';
 import { openSelectedEventStore } from './eventstore/kurrentdb-select.ts';
-import { validateEvent } from './ledger/catalogue.ts';
-import { startSweeper } from './gateway/sweeper.ts';
+import { validateEvent } from './ledger/event-catalogue.ts';
+import { startSweeper } from './calls/sweeper.ts';
 import { ensureLeaseTable } from './eventstore/process-lease.ts';
 import { outageReporter } from './eventstore/outage.ts';
 import type { Settings } from './config.ts';
+import '../projections/read-models.ts'; // hands the runner every read model
 
 export async function runProjector(settings: Settings, log: Logger): Promise<{ stop(): Promise<void> }> {
   const url = settings.databaseUrl;

@@ -3,9 +3,9 @@
 // account was adjusted since its figures were read.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
-import type { AccountState } from '../src/ledger/account-state.ts';
-import type { ChargeToAdjust } from '../src/ledger/account-adjust.ts';
+import { accountDecider, type AccountCommand } from '../src/accounts/account-decider.ts';
+import type { AccountState } from '../src/accounts/account-state.ts';
+import type { ChargeToAdjust } from '../src/accounts/account-adjust.ts';
 import { fold } from '../src/ledger/decider.ts';
 import { DomainError } from '../src/ledger/errors.ts';
 import type { DomainEvent } from '../src/ledger/events.ts';

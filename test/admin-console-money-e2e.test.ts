@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
-import { unmatchedDecider } from '../src/money/unmatched.ts';
+import { unmatchedDecider } from '../src/books/unmatched.ts';
 import { streams } from '../src/ledger/events.ts';
 import { metadataFor } from '../src/ledger/ledger.ts';
 import { chromiumMissing, DESKTOP, launchChromium, PHONE } from './support/browser.ts';
@@ -289,6 +289,33 @@ if (skipReason) {
     const journal = readFileSync(await download.path(), 'utf8');
     assert.is(journal, (await api('GET', `/finance/journal?from=${day}&to=${day}&format=hledger`)).text);
     assert.match(journal, /revenue:recognised/);
+  });
+
+  test('finance: an operator closes last month from the console, is told why it cannot be closed twice, and reopens it with a reason', async () => {
+    const now = new Date();
+    const month = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1)).toISOString().slice(0, 7);
+    await page.getByRole('link', { name: 'Finance' }).click();
+    await page.getByRole('heading', { level: 2, name: 'Month close' }).waitFor();
+    await page.getByLabel('Month', { exact: true }).fill(month);
+    await page.getByRole('button', { name: 'Close month' }).click();
+    const row = page.locator(`#periods-table tr[data-period="${month}"]`);
+    await page.locator(`#periods-table tr[data-period="${month}"][data-status="closed"]`).waitFor();
+    const listed = (await api('GET', '/finance/periods')).json.data.find((p: any) => p.period === month);
+    assert.is(listed.status, 'closed');
+    assert.match(await row.innerText(), listed.closed_by);
+
+    await page.getByRole('button', { name: 'Close month' }).click();
+    await page.getByText(`${month} is already closed.`).waitFor();
+
+    await row.getByRole('button', { name: `Reopen ${month}` }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByRole('heading', { name: `Reopen ${month}?` }).waitFor();
+    await dialog.getByLabel(/Reason/).fill('a late bill to book');
+    await dialog.getByRole('button', { name: 'Reopen month' }).click();
+    await page.locator(`#periods-table tr[data-period="${month}"][data-status="reopened"]`).waitFor();
+    const reopened = (await api('GET', '/finance/periods')).json.data.find((p: any) => p.period === month);
+    assert.is(reopened.reopen_reason, 'a late bill to book');
+    assert.match(await row.innerText(), 'a late bill to book');
   });
 
   test('every section, desktop and phone: no sideways scrolling on a phone, no CSP report, no script error', async () => {

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ADMIN_TOKEN_PREFIX, loadOrCreateAdminToken } from '../src/admin/admin-token.ts';
+import { ADMIN_TOKEN_PREFIX, loadOrCreateAdminToken } from '../src/http/admin-token.ts';
 
 test('a missing data directory is created with the token in it; the next start reads the same token', () => {
   const root = mkdtempSync(join(tmpdir(), 'tollgate-admin-token-'));

@@ -181,6 +181,8 @@ test('correction: calls billed at a wrong multiplier are adjusted to the token, 
   });
   assert.is(dry.status, 200, dry.text);
   assert.equal(dry.json.totals, { charges: 3, billedOriginally: billed, billedNow: billed, billed, corrected, difference: corrected - billed });
+  const today = new Date().toISOString().slice(0, 10);
+  assert.equal([dry.json.money_booked_on, dry.json.money_booked_in], [today, today.slice(0, 7)], 'where its money will be booked: today, in the open month');
   assert.equal(
     dry.json.accounts.map((a: { accountId: string }) => a.accountId),
     ['acme'],

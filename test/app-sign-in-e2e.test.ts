@@ -11,6 +11,7 @@ import { call, openAccount, type TestAccount } from './support/http.ts';
 import { startOidcProvider, startSmtpServer } from './support/customer-servers.ts';
 import { chromiumMissing, openBrowser, type Browser, becomesVisible } from './support/browser.ts';
 import { customerSettingsFromEnv } from '../src/config.ts';
+import { definePlan } from '../src/accounts/index.ts';
 
 const ADMIN = 'app-sign-in-e2e-admin-token-0123456789abcdef';
 let gw: TestGateway;
@@ -51,7 +52,7 @@ if (skip) {
       },
     });
     idp.register(`${gw.url}/app/api/sign-in/oidc/callback`);
-    await gw.ledger.definePlan({ planId: 'starter', name: 'Starter', quota: 5000, validityDays: 30, requestsPerMinute: 60, models: ['*'] }, 'admin:test');
+    await definePlan(gw.ledger, { planId: 'starter', name: 'Starter', quota: 5000, validityDays: 30, requestsPerMinute: 60, models: ['*'] }, 'admin:test');
     acme = await openAccount(gw, { quota: 100_000 });
     browser = await openBrowser();
   });
@@ -67,7 +68,10 @@ if (skip) {
     const { page } = browser;
     await page.goto(`${gw.url}/app/keys`);
     await page.waitForURL(/\/app\/sign-in\?next=keys$/);
-    assert.not.ok(await page.getByRole('heading', { name: 'New here? Create an account' }).isHidden(), 'sign-up is offered when open');
+    // The page renders after its URL settles: wait for the offer rather than look once.
+    const signUp = page.getByRole('heading', { name: 'New here? Create an account' });
+    await signUp.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => undefined);
+    assert.ok(await signUp.isVisible(), 'sign-up is offered when open');
     await browser.shots(page, 'sign-in');
     const before = smtp.mails.length;
     await page.getByLabel('Email address').first().fill('owner@acme.test');

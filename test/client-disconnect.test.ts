@@ -1,4 +1,4 @@
-// Clients that leave before their reply is complete (README "Billing"): a non-streamed chat or
+// Clients that leave before their reply is complete (docs/billing.md, "Billing rules"): a non-streamed chat or
 // an image the client leaves is not charged (the upstream call is stopped and the hold released
 // as client_aborted), also when the client leaves while the gateway is still preparing the call;
 // a stream the client leaves pays the prompt and what was streamed, marked aborted.

@@ -36,7 +36,7 @@ const ANTHROPIC_REPLY = 'Native pass-through reply CRIMSON-HERON-47 from the Ant
 const OPENAI_REPLY = 'Native pass-through reply AMBER-NARWHAL-19 from the OpenAI double.';
 /** Anthropic's beta for `role: "system"` messages, which Claude Code sends (the double knows no such role). */
 const MID_CONVERSATION_SYSTEM_BETA = 'mid-conversation-system-2026-04-07';
-/** Seeded multipliers (src/ledger/price-list.ts) of the two models the CLIs use. */
+/** Seeded multipliers (src/catalogue/seed-models.ts) of the two models the CLIs use. */
 const MULTIPLIER: Record<string, number> = { 'alpha-sonnet-5': 1.5, 'cx/gen-6-sol': 1.5 };
 
 /** Public model id -> the name the upstream knows (every alpha-* and cx/* model of config/models.json). */

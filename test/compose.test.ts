@@ -62,7 +62,7 @@ test('gateways run stateless on the shared PostgreSQL, with projections in the p
 });
 
 test('every environment variable the compose file sets is one the code reads', () => {
-  const code = ['src/config.ts', 'src/eventstore/db.ts', 'src/gateway/health.ts', 'src/server.ts']
+  const code = ['src/config.ts', 'src/eventstore/db.ts', 'src/wiring/health-routes.ts', 'src/server.ts']
     .map((f) => readFileSync(new URL(`../${f}`, import.meta.url), 'utf8'))
     .join('\n');
   for (const name of Object.keys(compose.services['gateway-1'].environment!)) assert.ok(code.includes(name), `${name} is read by the code`);
@@ -76,7 +76,7 @@ test('the Dockerfile installs from the lockfile, builds, and runs the compiled C
   assert.match(docker, /COPY --from=build \/app\/dist \.\/dist/);
   assert.match(docker, /ENTRYPOINT \["node", "--heap-growing-percent=30", "--v8-pool-size=1", "dist\/src\/cli\/main.js"\]/);
   assert.match(docker, /HEALTHCHECK/);
-  // The garbage-collector settings bench/targets.ts measures with (README, Production build).
+  // The garbage-collector settings bench/targets.ts measures with (docs/deployment.md, "Production build").
   assert.match(docker, /ENV NODE_OPTIONS=--max-semi-space-size=8/);
   for (const dir of ['src', 'projections', 'schemas', 'config', 'web', 'setup']) assert.match(docker, new RegExp(`COPY ${dir} `));
 });

@@ -3,6 +3,7 @@
 // undo back to the original balances, idempotent re-application, one act that also sets the price
 // from now on, images and cache weights, bad input, and corrections applied at the same time
 // (in one gateway, and on PostgreSQL from two gateways on one schema). `verify` after each step.
+import { streams } from '../src/ledger/events.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
@@ -11,11 +12,12 @@ import { promisify } from 'node:util';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { metadataFor } from '../src/ledger/ledger.ts';
 import type { StoredEvent } from '../src/eventstore/port.ts';
-import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
-import { reviveAccountState } from '../src/ledger/account-state.ts';
+import { accountDecider, type AccountCommand } from '../src/accounts/account-decider.ts';
+import { reviveAccountState } from '../src/accounts/account-state.ts';
 import { fold } from '../src/ledger/decider.ts';
 import type { DomainEvent } from '../src/ledger/events.ts';
 import type { DomainError } from '../src/ledger/errors.ts';
+import { accountCommand, accountState } from '../src/accounts/index.ts';
 
 const run = promisify(execFile);
 const ADMIN = 'tg_admin_corrections_test_0123456789';
@@ -90,12 +92,14 @@ async function charge(
 ): Promise<{ id: string; billed: number }> {
   const holdId = randomUUID();
   const md = metadataFor('test');
-  await g.ledger.account(
+  await accountCommand(
+    g.ledger,
     accountId,
     { type: 'Reserve', holdId, requestId: `req_${holdId.slice(0, 8)}`, keyId: 'key_test', model, kind: 'chat', amount: 20_000, now: new Date(), ttlMs: 60_000 },
     md,
   );
-  const r = await g.ledger.account(
+  const r = await accountCommand(
+    g.ledger,
     accountId,
     {
       type: 'SettleChat',
@@ -257,7 +261,7 @@ test('two overlapping corrections: the overlap priced by the later one, the rest
   now = await nets();
   assert.equal([now.get(A.id), now.get(B.id), now.get(C.id)], [2000, 800, 1200]);
   assert.equal({ north: await used('north'), south: await used('south') }, original, 'every account is back to exactly its original balance');
-  assert.equal((await gw.ledger.accountState('north')).quotaUsed, original.north.quota_used);
+  assert.equal((await accountState(gw.ledger, 'north')).quotaUsed, original.north.quota_used);
   await verify();
 });
 
@@ -573,7 +577,7 @@ async function concurrentCorrections(a: TestGateway, b: TestGateway, M: string, 
     );
     for (const id of accounts) {
       const billed = charges.reduce((n, c, i) => n + (c.account === id ? expected(i) : 0), 0);
-      assert.is((await a.ledger.accountState(id)).quotaUsed, billed, id);
+      assert.is((await accountState(a.ledger, id)).quotaUsed, billed, id);
       assert.is((await used(id, b)).quota_used, billed, `${id} as the other gateway reads it`);
     }
     const adjusted = (await allEvents(a)).filter((e) => e.type === 'ChargeAdjusted' && charges.some((c) => c.id === e.data.chargeEventId));
@@ -612,8 +616,8 @@ test("an account's part of a page goes as several commands; one refused because 
     charges.push({ ...(await charge(account, M, 2000, tokens - 20, 20)), tokens, account });
   }
   const t1 = await tick();
-  const { prepareCorrection } = await import('../src/admin/corrections-apply.ts');
-  const { correctionInput } = await import('../src/admin/corrections-terms.ts');
+  const { prepareCorrection } = await import('../src/audit/corrections-apply.ts');
+  const { correctionInput } = await import('../src/audit/corrections-terms.ts');
   const terms = (multiplier: number) => ({ model: M, from: t0.toISOString(), to: t1.toISOString(), multiplier, reason: `parts ${multiplier}` });
   const prepare = (multiplier: number) => prepareCorrection(gw.ledger, correctionInput(terms(multiplier), { modelId: M, from: t0, to: t1 }), 'admin:ops');
   const [first, second] = [await prepare(1.5), await prepare(1.25)];
@@ -622,10 +626,13 @@ test("an account's part of a page goes as several commands; one refused because 
   // parts-1, the second correction is applied whole, so that command finds the account moved.
   type AdjustPageCall = { correctionId: string; accountId: string; charges: number; refused: boolean };
   const calls: AdjustPageCall[] = [];
-  const original = gw.ledger.account;
+  const original = gw.ledger.command;
+  const accountPrefix = streams.account('');
   let secondRun: Promise<unknown> | null = null;
-  gw.ledger.account = (async (accountId: string, command: { type: string; charges?: Array<{ correctionId: string }> }, ...rest: unknown[]) => {
-    if (command.type !== 'AdjustPage') return (original as (...a: unknown[]) => unknown)(accountId, command, ...rest);
+  gw.ledger.command = (async (decider: unknown, stream: string, command: { type: string; charges?: Array<{ correctionId: string }> }, ...rest: unknown[]) => {
+    const send = () => (original as (...a: unknown[]) => Promise<unknown>)(decider, stream, command, ...rest);
+    if (command.type !== 'AdjustPage') return send();
+    const accountId = stream.slice(accountPrefix.length);
     const call = { correctionId: command.charges![0].correctionId, accountId, charges: command.charges!.length, refused: false };
     calls.push(call);
     const firstsOnParts1 = calls.filter((c) => c.correctionId === call.correctionId && c.accountId === 'parts-1');
@@ -634,7 +641,7 @@ test("an account's part of a page goes as several commands; one refused because 
       await secondRun;
     }
     try {
-      return await (original as (...a: unknown[]) => Promise<unknown>)(accountId, command, ...rest);
+      return await send();
     } catch (err) {
       call.refused = true;
       throw err;
@@ -644,7 +651,7 @@ test("an account's part of a page goes as several commands; one refused because 
   try {
     result = await first({ chargesPerCommand: 3 });
   } finally {
-    gw.ledger.account = original;
+    gw.ledger.command = original;
   }
   assert.ok(secondRun, 'the second correction ran between two commands of the first');
   const firstId = result.report.correctionId;
@@ -787,8 +794,8 @@ test('correcting many charges leaves the account snapshot small; the apply repor
   // Interrupted: the correction and the first 100 adjustments were appended, then the process died.
   const terms = { model: M, from: t0.toISOString(), to: t1.toISOString(), multiplier: 1.5, reason: 'interrupted' };
   const cid = (await ok('POST', '/corrections', { ...terms, dry_run: true })).correctionId as string;
-  const { prepareCorrection } = await import('../src/admin/corrections-apply.ts');
-  const { correctionInput } = await import('../src/admin/corrections-terms.ts');
+  const { prepareCorrection } = await import('../src/audit/corrections-apply.ts');
+  const { correctionInput } = await import('../src/audit/corrections-terms.ts');
   const input = correctionInput(terms, { modelId: M, from: t0, to: t1 });
   let stopAt = 0;
   const interrupted = await prepareCorrection(gw.ledger, input, 'admin:ops');
@@ -835,7 +842,7 @@ test('correcting many charges leaves the account snapshot small; the apply repor
 });
 
 test('operator work is paced: each step waits for the read side, and backs off after the event loop was held up', async () => {
-  const { Pacer } = await import('../src/admin/pacing.ts');
+  const { Pacer } = await import('../src/audit/pacing.ts');
   let readSideWaits = 0;
   const pacer = new Pacer(async () => {
     readSideWaits++;

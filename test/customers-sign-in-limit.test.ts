@@ -10,8 +10,8 @@ import { call, openAccount } from './support/http.ts';
 import { startSmtpServer } from './support/customer-servers.ts';
 import { customerSettingsFromEnv } from '../src/config.ts';
 import { streams } from '../src/ledger/events.ts';
-import { hashKey } from '../src/ledger/keys.ts';
-import { utcMinute } from '../src/ledger/sign-in.ts';
+import { hashKey } from '../src/keys/secrets.ts';
+import { utcMinute } from '../src/customers/sign-in-decider.ts';
 
 const ADMIN = 'sign-in-limit-admin-token-0123456789abcdef';
 const LIMIT = 4;

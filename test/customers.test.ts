@@ -10,10 +10,10 @@ import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, openAccount, type Reply, type TestAccount } from './support/http.ts';
 import { startSmtpServer } from './support/customer-servers.ts';
 import { customerSettingsFromEnv } from '../src/config.ts';
-import { linkDecider } from '../src/ledger/sign-in.ts';
+import { linkDecider } from '../src/customers/sign-in-decider.ts';
 import { streams } from '../src/ledger/events.ts';
 import { metadataFor } from '../src/ledger/ledger.ts';
-import { hashKey } from '../src/ledger/keys.ts';
+import { hashKey } from '../src/keys/secrets.ts';
 
 const ADMIN = 'customers-test-admin-token-0123456789abcdef';
 let gw: TestGateway;

@@ -13,7 +13,7 @@ import { readableSql, readPageSql } from '../src/eventstore/postgres-schema.ts';
 import { DuplicateEventError, LogNotReadableYet, WrongExpectedRevisionError } from '../src/eventstore/errors.ts';
 import { toApiError } from '../src/http/errors.ts';
 import type { EventStore, NewEvent, StoredEvent } from '../src/eventstore/port.ts';
-import { validateEvent } from '../src/ledger/catalogue.ts';
+import { validateEvent } from '../src/ledger/event-catalogue.ts';
 
 const md = { correlationId: 'corr-1', causationId: null, actor: 'test' };
 const opened = (n: string, id = randomUUID()): NewEvent => ({ id, type: 'AccountOpened', data: { accountId: n, name: n }, metadata: md });

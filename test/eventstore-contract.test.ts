@@ -6,7 +6,7 @@ import { testDatabases } from './support/db.ts';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { createKurrentDbEventStore } from '../src/eventstore/kurrentdb.ts';
 import { connectKurrentDb, redactConnectionString } from '../src/eventstore/kurrentdb-client.ts';
-import { validateEvent } from '../src/ledger/catalogue.ts';
+import { validateEvent } from '../src/ledger/event-catalogue.ts';
 
 for (const target of testDatabases()) {
   defineEventStoreContract(target.label, async () => {

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, chat, userMessage } from './support/http.ts';
 import { subscriptionOf, useMainPlanUntil } from './support/money.ts';
-import type { Lot } from '../src/money/lot-book.ts';
+import type { Lot } from '../src/books/lot-book.ts';
 
 const ADMIN = 'tg_admin_finance_lots_test_token_0123456789abcdef';
 const MODEL = 'cx/gen-6-luna';

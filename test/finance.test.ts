@@ -14,8 +14,8 @@ import { promisify } from 'node:util';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, chat, userMessage } from './support/http.ts';
 import { subscriptionOf, useMainPlanUntil } from './support/money.ts';
-import { assertLot, type Lot } from '../src/money/lot-book.ts';
-import { assertBalanced, type JournalEntry } from '../src/admin/finance-journal.ts';
+import { assertLot, type Lot } from '../src/books/lot-book.ts';
+import { assertBalanced, type JournalEntry } from '../src/books/finance-journal.ts';
 import { valueOf } from '../src/money/money.ts';
 
 const ADMIN = 'tg_admin_finance_test_token_0123456789abcdef';

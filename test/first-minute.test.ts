@@ -1,5 +1,6 @@
 // A newcomer's first minute with `npm start`: the banner names the pages with their full URLs, a
-// browser opening `/` is sent to them while API clients keep the JSON, and the log is readable
+// browser opening `/` is sent to them while API clients keep the JSON, the books hold money at once
+// (the banner says so, and the finance report and reconciliation show it), and the log is readable
 // on a terminal (pino-pretty) but JSON lines when output is not a terminal or LOG_FORMAT=json.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -8,6 +9,36 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnGateway } from './support/gateway.ts';
+
+test('a new ledger has money on its books: revenue, deferred revenue, upstream cost and margin, reconciled, and the banner says so', async () => {
+  const gw = await spawnGateway();
+  try {
+    assert.match(gw.output(), /demo books: account demo-books bought the demo plan/);
+    const token = /admin token[^:]*: (\S+)/.exec(gw.output())?.[1];
+    assert.ok(token, gw.output());
+    const site = gw.baseUrl.replace(/\/v1$/, '');
+    const day = new Date().toISOString().slice(0, 10);
+    const read = async (path: string) => {
+      const res = await fetch(`${site}/admin/v1/finance/${path}?from=${day}&to=${day}`, { headers: { authorization: `Bearer ${token}` } });
+      assert.is(res.status, 200);
+      return (await res.json()) as any;
+    };
+    const report = await read('report');
+    assert.is(report.totals.payments, 2000, 'the demo plan bought by a recorded transfer');
+    assert.ok(report.totals.revenue > 0, 'its calls recognised revenue');
+    assert.ok(report.totals.upstream_cost > 0 && report.totals.unpriced_calls === 0, 'and cost something upstream, priced');
+    assert.is(report.totals.margin, report.totals.revenue - report.totals.upstream_cost);
+    const deferred = report.deferred.filter((d: any) => d.account_id === 'demo-books');
+    assert.is(deferred.at(-1).deferred, 2000 - report.totals.revenue, 'the rest is deferred');
+    const rec = await read('reconciliation');
+    assert.is(rec.total.difference, 0);
+    // The demo key's own account is the newcomer's: nothing used yet.
+    const usage = await fetch(`${gw.baseUrl}/usage?daily=true&range=7d`, { headers: { authorization: `Bearer ${gw.key}` } });
+    assert.is(((await usage.json()) as any).totals.billed, 0);
+  } finally {
+    await gw.stop();
+  }
+});
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
 

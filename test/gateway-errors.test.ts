@@ -7,6 +7,8 @@ import type { TestGateway } from './support/gateway.ts';
 import { startUpstreamDouble, type UpstreamDouble } from './support/upstream-double.ts';
 import { assertMatches } from './support/openapi.ts';
 import { call, chat, ledgerView, openAccount, userMessage, startGatewayWithRoutes, type LedgerView, type Reply, type TestAccount } from './support/http.ts';
+import { grantExtra, subscribe } from '../src/accounts/index.ts';
+import { revokeKey } from '../src/keys/index.ts';
 
 const DOUBLE_MODEL = 'test/double-chat';
 
@@ -83,7 +85,7 @@ test('401 invalid_api_key for a missing, malformed, unknown or revoked key', asy
   assert.is((await chat(gw, acct.key, hi)).status, 200);
   const used = await ledgerView(gw, acct.accountId);
   assert.is(used.chatCharges.length, 1);
-  await gw.ledger.revokeKey(acct.keyId, 'leaked', 'admin:test');
+  await revokeKey(gw.ledger, acct.keyId, 'leaked', 'admin:test');
   const revoked = await chat(gw, acct.key, hi);
   assertError(revoked, 401, 'invalid_api_key');
   assertError(await call(gw, '/v1/models', { key: acct.key }), 401, 'invalid_api_key');
@@ -140,7 +142,7 @@ test('402 insufficient_quota when the main plan is used up: extra tokens would h
   assert.is((await ledgerView(gw, acct.accountId)).reservations.length, 0);
 
   // The remedy the message names works.
-  await gw.ledger.grantExtra(acct.accountId, 10_000, 'top-up', 'admin:test');
+  await grantExtra(gw.ledger, acct.accountId, 10_000, 'top-up', 'admin:test');
   const ok = await chat(gw, acct.key, hi);
   assert.is(ok.status, 200);
   const after = await ledgerView(gw, acct.accountId);
@@ -156,7 +158,7 @@ test('402 insufficient_quota when the main plan expired: renewing would help', a
   assert.match(e.message, /renew/);
   await assertNothingCharged(acct, before);
 
-  await gw.ledger.subscribe(acct.accountId, acct.planId, 'admin:test');
+  await subscribe(gw.ledger, acct.accountId, acct.planId, 'admin:test');
   assert.is((await chat(gw, acct.key, hi)).status, 200);
 });
 

@@ -9,6 +9,8 @@ import { assertNeverBelowZero } from './support/ledger-checks.ts';
 import { doublePromptTokens, doubleReplyChunks, startUpstreamDouble, type UpstreamDouble } from './support/upstream-double.ts';
 import { call, chat, eventually, ledgerView, openAccount, readSse, userMessage, startGatewayWithRoutes, type TestAccount } from './support/http.ts';
 import { countMessageTokens, countTextTokens } from '../src/upstream/tokenizer.ts';
+import { issueKey } from '../src/keys/index.ts';
+import { definePlan, grantExtra, openAccount as openLedgerAccount, subscribe } from '../src/accounts/index.ts';
 
 const DOUBLE_MODEL = 'test/double-chat';
 const SLOW_DOUBLE_MODEL = 'test/slow-double-chat';
@@ -412,7 +414,7 @@ test('Idempotency-Key: a 429 (over the call rate) or a 402 (no quota) is not rec
   const broke = await openAccount(gw, { quota: 10 });
   const poor = await chat(gw, broke.key, body, { 'idempotency-key': 'later-2' });
   assert.is(poor.status, 402);
-  await gw.ledger.grantExtra(broke.accountId, 100_000, 'top-up', 'admin:test');
+  await grantExtra(gw.ledger, broke.accountId, 100_000, 'top-up', 'admin:test');
   const paid = await chat(gw, broke.key, body, { 'idempotency-key': 'later-2' });
   assert.is(paid.status, 200);
   assert.is(paid.headers.get('idempotent-replayed'), null);
@@ -517,17 +519,17 @@ test('every metered response carries x-tollgate-billed-tokens and x-tollgate-rem
 
 test("the plan's call rate is enforced per account, across its keys, and refused calls are free", async () => {
   const planId = `rpm3_${Date.now()}`;
-  await gw.ledger.definePlan({ planId, name: 'Three a minute', quota: 1_000_000, validityDays: 30, requestsPerMinute: 3, models: ['*'] }, 'admin:test');
+  await definePlan(gw.ledger, { planId, name: 'Three a minute', quota: 1_000_000, validityDays: 30, requestsPerMinute: 3, models: ['*'] }, 'admin:test');
   const open = async (name: string) => {
-    const accountId = await gw.ledger.openAccount({ name }, 'admin:test');
-    await gw.ledger.subscribe(accountId, planId, 'admin:test');
+    const accountId = await openLedgerAccount(gw.ledger, { name }, 'admin:test');
+    await subscribe(gw.ledger, accountId, planId, 'admin:test');
     return accountId;
   };
   const one = await open('rate one');
   const two = await open('rate two');
-  const keyA = await gw.ledger.issueKey(one, 'app A', 'admin:test');
-  const keyB = await gw.ledger.issueKey(one, 'app B', 'admin:test');
-  const keyOther = await gw.ledger.issueKey(two, 'other', 'admin:test');
+  const keyA = await issueKey(gw.ledger, one, 'app A', 'admin:test');
+  const keyB = await issueKey(gw.ledger, one, 'app B', 'admin:test');
+  const keyOther = await issueKey(gw.ledger, two, 'other', 'admin:test');
   await gw.ledger.caughtUp();
   const body = { model: 'alpha-haiku-4.5', messages: userMessage('rate'), max_tokens: 5 };
 

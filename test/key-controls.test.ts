@@ -14,18 +14,18 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readFileSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
-import { type AccountState } from '../src/ledger/account-state.ts';
-import { keyStanding } from '../src/ledger/key-controls.ts';
+import { accountDecider, type AccountCommand } from '../src/accounts/account-decider.ts';
+import { type AccountState } from '../src/accounts/account-state.ts';
+import { keyStanding } from '../src/accounts/key-limits.ts';
 import { fold } from '../src/ledger/decider.ts';
 import { DomainError } from '../src/ledger/errors.ts';
 import type { DomainEvent, KeyControls } from '../src/ledger/events.ts';
-import { periodOf, spentInPeriod } from '../src/ledger/balance.ts';
-import { requireApiKey } from '../src/http/auth.ts';
-import type { KeyDirectory, KeyRecord } from '../src/http/key-directory.ts';
+import { periodOf, spentInPeriod } from '../src/accounts/balance.ts';
+import { requireApiKey } from '../src/keys/auth-middleware.ts';
+import type { KeyDirectory, KeyRecord } from '../src/keys/key-directory.ts';
 import { ApiError } from '../src/http/errors.ts';
 import { countMessageTokens } from '../src/upstream/tokenizer.ts';
-import { revokeRotatedKeys } from '../src/gateway/key-rotation.ts';
+import { revokeRotatedKeys } from '../src/keys/key-rotation.ts';
 import type { StoredEvent } from '../src/eventstore/port.ts';
 import { startTestGateway, dropSchemas, type TestGateway } from './support/gateway.ts';
 import { uniqueSchema } from './support/db.ts';
@@ -34,6 +34,9 @@ import { assertMatches } from './support/openapi.ts';
 import { startOpenAIDouble, type OpenAIDouble } from './support/openai-double.ts';
 import { ANTHROPIC_DEFAULT_REPLY, startAnthropicDouble, type AnthropicDouble } from './support/anthropic-double.ts';
 import Anthropic from '@anthropic-ai/sdk';
+import { accountState } from '../src/accounts/index.ts';
+import { priceModel } from '../src/catalogue/index.ts';
+import { issueKey, revokeKey } from '../src/keys/index.ts';
 
 const run = promisify(execFile);
 
@@ -307,7 +310,7 @@ test('spend limit over HTTP: two calls fit exactly, the third is a 402 key_limit
   // An image (a fixed, larger hold) is refused the same way; the account itself still has tokens.
   const image = await call(gw, '/v1/images/generations', { key: acct.key, body: { model: MODEL, prompt: 'a bridge' } });
   assert.equal([image.status, image.json.error.code], [402, 'key_limit_exceeded']);
-  const other = await gw.ledger.issueKey(acct.accountId, 'other', 'admin:test');
+  const other = await issueKey(gw.ledger, acct.accountId, 'other', 'admin:test');
   assert.is((await chatCall(other.secret)).status, 200, 'another key of the account is not limited');
 
   const list = await admin('GET', `/accounts/${acct.accountId}/keys`);
@@ -494,7 +497,7 @@ test('bad input is a clear 400 or 404 and writes nothing', async () => {
   }
   assert.is(await gw.ledger.events.headPosition(), before, 'nothing was written');
   // A revoked key's controls cannot change.
-  await gw.ledger.revokeKey(acct.keyId, 'test', 'admin:test');
+  await revokeKey(gw.ledger, acct.keyId, 'test', 'admin:test');
   assert.is((await admin('PATCH', `/keys/${acct.keyId}`, { name: 'x' })).status, 409);
 });
 
@@ -551,7 +554,7 @@ test('CLI: tollgate key set and key rotate', async () => {
 
 test('GET /v1/usage?group_by=key and ?format=csv', async () => {
   const acct = await openAccount(gw, { quota: 1_000_000 });
-  const second = await gw.ledger.issueKey(acct.accountId, 'batch, "nightly"', 'admin:test');
+  const second = await issueKey(gw.ledger, acct.accountId, 'batch, "nightly"', 'admin:test');
   for (const key of [acct.key, acct.key, second.secret]) assert.is((await chatCall(key)).status, 200);
   await gw.ledger.caughtUp();
   const r = await call(gw, '/v1/usage?group_by=key&range=7d&daily=true', { key: acct.key });
@@ -912,12 +915,12 @@ if (!url) {
       gateways.push(await startTestGateway({ schema, modelsConfig, bootstrap: false }));
       gateways.push(await startTestGateway({ schema, modelsConfig, bootstrap: false, projections: false }));
       const [a, b] = gateways;
-      await a.ledger.priceModel({ modelId: 'test/slow-haiku', multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
+      await priceModel(a.ledger, { modelId: 'test/slow-haiku', multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
       await a.ledger.caughtUp();
       await b.deps.catalog.reload();
       // The account could pay for all of them; the key's own limit covers exactly FIT.
       const acct = await openAccount(a, { quota: CALLS * COST * 2, requestsPerMinute: 1_000_000 });
-      const { setKeyControls } = await import('../src/admin/key-controls.ts');
+      const { setKeyControls } = await import('../src/keys/key-controls.ts');
       await setKeyControls(a.ledger, a.deps.catalog, acct.keyId, { spendLimit: { tokens: FIT * COST, period: 'monthly' } }, 'admin:test');
       const body = { ...BODY, model: 'test/slow-haiku' };
       for (const g of [a, b]) assert.is((await call(g, '/v1/models', { key: acct.key })).status, 200);
@@ -973,7 +976,7 @@ if (!url) {
       assert.is(held, 0);
       const charges = events.filter((e) => e.type === 'ChatCharged');
       assert.is(new Set(charges.map((e) => e.data.holdId)).size, FIT, 'no hold charged twice');
-      assert.equal(keyStanding(await a.ledger.accountState(acct.accountId), acct.keyId, new Date()).spent, FIT * COST);
+      assert.equal(keyStanding(await accountState(a.ledger, acct.accountId), acct.keyId, new Date()).spent, FIT * COST);
     } finally {
       for (const g of gateways.reverse()) await g.close();
       await dropSchemas(url, schema);

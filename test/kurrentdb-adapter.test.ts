@@ -52,13 +52,15 @@ import { openSelectedEventStore } from '../src/eventstore/kurrentdb-select.ts';
 import { chainHash, eventBody, GENESIS_HASH } from '../src/eventstore/canonical.ts';
 import { DuplicateEventError, InvalidStreamNameError, WrongExpectedRevisionError } from '../src/eventstore/errors.ts';
 import type { EventStore, NewEvent, StoredEvent } from '../src/eventstore/port.ts';
-import { validateEvent } from '../src/ledger/catalogue.ts';
+import { validateEvent } from '../src/ledger/event-catalogue.ts';
 import { settingsFromEnv } from '../src/config.ts';
 import { openLedger } from '../src/ledger/ledger.ts';
-import { readSide } from '../projections/read-side.ts';
-import * as checkpoint from '../projections/checkpoint.ts';
+import { readSide } from '../projections/runner/read-side.ts';
+import * as checkpoint from '../projections/runner/checkpoint.ts';
 import { defineEventStoreContract } from './support/eventstore-contract.ts';
 import { testDatabases } from './support/db.ts';
+import '../projections/read-models.ts'; // every read model, as the wiring registers them
+import { definePlan, openAccount, subscribe } from '../src/accounts/index.ts';
 
 // ---- the test double --------------------------------------------------------------------------
 
@@ -636,9 +638,9 @@ for (const target of testDatabases()) {
         readSide: readSide({ db: t.db, eventSchema: t.schema, projectHere: true }),
         store: createKurrentDbEventStore(db, { validate: validateEvent, pollIntervalMs: 200 }),
       });
-      await first.definePlan({ planId: 'pro', name: 'Pro', quota: 10_000, validityDays: 30, requestsPerMinute: 60, models: ['*'] }, 'admin:test');
-      await first.openAccount({ accountId: 'acme', name: 'Acme' }, 'admin:test');
-      await first.subscribe('acme', 'pro', 'admin:test');
+      await definePlan(first, { planId: 'pro', name: 'Pro', quota: 10_000, validityDays: 30, requestsPerMinute: 60, models: ['*'] }, 'admin:test');
+      await openAccount(first, { accountId: 'acme', name: 'Acme' }, 'admin:test');
+      await subscribe(first, 'acme', 'pro', 'admin:test');
       await first.caughtUp();
       const head = await first.events.headPosition();
       assert.ok(head > 2 ** 32);

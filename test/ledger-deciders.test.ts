@@ -1,22 +1,21 @@
 // The pure domain: pricing arithmetic and the deciders, with exact numbers.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
-import { availableTokens, type AccountState } from '../src/ledger/account-state.ts';
-import { keyDecider } from '../src/ledger/key.ts';
-import { modelDecider } from '../src/ledger/model.ts';
+import { accountDecider, type AccountCommand } from '../src/accounts/account-decider.ts';
+import { type AccountState, availableTokens, balanceOf } from '../src/accounts/account-state.ts';
+import { keyDecider } from '../src/keys/key-decider.ts';
+import { modelDecider } from '../src/catalogue/model-decider.ts';
 import { fold } from '../src/ledger/decider.ts';
-import { DomainError } from '../src/ledger/errors.ts';
-import { applyMultiplier, chatCharge, imageCharge, rawTokensCoveredBy, toMilli } from '../src/ledger/pricing.ts';
-import type { DomainEvent } from '../src/ledger/events.ts';
+import { DomainError, InvariantViolation } from '../src/ledger/errors.ts';
+import { applyMultiplier, chatCharge, imageCharge, rawTokensCoveredBy, toMilli } from '../src/money/pricing.ts';
+import type { DomainEvent, StreamEvents } from '../src/ledger/events.ts';
 import { gcra } from '../src/ledger/call-rate.ts';
-import { InvariantViolation, splitCharge, availableTokens as balanceAvailable } from '../src/ledger/balance.ts';
-import { balanceOf } from '../src/ledger/account-state.ts';
+import { splitCharge, availableTokens as balanceAvailable } from '../src/accounts/balance.ts';
 
 const now = new Date('2026-11-20T12:00:00Z');
 const plan = { planId: 'pro', name: 'Pro', quota: 1000, validityDays: 30, requestsPerMinute: 60, models: ['cx/gen-6-terra', 'alpha-haiku-4.5'] };
 
-function run(state: AccountState, c: AccountCommand): { events: DomainEvent[]; state: AccountState } {
+function run(state: AccountState, c: AccountCommand): { events: StreamEvents['account'][]; state: AccountState } {
   const events = accountDecider.decide(c, state);
   return { events, state: fold(accountDecider, events, state) };
 }
@@ -226,7 +225,7 @@ test("the plan's call rate is decided with the hold: a burst of the per-minute l
     ttlMs: 60_000,
   });
   let s = rated(3);
-  const history: DomainEvent[] = [];
+  const history: StreamEvents['account'][] = [];
   for (const id of ['a', 'b', 'c']) {
     const r = run(s, at(0, id));
     assert.is(r.events.length, 1);
@@ -256,7 +255,7 @@ test("the plan's call rate is decided with the hold: a burst of the per-minute l
   let free = rated(0);
   for (let i = 0; i < 50; i++) free = run(free, at(0, `x${i}`)).state;
   assert.is(free.rateTat, undefined);
-  const legacy = { ...history[0], data: { ...history[0].data, at: undefined, holdId: 'old' } } as DomainEvent;
+  const legacy = { ...history[0], data: { ...history[0].data, at: undefined, holdId: 'old' } } as StreamEvents['account'];
   assert.is(fold(accountDecider, [legacy], rated(3)).rateTat, undefined);
 });
 
@@ -342,7 +341,7 @@ test('a refund of a charge made before the plan was renewed is credited as extra
 
 test('the money invariants fail loudly when an event would break them', () => {
   const s = run(subscribed(), reserve('h1', 300)).state;
-  const charge = (fromQuota: number): DomainEvent => ({
+  const charge = (fromQuota: number): StreamEvents['account'] => ({
     type: 'ChatCharged',
     data: {
       accountId: 'acme',
@@ -369,7 +368,7 @@ test('the money invariants fail loudly when an event would break them', () => {
     (e: Error) => e instanceof InvariantViolation && /quota/.test(e.message),
   );
   // A hold of a negative amount: reserved below zero.
-  const negative: DomainEvent = {
+  const negative: StreamEvents['account'] = {
     type: 'QuotaReserved',
     data: { accountId: 'acme', holdId: 'h2', requestId: 'r', keyId: 'k1', model: 'm', kind: 'chat', amount: -500, expiresAt: now.toISOString() },
   };

@@ -6,9 +6,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import type { AppendRequest, EventStore } from '../src/eventstore/port.ts';
-import { createCommandHandler } from '../src/ledger/command-handler.ts';
-import { accountDecider } from '../src/ledger/account.ts';
-import { SNAPSHOT_EVERY } from '../src/ledger/command-handler.ts';
+import { createCommandHandler, SNAPSHOT_EVERY } from '../src/ledger/command-handler.ts';
+import { accountDecider } from '../src/accounts/account-decider.ts';
 import { streams } from '../src/ledger/events.ts';
 import { testDatabases, type TestDatabase } from './support/db.ts';
 

@@ -1,9 +1,9 @@
-// Verify's lot check (src/admin/lot-check.ts): a log whose refund names no paid lot is reported,
+// Verify's lot check (src/books/lot-check.ts): a log whose refund names no paid lot is reported,
 // and a check continued from another thread's state (structured-cloned, as a worker posts it)
 // finds what one check over the whole log finds.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { LotCheck } from '../src/admin/lot-check.ts';
+import { LotCheck } from '../src/books/lot-check.ts';
 import type { ProjectedEvent } from '../src/eventstore/port.ts';
 
 const event = (position: number, type: string, data: Record<string, unknown>): ProjectedEvent => ({

@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { allocateMoney, bookedAmount, currencyOf, formatMoney, money, minorDigits, tokensFor, valueOf } from '../src/money/money.ts';
 import { DomainError } from '../src/ledger/errors.ts';
-import { accountDecider, type AccountCommand } from '../src/ledger/account.ts';
+import { accountDecider, type AccountCommand } from '../src/accounts/account-decider.ts';
 import { fold } from '../src/ledger/decider.ts';
 
 test('currencies are ISO 4217 with their own minor unit', () => {
@@ -100,7 +100,7 @@ test('property: allocation keeps every minor unit, and tokensFor stays within th
   );
 });
 
-test('the worked example (README): a plan bought, half used, partly refunded; a pack bought by code', () => {
+test('the worked example (docs/payments.md): a plan bought, half used, partly refunded; a pack bought by code', () => {
   const now = new Date('2026-11-25T10:00:00Z');
   let s = accountDecider.initialState();
   const run = (c: AccountCommand) => {

@@ -6,6 +6,8 @@ import * as assert from 'uvu/assert';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { settingsFromEnv } from '../src/config.ts';
 import { call, type Reply } from './support/http.ts';
+import { issueKey } from '../src/keys/index.ts';
+import { openAccount } from '../src/accounts/index.ts';
 
 const ADMIN = 'tg_admin_code_guessing_test_token_0123456789';
 const LIMIT = 5;
@@ -17,8 +19,8 @@ test.before(async () => {
   gateways.push(await startTestGateway({ adminToken: ADMIN, payments }));
   // A second gateway on the same log (PGlite is one process's database: there, one gateway).
   if (process.env.DATABASE_URL) gateways.push(await startTestGateway({ adminToken: ADMIN, bootstrap: false, payments, schema: gateways[0].ledger.schema }));
-  await gateways[0].ledger.openAccount({ accountId: 'acct_guess', name: 'Guesser' }, 'admin:test');
-  key = (await gateways[0].ledger.issueKey('acct_guess', 'k', 'admin:test')).secret;
+  await openAccount(gateways[0].ledger, { accountId: 'acct_guess', name: 'Guesser' }, 'admin:test');
+  key = (await issueKey(gateways[0].ledger, 'acct_guess', 'k', 'admin:test')).secret;
 });
 test.after(async () => {
   for (const g of gateways.slice(1)) await g.close();

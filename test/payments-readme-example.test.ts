@@ -1,6 +1,6 @@
-// The README's worked example of "Payments", performed as written against an `npm start` process
+// The worked example of docs/payments.md, performed as written against an `npm start` process
 // (Stripe through the official client, pointed at the local double; notices signed with the
-// library's own helper) and read back only over HTTP: every figure the README prints, to the cent.
+// library's own helper) and read back only over HTTP: every figure the example prints, to the cent.
 //   plan pro (1000 tokens) bought through Stripe for $20.00, fee $0.88; 500 tokens used; a refund of
 //   $15.00 (750 tokens' worth, 500 unused: withdrawn); a pack of 300 tokens redeemed from a code sold
 //   at $2.50, its tokens worth 83 + 84 + 83 cents per 100.

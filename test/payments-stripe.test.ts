@@ -8,8 +8,10 @@ import * as assert from 'uvu/assert';
 import { eventsIn, subscriptionOf, useMainPlanUntil } from './support/money.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, chat, userMessage } from './support/http.ts';
-import { startStripeDouble, startStripeGateways, type StripeDouble } from './support/stripe-double.ts';
+import { startStripeDouble, startStripeShop, type StripeDouble } from './support/stripe-double.ts';
 import { streams } from '../src/ledger/events.ts';
+import { issueKey } from '../src/keys/index.ts';
+import { openAccount } from '../src/accounts/index.ts';
 
 const ADMIN = 'tg_admin_stripe_test_token_0123456789abcdef';
 let stripe: StripeDouble;
@@ -44,13 +46,7 @@ async function buy(body: Record<string, unknown>, opts: { async?: boolean } = {}
 
 test.before(async () => {
   stripe = await startStripeDouble();
-  ({ gw, gw2, stopAll } = await startStripeGateways(stripe, ADMIN));
-  assert.is((await admin('/plans', { plan_id: 'pro', name: 'Pro', quota: 1000, validity_days: 30, requests_per_minute: 1000, models: ['*'] })).status, 201);
-  assert.is((await admin('/plans/pro/price', { amount: 2000 }, 'PUT')).status, 200);
-  assert.is((await admin('/packs/p300', { name: '300 tokens', tokens: 300, amount: 300 }, 'PUT')).status, 200);
-  assert.is((await admin('/accounts', { account_id: accountId, name: 'Card customer' })).status, 201);
-  key = (await admin(`/accounts/${accountId}/keys`, { name: 'app' })).json.key;
-  await gw.ledger.caughtUp();
+  ({ gw, gw2, stopAll, key } = await startStripeShop(stripe, ADMIN, { id: accountId, name: 'Card customer' }));
 });
 test.after(() => stopAll());
 
@@ -235,8 +231,8 @@ test('a payment naming no known account is kept for the operator, granted nothin
 test('Stripe off: checkout says so, the webhook path is not there', async () => {
   const off = await startTestGateway({ bootstrap: false });
   try {
-    const acct = await off.ledger.openAccount({ accountId: 'acct_off', name: 'x' }, 'admin:test');
-    const k = await off.ledger.issueKey(acct, 'k', 'admin:test');
+    const acct = await openAccount(off.ledger, { accountId: 'acct_off', name: 'x' }, 'admin:test');
+    const k = await issueKey(off.ledger, acct, 'k', 'admin:test');
     const r = await call(off, '/v1/checkout/sessions', { key: k.secret, body: { pack_id: 'p300' } });
     assert.is(r.status, 400);
     assert.is(r.json.error.code, 'stripe_off');

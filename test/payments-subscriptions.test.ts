@@ -11,10 +11,10 @@ import type { TestGateway } from './support/gateway.ts';
 import { call } from './support/http.ts';
 import { startStripeDouble, startStripeGateways, type StripeDouble } from './support/stripe-double.ts';
 import { streams, type DomainEvent } from '../src/ledger/events.ts';
-import { accountDecider } from '../src/ledger/account.ts';
+import { accountDecider } from '../src/accounts/account-decider.ts';
 import { fold } from '../src/ledger/decider.ts';
-import { paymentsInOrder } from '../src/routes/payments.ts';
-import { recurringLookupKey } from '../src/payments/stripe-subscriptions.ts';
+import { paymentsInOrder } from '../src/accounts/payment-bodies.ts';
+import { recurringLookupKey } from '../src/books/stripe-subscriptions.ts';
 
 const ADMIN = 'tg_admin_subscriptions_test_token_0123456789';
 const accountId = 'acct_recurring';

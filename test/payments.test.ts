@@ -9,10 +9,10 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { spawnGateway, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, chat, userMessage } from './support/http.ts';
-import { accountDecider } from '../src/ledger/account.ts';
+import { accountDecider } from '../src/accounts/account-decider.ts';
 import { fold } from '../src/ledger/decider.ts';
 import { streams, type DomainEvent } from '../src/ledger/events.ts';
-import { paymentsInOrder } from '../src/routes/payments.ts';
+import { paymentsInOrder } from '../src/accounts/payment-bodies.ts';
 
 const ADMIN = 'tg_admin_payments_test_token_0123456789abcdef';
 const admin = (gw: TestGateway, path: string, body?: unknown, method?: string) =>

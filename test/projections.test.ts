@@ -5,10 +5,14 @@ import * as assert from 'uvu/assert';
 import { randomUUID } from 'node:crypto';
 import { testDatabases, type TestDatabase } from './support/db.ts';
 import { openLedger, metadataFor, type Ledger } from '../src/ledger/ledger.ts';
-import { readSide } from '../projections/read-side.ts';
-import { dumpReadModels, rebuildReadModels, replayInto } from '../projections/rebuild.ts';
-import { ALL_PROJECTIONS, ensureChargeStatistics } from '../projections/read-models.ts';
-import { hashKey } from '../src/ledger/keys.ts';
+import { readSide } from '../projections/runner/read-side.ts';
+import { dumpReadModels, rebuildReadModels, replayInto } from '../projections/runner/rebuild.ts';
+import { ensureChargeStatistics } from '../projections/calls/charges.ts';
+import { ALL_PROJECTIONS } from '../projections/read-models.ts';
+import { hashKey } from '../src/keys/secrets.ts';
+import { issueKey, revokeKey } from '../src/keys/index.ts';
+import { accountCommand, definePlan, grantExtra, openAccount, subscribe } from '../src/accounts/index.ts';
+import { seedModels } from '../src/catalogue/index.ts';
 
 for (const target of testDatabases()) {
   const s = suite<{ t: TestDatabase; ledger: Ledger }>(`projections on ${target.label}`, {} as never);
@@ -22,15 +26,16 @@ for (const target of testDatabases()) {
   });
 
   s('a metered scenario lands in every read model to the token', async ({ ledger, t }) => {
-    await ledger.seedModels();
-    await ledger.definePlan({ planId: 'pro', name: 'Pro', quota: 10_000, validityDays: 30, requestsPerMinute: 60, models: ['*'] }, 'admin:test');
-    const acct = await ledger.openAccount({ accountId: 'acme', name: 'Acme' }, 'admin:test');
-    await ledger.subscribe(acct, 'pro', 'admin:test');
-    await ledger.grantExtra(acct, 500, 'welcome', 'admin:test');
-    const key = await ledger.issueKey(acct, 'ci', 'admin:test');
+    await seedModels(ledger);
+    await definePlan(ledger, { planId: 'pro', name: 'Pro', quota: 10_000, validityDays: 30, requestsPerMinute: 60, models: ['*'] }, 'admin:test');
+    const acct = await openAccount(ledger, { accountId: 'acme', name: 'Acme' }, 'admin:test');
+    await subscribe(ledger, acct, 'pro', 'admin:test');
+    await grantExtra(ledger, acct, 500, 'welcome', 'admin:test');
+    const key = await issueKey(ledger, acct, 'ci', 'admin:test');
     const md = metadataFor(`key:${key.keyId}`);
     const reserve = (holdId: string, amount: number) =>
-      ledger.account(
+      accountCommand(
+        ledger,
         acct,
         {
           type: 'Reserve',
@@ -46,7 +51,8 @@ for (const target of testDatabases()) {
         md,
       );
     await reserve('h1', 1000);
-    await ledger.account(
+    await accountCommand(
+      ledger,
       acct,
       {
         type: 'SettleChat',
@@ -62,7 +68,7 @@ for (const target of testDatabases()) {
       md,
     );
     await reserve('h2', 2000);
-    await ledger.account(acct, { type: 'Release', holdId: 'h2', reason: 'upstream_error' }, md);
+    await accountCommand(ledger, acct, { type: 'Release', holdId: 'h2', reason: 'upstream_error' }, md);
     await reserve('h3', 3000);
     await ledger.caughtUp();
     const rm = ledger.rmSchema;
@@ -92,7 +98,7 @@ for (const target of testDatabases()) {
       charges.map((c) => ({ ...c })),
       [{ billed: 67, request_id: 'req-h1' }],
     );
-    await ledger.revokeKey(key.keyId, 'leaked', 'admin:test');
+    await revokeKey(ledger, key.keyId, 'leaked', 'admin:test');
     await ledger.caughtUp();
     const [k2] = await t.db.query<{ status: string; revoke_reason: string }>(`SELECT status, revoke_reason FROM "${rm}".keys WHERE key_id = $1`, [key.keyId]);
     assert.equal({ ...k2 }, { status: 'revoked', revoke_reason: 'leaked' });
@@ -101,12 +107,13 @@ for (const target of testDatabases()) {
   s('a rebuild from position zero yields identical rows', async ({ ledger, t }) => {
     // More traffic over several accounts so batches span many rows.
     for (let i = 0; i < 20; i++) {
-      const id = await ledger.openAccount({ accountId: `bulk${i}`, name: `Bulk ${i}` }, 'admin:test');
-      await ledger.subscribe(id, 'pro', 'admin:test');
+      const id = await openAccount(ledger, { accountId: `bulk${i}`, name: `Bulk ${i}` }, 'admin:test');
+      await subscribe(ledger, id, 'pro', 'admin:test');
       const md = metadataFor('key:bulk');
       for (let j = 0; j < 5; j++) {
         const holdId = randomUUID();
-        await ledger.account(
+        await accountCommand(
+          ledger,
           id,
           {
             type: 'Reserve',
@@ -121,9 +128,10 @@ for (const target of testDatabases()) {
           },
           md,
         );
-        if (j === 4) await ledger.account(id, { type: 'Release', holdId, reason: 'client_aborted' }, md);
+        if (j === 4) await accountCommand(ledger, id, { type: 'Release', holdId, reason: 'client_aborted' }, md);
         else
-          await ledger.account(
+          await accountCommand(
+            ledger,
             id,
             {
               type: 'SettleChat',
@@ -147,7 +155,7 @@ for (const target of testDatabases()) {
     assert.ok(result.events > 200);
     assert.equal(after, before);
     // The live runner keeps working on the swapped tables.
-    await ledger.grantExtra('bulk0', 7, 'after rebuild', 'admin:test');
+    await grantExtra(ledger, 'bulk0', 7, 'after rebuild', 'admin:test');
     await ledger.caughtUp();
     await new Promise((r) => setTimeout(r, 50));
     const [row] = await t.db.query<{ extra_granted: number }>(`SELECT extra_granted FROM "${ledger.rmSchema}".accounts WHERE account_id = 'bulk0'`);

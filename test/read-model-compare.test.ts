@@ -1,13 +1,15 @@
-// Verify's comparison of the live read models with a rebuild (projections/compare.ts): ranges of
+// Verify's comparison of the live read models with a rebuild (projections/runner/compare.ts): ranges of
 // keys whose digests match are passed over, and every row edited, lost or added on the live side
 // is listed with both sides, on PGlite and (with DATABASE_URL) PostgreSQL.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { testDatabases, type TestDatabase } from './support/db.ts';
 import { openLedger, type Ledger } from '../src/ledger/ledger.ts';
-import { readSide } from '../projections/read-side.ts';
-import { dropReadModels, replayInto } from '../projections/rebuild.ts';
-import { differingRows } from '../projections/compare.ts';
+import { readSide } from '../projections/runner/read-side.ts';
+import { dropReadModels, replayInto } from '../projections/runner/rebuild.ts';
+import { differingRows } from '../projections/runner/compare.ts';
+import '../projections/read-models.ts'; // every read model, as the wiring registers them
+import { seedModels } from '../src/catalogue/index.ts';
 
 /** Small ranges, so that the eleven seeded models span several digests and row-by-row statements. */
 const SMALL = { digested: 4, compared: 2 };
@@ -17,7 +19,7 @@ for (const target of testDatabases()) {
   s.before(async (ctx) => {
     ctx.t = await target.open();
     ctx.ledger = await openLedger({ db: ctx.t.db, schema: ctx.t.schema, readSide: readSide({ db: ctx.t.db, eventSchema: ctx.t.schema, projectHere: true }) });
-    await ctx.ledger.seedModels();
+    await seedModels(ctx.ledger);
     await ctx.ledger.caughtUp();
   });
   s.after(async (ctx) => {

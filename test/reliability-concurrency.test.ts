@@ -16,8 +16,9 @@ import { chat, ledgerView, openAccount, userMessage, writeModelsConfig, type Rep
 import { readFileSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { countMessageTokens } from '../src/upstream/tokenizer.ts';
-import { replayInto } from '../projections/rebuild.ts';
+import { replayInto } from '../projections/runner/rebuild.ts';
 import type { StoredEvent } from '../src/eventstore/port.ts';
+import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
 const CALLS = 500;
 const FIT = 100;

@@ -8,7 +8,8 @@ import { connect } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, chat, ledgerView, openAccount, userMessage, type Reply, type TestAccount } from './support/http.ts';
-import { hashKey, lastFour } from '../src/ledger/keys.ts';
+import { hashKey, lastFour } from '../src/keys/secrets.ts';
+import { keyCommand, revokeKey } from '../src/keys/index.ts';
 
 let gw: TestGateway;
 let acct: TestAccount;
@@ -191,7 +192,8 @@ test('the same unknown key many times costs no key query after the first; a key 
     // The remembered-unknown key is now issued (exactly as the ledger's issueKey does, with a
     // secret chosen here): it must work on the very next call, not after the cache expires.
     const keyId = `key_${randomBytes(8).toString('hex')}`;
-    await gw.ledger.key(
+    await keyCommand(
+      gw.ledger,
       keyId,
       { type: 'Issue', keyId, accountId: acct.accountId, name: 'late key', hash: hashKey(secret), last4: lastFour(secret) },
       { correlationId: `test-${keyId}`, causationId: null, actor: 'admin:test' },
@@ -201,7 +203,7 @@ test('the same unknown key many times costs no key query after the first; a key 
     assert.is((await chat(gw, secret, hi)).status, 200);
 
     // Revoking it is still heard at once (no stale negative or positive entry).
-    await gw.ledger.revokeKey(keyId, 'test', 'admin:test');
+    await revokeKey(gw.ledger, keyId, 'test', 'admin:test');
     assertReplyError(await call(gw, '/v1/models', { key: secret }), 401, 'invalid_api_key');
   } finally {
     db.query = original;

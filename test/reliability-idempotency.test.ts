@@ -1,7 +1,7 @@
 // Idempotency under a burst: one Idempotency-Key sent 50 times at once yields exactly one upstream
 // call (counted at the upstream double), one hold and one charge, and 50 identical responses:
 // the same status, body and billing headers. The first is the original; the other 49 wait for it
-// and replay it with `idempotent-replayed: true` (README: "the same key and body within 24 hours
+// and replay it with `idempotent-replayed: true` (docs/billing.md: "the same key and body within 24 hours
 // returns the first response"). For chat (plain and streamed), images and Anthropic Messages; a
 // duplicate with another body during the burst is a 409.
 import { test } from 'uvu';
@@ -12,6 +12,7 @@ import type { TestGateway } from './support/gateway.ts';
 import Koa from 'koa';
 import { ensureIdempotencyTable } from '../src/eventstore/idempotency-store.ts';
 import { idempotency } from '../src/http/idempotency.ts';
+import { keyCaller } from '../src/http/caller.ts';
 import { openTestPglite } from './support/db.ts';
 
 const BURST = 50;
@@ -224,7 +225,7 @@ test('while a request runs its claim is renewed; once it is answered the renewal
     await ensureIdempotencyTable(tdb.db, tdb.schema);
     const app = new Koa();
     app.use(async (ctx, next) => {
-      ctx.state.auth = { accountId: 'acct_hb', keyId: 'key_hb' };
+      ctx.state.caller = keyCaller({ accountId: 'acct_hb', keyId: 'key_hb' }, 'req_hb');
       ctx.request.body = { n: 1 };
       await next();
     });

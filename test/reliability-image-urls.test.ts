@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, ledgerView, openAccount, type TestAccount } from './support/http.ts';
-import { fetchImageUrl, imageFetchDefaults, isNonPublicAddress, MAX_SOURCE_BYTES } from '../src/gateway/image-source.ts';
+import { fetchImageUrl, imageFetchDefaults, isNonPublicAddress, MAX_SOURCE_BYTES } from '../src/calls/image-source.ts';
 
 let gw: TestGateway;
 let host: Server;

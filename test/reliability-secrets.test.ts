@@ -21,11 +21,11 @@ import { spawnGateway, dropSchemas, type GatewayProcess } from './support/gatewa
 import { uniqueSchema } from './support/db.ts';
 import { writeModelsConfig } from './support/http.ts';
 import { openPglite, openPostgres, type Database } from '../src/eventstore/db.ts';
-import { createKeyDirectory } from '../src/http/key-directory.ts';
-import { adminTokenMatches } from '../src/admin/admin-token.ts';
-import { adminRouter } from '../src/routes/admin.ts';
-import { hashKey } from '../src/ledger/keys.ts';
-import type { GatewayDeps } from '../src/gateway/deps.ts';
+import { createKeyDirectory } from '../src/keys/key-directory.ts';
+import { adminTokenMatches } from '../src/http/admin-token.ts';
+import { adminRouter } from '../src/wiring/admin-router.ts';
+import { hashKey } from '../src/keys/secrets.ts';
+import type { GatewayDeps } from '../src/wiring/deps.ts';
 import type { EventStore } from '../src/eventstore/port.ts';
 
 const url = process.env.DATABASE_URL;
@@ -256,15 +256,15 @@ test('key lookups use the SHA-256 hash only; the admin token compare is constant
 
   // Structure: each secret comparison in the code goes through timingSafeEqual over digests.
   const source = (f: string) => readFileSync(new URL(`../src/${f}`, import.meta.url), 'utf8');
-  assert.match(source('admin/admin-token.ts'), /timingSafeEqual\(digest\(presented\), digest\(expected\)\)/);
-  assert.match(source('routes/admin.ts'), /adminTokenMatches\(/);
-  assert.match(source('http/key-directory.ts'), /const hash = hashKey\(secret\)/);
-  assert.match(source('ledger/keys.ts'), /createHash\('sha256'\)/);
+  assert.match(source('http/admin-token.ts'), /timingSafeEqual\(digest\(presented\), digest\(expected\)\)/);
+  assert.match(source('wiring/admin-router.ts'), /adminTokenMatches\(/);
+  assert.match(source('keys/key-directory.ts'), /const hash = hashKey\(secret\)/);
+  assert.match(source('keys/secrets.ts'), /createHash\('sha256'\)/);
   // No ===/!== between a secret-like name and another value (comparisons with null or a literal aside).
   const SECRET_NAME = String.raw`\b(?:secret|token|adminToken|expected|presented|apiKey|password|hash)\w*`;
   const OPERAND = String.raw`(?!null\b|undefined\b|['"\`\d]|0\b)[A-Za-z_$][\w.$]*`;
   const unsafe = new RegExp(`${SECRET_NAME}\\s*[!=]==?\\s*${OPERAND}|${OPERAND}\\s*[!=]==?\\s*${SECRET_NAME}`);
-  const files = ['http/auth.ts', 'http/key-directory.ts', 'admin/admin-token.ts', 'routes/admin.ts', 'ledger/keys.ts'];
+  const files = ['keys/auth-middleware.ts', 'keys/key-directory.ts', 'http/admin-token.ts', 'wiring/admin-router.ts', 'keys/secrets.ts'];
   for (const f of files) {
     source(f)
       .split('\n')

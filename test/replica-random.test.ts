@@ -45,7 +45,7 @@ const keepGoing = env.REPLICA_KEEP_GOING === '1';
 const withStall = env.REPLICA_STALL === '1' || (env.REPLICA_STALL !== '0' && !env.REPLICA_SEED);
 const STALL_SEED = 7;
 const STALL_MS = 5000;
-/** The stalled gateway's bounds (the README's defaults are 5 s; shorter keeps the run short). */
+/** The stalled gateway's bounds (docs/deployment.md's defaults are 5 s; shorter keeps the run short). */
 const FAST_BOUNDS = {
   PG_CONNECT_TIMEOUT_MS: '2000',
   PG_STATEMENT_TIMEOUT_MS: '2000',
@@ -210,7 +210,16 @@ if (!url) {
             proxy.mode({ kind: 'pass' });
             const replies = await Promise.all(calls);
             answered = replies.map(({ res, json }) => ({ status: res.status, code: json?.error?.code ?? null, retryAfter: res.headers.get('retry-after') }));
-            replies.forEach(({ res, json }, k) => {
+            // The calls ran side by side, so the log, not the order they were sent, says which was
+            // charged first; the model records them in that order (a statement lists the log's order).
+            const chargedAt = new Map<string, number>();
+            (await run.events(a)).forEach((e, position) => {
+              const requestId = (e.data as Record<string, any>).requestId;
+              if (e.type === 'ChatCharged' && !chargedAt.has(requestId)) chargedAt.set(requestId, position);
+            });
+            const inLogOrder = ids.map((_, k) => k).sort((x, y) => (chargedAt.get(ids[x]) ?? Infinity) - (chargedAt.get(ids[y]) ?? Infinity));
+            inLogOrder.forEach((k) => {
+              const { res, json } = replies[k];
               if (res.status === 200 && json)
                 run.recordServed(key, SLOW, ids[k], 'chat', Number(res.headers.get('x-tollgate-billed-tokens')), 1000, json.usage);
               else {

@@ -10,7 +10,7 @@ import { canonicalDigest } from '../src/http/body-digest.ts';
 import { canonicalJson } from '../src/eventstore/canonical.ts';
 import { createHash } from 'node:crypto';
 import { seedFrom, seedJson } from '../src/upstream/seed.ts';
-import { decodeDataUri } from '../src/gateway/image-source.ts';
+import { decodeDataUri } from '../src/calls/image-source.ts';
 import { LONG_STRING_CHARS, jsonBytes } from '../src/upstream/json-slices.ts';
 
 const IMAGE_URL = '^(https?://\\S+|data:image/(png|jpeg|jpg|gif|webp);base64,[A-Za-z0-9+/]+={0,2})$';

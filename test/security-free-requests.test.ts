@@ -8,6 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { call, eventually, openAccount, userMessage } from './support/http.ts';
+import { issueKey } from '../src/keys/index.ts';
 
 const INVALID_PER_MINUTE = 40;
 let gw: TestGateway;
@@ -81,7 +82,7 @@ test('records of decided requests expire and are purged by the sweeper: the tabl
 
 test('idempotency is per key: a sibling key of the account runs its own request', async () => {
   const acct = await openAccount(gw, { quota: 10_000_000 });
-  const sibling = await gw.ledger.issueKey(acct.accountId, 'sibling', 'admin:test');
+  const sibling = await issueKey(gw.ledger, acct.accountId, 'sibling', 'admin:test');
   await gw.ledger.caughtUp();
   const body = { model: 'cx/gen-6-luna', messages: userMessage('one answer per key'), max_tokens: 5 };
   const first = await call(gw, '/v1/chat/completions', { key: acct.key, body, headers: { 'idempotency-key': 'shared-1' } });

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import { spawnGateway, startTestGateway } from './support/gateway.ts';
 import { call } from './support/http.ts';
-import { ADMIN_GUESSES_IN_ALL_FACTOR, ADMIN_GUESSES_PER_MINUTE, MIN_ADMIN_TOKEN_LENGTH } from '../src/admin/admin-token.ts';
+import { ADMIN_GUESSES_IN_ALL_FACTOR, ADMIN_GUESSES_PER_MINUTE, MIN_ADMIN_TOKEN_LENGTH } from '../src/http/admin-token.ts';
 
 const ADMIN = `tg_admin_${randomBytes(24).toString('base64url')}`;
 

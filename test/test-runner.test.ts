@@ -7,7 +7,10 @@
 // without the hook guard.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const FIXTURES = 'test/fixtures/runner';
@@ -57,6 +60,16 @@ test("without the hook guard, the runner's own check still counts the silent set
   assert.match(output, 'FAIL setup-throws.test.ts: 0 passed, 3 failed (exited 0 although only 0 of its 3 tests passed');
   assert.match(output, 'FAIL teardown-throws.test.ts: 0 passed, 1 failed (printed no uvu summary (exit 1)');
   assert.match(output, /^(pglite|postgres): 1 passed, 4 failed$/m);
+});
+
+test("where this Node's V8 guards code pages with memory protection keys, test processes run with that guard off", async () => {
+  const v8Options = spawnSync(process.execPath, ['--v8-options'], { encoding: 'utf8' }).stdout;
+  const hasGuard = /^\s*--memory-protection-keys\b/m.test(v8Options);
+  const report = join(mkdtempSync(join(tmpdir(), 'runner-flags-')), 'flags.json');
+  const { code, output } = await run(['test/support/run-tests.ts', 'passes'], { TEST_DIR: FIXTURES, FIXTURE_FLAGS_FILE: report });
+  assert.is(code, 0, output);
+  const flags = JSON.parse(readFileSync(report, 'utf8')) as string[];
+  assert.is(flags.includes('--no-memory-protection-keys'), hasGuard, `Node ${process.version}: ${flags.join(' ')}`);
 });
 
 test.run();

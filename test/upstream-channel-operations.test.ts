@@ -13,14 +13,15 @@ import { join } from 'node:path';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { openAccount } from './support/http.ts';
 import { startAnthropicDouble, type AnthropicDouble } from './support/anthropic-double.ts';
-import { buildRoutes, parseModelsConfig } from '../src/gateway/models-config.ts';
+import { buildRoutes, parseModelsConfig } from '../src/catalogue/models-config.ts';
 import { CircuitBreaker } from '../src/upstream/channels/breaker.ts';
 import { channelOrder } from '../src/upstream/channels/failover.ts';
 import type { Channel } from '../src/upstream/channels/registry.ts';
+import { priceModel } from '../src/catalogue/index.ts';
 
 const run = promisify(execFile);
 const ADMIN = 'tg_admin_channel_operations_test';
-// /metrics on the public port behind a token (TOLLGATE_METRICS_TOKEN), as README's "Metrics" shows.
+// /metrics on the public port behind a token (TOLLGATE_METRICS_TOKEN), as docs/operating.md's "Metrics" shows.
 const METRICS_TOKEN = 'metrics-token-for-channel-operations-test';
 const UPSTREAM_KEY = 'sk-ant-upstream-secret-for-channel-test';
 const MODEL = 'test/two-channel';
@@ -78,7 +79,7 @@ test.before(async () => {
   writeFileSync(join(configDir, 'models.json'), JSON.stringify(configFor(first, second)));
   process.env.CHANNEL_TEST_ANTHROPIC_KEY = UPSTREAM_KEY;
   gw = await startTestGateway({ adminToken: ADMIN, metricsToken: METRICS_TOKEN, bootstrap: false, modelsConfig: join(configDir, 'models.json') });
-  await gw.ledger.priceModel({ modelId: MODEL, multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
+  await priceModel(gw.ledger, { modelId: MODEL, multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
 });
 test.after(async () => {
   await gw?.stop();

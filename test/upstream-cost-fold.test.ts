@@ -6,13 +6,14 @@
 import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ProjectedEvent } from '../src/eventstore/port.ts';
-import { applyEvents, ensureReadModels } from '../projections/runner.ts';
-import { finishDdl } from '../projections/ddl.ts';
-import { ReplayMemory } from '../projections/replay-memory.ts';
-import { pricedCalls, upstreamCalls, upstreamCostBetween, upstreamCostRates } from '../projections/upstream-cost.ts';
+import { applyEvents, ensureReadModels } from '../projections/runner/runner.ts';
+import { finishDdl } from '../projections/runner/ddl.ts';
+import { ReplayMemory } from '../projections/runner/replay-memory.ts';
+import { pricedCalls, upstreamCalls, upstreamCostBetween, upstreamCostRates } from '../projections/catalogue/upstream-cost.ts';
 import { testDatabases, type TestDatabase } from './support/db.ts';
-import { bookSeries, exactCost, exactMinorText } from '../src/money/cost.ts';
-import { priceText, rateOf } from '../src/money/cost-rates.ts';
+import { bookSeries, exactCost, exactMinorText } from '../src/money/upstream-cost.ts';
+import { priceText, rateOf } from '../src/catalogue/cost-rates.ts';
+import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
 const PROJECTIONS = [upstreamCalls, upstreamCostRates];
 let position = 0;

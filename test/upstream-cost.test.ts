@@ -12,6 +12,9 @@ import { join } from 'node:path';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startAnthropicDouble, type AnthropicDouble } from './support/anthropic-double.ts';
 import { startOpenAIDouble, type OpenAIDouble } from './support/openai-double.ts';
+import { issueKey } from '../src/keys/index.ts';
+import { priceModel } from '../src/catalogue/index.ts';
+import { definePlan, openAccount, subscribe } from '../src/accounts/index.ts';
 
 const ADMIN = 'tg_admin_upstream_cost_test_token_0123456789';
 const ANTHROPIC_KEY = 'sk-ant-upstream-cost-test';
@@ -110,12 +113,12 @@ test.before(async () => {
   process.env.UPSTREAM_COST_TEST_OPENAI_KEY = OPENAI_KEY;
   gw = await startTestGateway({ adminToken: ADMIN, bootstrap: false, modelsConfig: join(configDir, 'models.json') });
   const l = gw.ledger;
-  await l.priceModel({ modelId: MODEL, multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
-  await l.priceModel({ modelId: OAI_MODEL, multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
-  await l.definePlan({ planId: 'cost', name: 'Cost', quota: 10_000_000, validityDays: 30, requestsPerMinute: 10_000, models: ['*'] }, 'admin:test');
-  const accountId = await l.openAccount({ accountId: 'cost', name: 'Cost' }, 'admin:test');
-  await l.subscribe(accountId, 'cost', 'admin:test');
-  key = (await l.issueKey(accountId, 'cost', 'admin:test')).secret;
+  await priceModel(l, { modelId: MODEL, multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
+  await priceModel(l, { modelId: OAI_MODEL, multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
+  await definePlan(l, { planId: 'cost', name: 'Cost', quota: 10_000_000, validityDays: 30, requestsPerMinute: 10_000, models: ['*'] }, 'admin:test');
+  const accountId = await openAccount(l, { accountId: 'cost', name: 'Cost' }, 'admin:test');
+  await subscribe(l, accountId, 'cost', 'admin:test');
+  key = (await issueKey(l, accountId, 'cost', 'admin:test')).secret;
   const channels = (await admin('GET', '/channels')).json.data as Array<{ id: string; models: string[] }>;
   imageChannel = channels.find((c) => c.models.includes(IMAGE_MODEL))!.id;
 });

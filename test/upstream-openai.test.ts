@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { createOpenAIProvider, InvalidImageError } from '../src/upstream/openai/index.ts';
-import { eventWithBilledTokens } from '../src/gateway/billed-usage.ts';
+import { eventWithBilledTokens } from '../src/calls/billed-usage.ts';
 import { errorKindOf } from '../src/upstream/openai/errors.ts';
 import {
   UpstreamError,

@@ -18,12 +18,16 @@ import { startAnthropicDouble, type AnthropicDouble } from './support/anthropic-
 import { startOpenAIDouble, type OpenAIDouble } from './support/openai-double.ts';
 import { metadataFor } from '../src/ledger/ledger.ts';
 import type { ProjectedEvent } from '../src/eventstore/port.ts';
-import { applyEvents, ensureReadModels } from '../projections/runner.ts';
-import { finishDdl } from '../projections/ddl.ts';
-import { ReplayMemory } from '../projections/replay-memory.ts';
-import { normaliseRow } from '../projections/sql.ts';
-import { UNRECORDED, upstreamDaily, upstreamReport, type UpstreamCount, type UpstreamDailyRow } from '../projections/upstream-report.ts';
-import { upstreamReportCsv, upstreamReportQuery } from '../src/admin/upstream-report.ts';
+import { applyEvents, ensureReadModels } from '../projections/runner/runner.ts';
+import { finishDdl } from '../projections/runner/ddl.ts';
+import { ReplayMemory } from '../projections/runner/replay-memory.ts';
+import { normaliseRow } from '../projections/runner/sql.ts';
+import { UNRECORDED, upstreamDaily, upstreamReport, type UpstreamCount, type UpstreamDailyRow } from '../projections/catalogue/upstream-report.ts';
+import { upstreamReportCsv, upstreamReportQuery } from '../src/catalogue/upstream-report.ts';
+import '../projections/read-models.ts'; // every read model, as the wiring registers them
+import { accountCommand, definePlan, openAccount, subscribe } from '../src/accounts/index.ts';
+import { issueKey } from '../src/keys/index.ts';
+import { priceModel } from '../src/catalogue/index.ts';
 
 const run = promisify(execFile);
 const ADMIN = 'tg_admin_upstream_report_test_token';
@@ -414,12 +418,12 @@ test.before(async () => {
   process.env.UPSTREAM_REPORT_TEST_OPENAI_KEY = OPENAI_KEY;
   gw = await startTestGateway({ adminToken: ADMIN, bootstrap: false, modelsConfig: join(configDir, 'models.json') });
   const l = gw.ledger;
-  await l.priceModel({ modelId: MODEL, multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
-  await l.priceModel({ modelId: OAI_MODEL, multiplierMilli: 1500, status: 'ACTIVE', alias: null }, 'admin:test');
-  await l.definePlan({ planId: 'recon', name: 'Recon', quota: 10_000_000, validityDays: 30, requestsPerMinute: 10_000, models: ['*'] }, 'admin:test');
-  accountId = await l.openAccount({ accountId: 'recon', name: 'Recon' }, 'admin:test');
-  await l.subscribe(accountId, 'recon', 'admin:test');
-  key = (await l.issueKey(accountId, 'recon', 'admin:test')).secret;
+  await priceModel(l, { modelId: MODEL, multiplierMilli: 1000, status: 'ACTIVE', alias: null }, 'admin:test');
+  await priceModel(l, { modelId: OAI_MODEL, multiplierMilli: 1500, status: 'ACTIVE', alias: null }, 'admin:test');
+  await definePlan(l, { planId: 'recon', name: 'Recon', quota: 10_000_000, validityDays: 30, requestsPerMinute: 10_000, models: ['*'] }, 'admin:test');
+  accountId = await openAccount(l, { accountId: 'recon', name: 'Recon' }, 'admin:test');
+  await subscribe(l, accountId, 'recon', 'admin:test');
+  key = (await issueKey(l, accountId, 'recon', 'admin:test')).secret;
 });
 test.after(async () => {
   await gw?.stop();
@@ -528,7 +532,8 @@ test('calls with failovers, caches, reasoning, an image and an older charge: exa
   });
   // A charge as the ledger recorded them before channels: under (unrecorded).
   const md = metadataFor('key:older');
-  await gw.ledger.account(
+  await accountCommand(
+    gw.ledger,
     accountId,
     {
       type: 'Reserve',
@@ -543,7 +548,8 @@ test('calls with failovers, caches, reasoning, an image and an older charge: exa
     },
     md,
   );
-  const older = await gw.ledger.account(
+  const older = await accountCommand(
+    gw.ledger,
     accountId,
     {
       type: 'SettleChat',

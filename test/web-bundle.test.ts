@@ -1,11 +1,11 @@
-// The pages' bundle (src/routes/web-bundle.ts): a gateway that starts with a bundle older than its
+// The pages' bundle (src/pages/web-bundle.ts): a gateway that starts with a bundle older than its
 // sources rebuilds it before serving it, so `npm start` and `npm test` need no build step, and the
 // served script is what the TypeScript sources say today.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
-import { BUNDLE_DIR, ENTRIES, buildBundle } from '../src/routes/web-bundle.ts';
+import { BUNDLE_DIR, ENTRIES, buildBundle } from '../src/pages/web-bundle.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 
 const SOURCES = new URL('../web/src/', import.meta.url).pathname;

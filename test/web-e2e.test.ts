@@ -13,6 +13,8 @@ import sharp from 'sharp';
 import type { BrowserContext, ConsoleMessage, Page } from 'playwright-core';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { chromiumMissing, launchChromium, PHONE } from './support/browser.ts';
+import { issueKey } from '../src/keys/index.ts';
+import { definePlan, openAccount, subscribe } from '../src/accounts/index.ts';
 
 const ARTIFACTS = new URL('../artifacts/', import.meta.url).pathname;
 
@@ -80,10 +82,10 @@ if (skipReason) {
     demoKey = gw.demo!.keySecret;
 
     const actor = 'admin:test';
-    await gw.ledger.definePlan({ planId: 'tiny', name: 'Tiny', quota: 10, validityDays: 30, requestsPerMinute: 600, models: ['*'] }, actor);
-    const tiny = await gw.ledger.openAccount({ name: 'Tiny account' }, actor);
-    await gw.ledger.subscribe(tiny, 'tiny', actor);
-    tinyKey = (await gw.ledger.issueKey(tiny, 'tiny key', actor)).secret;
+    await definePlan(gw.ledger, { planId: 'tiny', name: 'Tiny', quota: 10, validityDays: 30, requestsPerMinute: 600, models: ['*'] }, actor);
+    const tiny = await openAccount(gw.ledger, { name: 'Tiny account' }, actor);
+    await subscribe(gw.ledger, tiny, 'tiny', actor);
+    tinyKey = (await issueKey(gw.ledger, tiny, 'tiny key', actor)).secret;
     await gw.ledger.caughtUp();
 
     userDataDir = mkdtempSync(join(tmpdir(), 'tollgate-chromium-'));
@@ -293,10 +295,10 @@ if (skipReason) {
 
   test("errors read as messages with what to do: 429 from the plan's call rate, 403, 502 and a stream cut mid-way", async () => {
     const actor = 'admin:test';
-    await gw.ledger.definePlan({ planId: 'slow', name: 'Slow', quota: 1_000_000, validityDays: 30, requestsPerMinute: 1, models: ['*'] }, actor);
-    const slow = await gw.ledger.openAccount({ name: 'Slow account' }, actor);
-    await gw.ledger.subscribe(slow, 'slow', actor);
-    const slowKey = (await gw.ledger.issueKey(slow, 'slow key', actor)).secret;
+    await definePlan(gw.ledger, { planId: 'slow', name: 'Slow', quota: 1_000_000, validityDays: 30, requestsPerMinute: 1, models: ['*'] }, actor);
+    const slow = await openAccount(gw.ledger, { name: 'Slow account' }, actor);
+    await subscribe(gw.ledger, slow, 'slow', actor);
+    const slowKey = (await issueKey(gw.ledger, slow, 'slow key', actor)).secret;
     await gw.ledger.caughtUp();
     await saveKey(page, slowKey);
     await page.waitForFunction(() => !(document.getElementById('model') as HTMLSelectElement).disabled);

@@ -5,7 +5,7 @@ import { adminClient, CliError, requiredOption } from './admin-client.ts';
 import { runWebhookCommand } from './webhook-commands.ts';
 import { runKeyCommand } from './key-commands.ts';
 import { runPaymentCommand } from './payment-commands.ts';
-import { runFinanceCommand } from './finance-commands.ts';
+import { runFinanceCommand, runPeriodCommand } from './finance-commands.ts';
 import { runCostCommand } from './cost-commands.ts';
 
 export interface Parsed {
@@ -68,6 +68,9 @@ export const COMMAND_HELP = `tollgate <command> [options]
   finance report --from DAY --to DAY [--format json|csv]      payments, fees, refunds, disputes, revenue, breakage per day/account/model/channel
   finance reconcile --from DAY --to DAY                       payments - refunds = revenue + refunded revenue + breakage + change in deferred
   finance journal --from DAY --to DAY [--format hledger|csv|json]   the double-entry journal
+  period close YYYY-MM [--reason R]       close a month of the books (its reconciliation at 0 and its bills agreeing, or --reason to override)
+  period reopen YYYY-MM --reason R        open a closed month again
+  period list                             the months closed and reopened
   verify                                  hash chains + read models vs a rebuild + every lot sums
   export [--out FILE]                     every event as NDJSON
   replay                                  rebuild the read models (progress bar)
@@ -85,6 +88,8 @@ export const COMMAND_HELP = `tollgate <command> [options]
                                           a bank transfer or paid invoice, with the grant it pays for
   payment list <account>
   payment refund <account> <payment-id> --amount CENTS [--id REFUND-ID]
+  payment stripe-replay [--since ISO] [--event EVT-ID]   Stripe's kept notices through today's handlers again
+                                          (all, those received since, or one): handled, unchanged or failed each
   codes mint --count N (--plan P | --pack K) --amount CENTS [--expires ISO]   codes printed once
   unmatched list                          processor payments that matched no account or price
 
@@ -331,6 +336,7 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
     case 'payment record':
     case 'payment list':
     case 'payment refund':
+    case 'payment stripe-replay':
     case 'codes mint':
     case 'unmatched list':
       return runPaymentCommand(cmd, sub, p, c, out);
@@ -338,6 +344,10 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
     case 'finance reconcile':
     case 'finance journal':
       return runFinanceCommand(sub, p, c, out);
+    case 'period close':
+    case 'period reopen':
+    case 'period list':
+      return runPeriodCommand(sub, p, c, out);
     case 'cost rate':
     case 'cost rates':
     case 'cost import':

@@ -1,4 +1,4 @@
-// `tollgate cost …`: upstream cost rates, bill import and the bills reconciliation (src/routes/admin-cost.ts).
+// `tollgate cost …`: upstream cost rates, bill import and the bills reconciliation (src/catalogue/admin-cost-routes.ts).
 import { readFileSync } from 'node:fs';
 import { CliError, requiredArg as arg, type AdminClient, type CliArgs as Args, type CliOut as Out } from './admin-client.ts';
 

@@ -1,6 +1,6 @@
-// `tollgate finance report|reconcile|journal`: the finance admin API (src/routes/admin-finance.ts)
-// from the command line; from and to are UTC days.
-import type { MoneyLine as Line } from '../admin/finance-reconcile.ts';
+// `tollgate finance report|reconcile|journal` and `tollgate period close|reopen|list`: the finance
+// admin API (src/books/admin-finance-routes.ts) from the command line; from and to are UTC days.
+import type { MoneyLine as Line } from '../books/finance-reconcile.ts';
 import { CliError, requiredOption, type AdminClient, type CliArgs as Args, type CliOut as Out } from './admin-client.ts';
 
 const FORMATS: Record<string, string[]> = { report: ['json', 'csv'], reconcile: ['json'], journal: ['hledger', 'csv', 'json'] };
@@ -30,4 +30,32 @@ export async function runFinanceCommand(sub: string, p: Args, c: AdminClient, ou
     );
   }
   return out(`${r.entries.length} journal entries`, r);
+}
+
+interface PeriodBody {
+  period: string;
+  status: string;
+  closed_at: string;
+  closed_by: string;
+  override_reason: string | null;
+  reopen_reason: string | null;
+}
+
+const showPeriod = (p: PeriodBody) =>
+  `${p.period}\t${p.status}\tclosed ${p.closed_at} by ${p.closed_by}${p.override_reason ? ` (override: ${p.override_reason})` : ''}${
+    p.status === 'reopened' ? `\treopened: ${p.reopen_reason}` : ''
+  }`;
+
+/** `period close YYYY-MM [--reason R]`, `period reopen YYYY-MM --reason R`, `period list`. */
+export async function runPeriodCommand(sub: string, p: Args, c: AdminClient, out: Out): Promise<void> {
+  if (sub === 'list') {
+    const r = await c.json<{ data: PeriodBody[] }>('GET', '/finance/periods');
+    return out(r.data.length ? r.data.map(showPeriod).join('\n') : 'no month closed yet', r);
+  }
+  const period = p.positionals[2];
+  if (!period) throw new CliError(`period ${sub} needs the month, as YYYY-MM.`, 2);
+  const reason = p.values.reason as string | undefined;
+  if (sub === 'reopen' && !reason) throw new CliError('period reopen needs --reason.', 2);
+  const r = await c.json<PeriodBody>('POST', `/finance/periods/${encodeURIComponent(period)}/${sub}`, reason === undefined ? {} : { reason });
+  return out(showPeriod(r), r);
 }

@@ -2,32 +2,47 @@
 import { parseArgs } from 'node:util';
 import { settingsFromEnv } from '../config.ts';
 import { createLogger } from '../logger.ts';
-import { LANDING_PAGES } from '../routes/web.ts';
+import { LANDING_PAGES } from '../pages/web-routes.ts';
 import { startGateway } from '../server.ts';
 import { runProjector } from '../projector.ts';
 import { CliError } from './admin-client.ts';
 import { COMMAND_HELP, runAdminCommand } from './commands.ts';
 
-async function serve() {
-  const gw = await startGateway(settingsFromEnv());
-  const origin = gw.publicOrigin
-    ? `  public origin (of sign-in links and redirects; TOLLGATE_PUBLIC_URL): ${gw.publicOrigin}\n`
-    : '  no public origin: sign-in links are refused until TOLLGATE_PUBLIC_URL is set\n';
-  process.stdout.write(`\nTollgate is listening.\n${origin}  base URL: ${gw.baseUrl}\n`);
+/** The start-up banner, written in one piece so a reader of the pipe never sees half of it. */
+function banner(gw: Awaited<ReturnType<typeof startGateway>>): string {
   const site = gw.baseUrl.replace(/\/v1\/?$/, '');
-  process.stdout.write(`  pages:\n${LANDING_PAGES.map((p) => `    ${site}${p.path}  ${p.what}\n`).join('')}`);
-  process.stdout.write(
+  const lines = [
+    '',
+    'Tollgate is listening.',
+    gw.publicOrigin
+      ? `  public origin (of sign-in links and redirects; TOLLGATE_PUBLIC_URL): ${gw.publicOrigin}`
+      : '  no public origin: sign-in links are refused until TOLLGATE_PUBLIC_URL is set',
+    `  base URL: ${gw.baseUrl}`,
+    '  pages:',
+    ...LANDING_PAGES.map((p) => `    ${site}${p.path}  ${p.what}`),
     gw.stripeOn
-      ? '  payments: Stripe on (webhook at /webhooks/stripe); manual payments and redemption codes too\n'
-      : '  payments: Stripe is off (STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET not set); manual payments and redemption codes work\n',
-  );
-  if (gw.newAdminToken) process.stdout.write(`  admin token (shown once; saved with mode 0600 in ${gw.newAdminToken.path}): ${gw.newAdminToken.token}\n`);
+      ? '  payments: Stripe on (webhook at /webhooks/stripe); manual payments and redemption codes too'
+      : '  payments: Stripe is off (STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET not set); manual payments and redemption codes work',
+  ];
+  if (gw.newAdminToken) lines.push(`  admin token (shown once; saved with mode 0600 in ${gw.newAdminToken.path}): ${gw.newAdminToken.token}`);
   if (gw.demo) {
-    process.stdout.write(`  demo API key (shown once, stored only as a hash): ${gw.demo.keySecret}\n\n`);
-    process.stdout.write(
-      `  curl ${gw.baseUrl}/chat/completions -H "Authorization: Bearer ${gw.demo.keySecret}" -H "Content-Type: application/json" -d '{"model":"cx/gen-6-luna","messages":[{"role":"user","content":"Hello"}]}'\n\n`,
+    lines.push(`  demo API key (shown once, stored only as a hash): ${gw.demo.keySecret}`);
+    if (gw.demo.books)
+      lines.push(
+        `  demo books: account demo-books bought the demo plan by a recorded transfer (${gw.demo.books.paid} minor units of ${gw.demo.books.currency}) and made ${gw.demo.books.calls} calls today at a cost rate: the console's Finance page shows revenue, deferred revenue, upstream cost and margin`,
+      );
+    lines.push(
+      '',
+      `  curl ${gw.baseUrl}/chat/completions -H "Authorization: Bearer ${gw.demo.keySecret}" -H "Content-Type: application/json" -d '{"model":"cx/gen-6-luna","messages":[{"role":"user","content":"Hello"}]}'`,
+      '',
     );
   }
+  return `${lines.join('\n')}\n`;
+}
+
+async function serve() {
+  const gw = await startGateway(settingsFromEnv());
+  process.stdout.write(banner(gw));
   const stop = async () => {
     await gw.close();
     process.exit(0);
@@ -99,6 +114,8 @@ const options = {
   'cache-write-1h': { type: 'string' },
   image: { type: 'string' },
   'effective-at': { type: 'string' },
+  since: { type: 'string' },
+  event: { type: 'string' },
 } as const;
 
 async function main(): Promise<void> {

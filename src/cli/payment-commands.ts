@@ -1,5 +1,5 @@
-// `tollgate price|payment|codes|unmatched …`: the money admin API (src/routes/admin-payments.ts)
-// from the command line. Amounts are whole minor units of the settlement currency (cents for USD).
+// `tollgate price|payment|codes|unmatched …`: the money admin API (src/books/admin-payments-routes.ts)
+// from the command line (`payment stripe-replay`: Stripe's kept notices through today's handlers). Amounts are whole minor units of the settlement currency (cents for USD).
 import { CliError, requiredArg as arg, type AdminClient, type CliArgs as Args, type CliOut as Out } from './admin-client.ts';
 
 /** A whole number (minor units, tokens, a count): never a decimal, so no float reaches money. */
@@ -24,6 +24,8 @@ type PaymentView = {
   refunded: number;
   tokens_withdrawn: number;
 };
+type ReplayedNotice = { event_id: string; type: string; result: string; outcome: string | null; events: number; error: string | null };
+
 const paymentLine = (p: PaymentView) =>
   `${p.id}\t${p.processor}\t${p.display} ${p.currency}\t${p.item.kind} ${p.item.plan_id ?? p.item.pack_id} (${p.item.tokens} tokens)\t${p.received_at}\trefunded=${p.refunded}\twithdrawn=${p.tokens_withdrawn}`;
 
@@ -78,6 +80,30 @@ export async function runPaymentCommand(cmd: string, sub: string, p: Args, c: Ad
       if (typeof v.expires === 'string') body.expires_at = v.expires;
       const r = await c.json<{ batch_id: string; codes: string[] }>('POST', '/code-batches', body);
       return out(`batch ${r.batch_id}: ${r.codes.length} codes (shown once, store them now):\n${r.codes.join('\n')}`, r);
+    }
+    case 'payment stripe-replay': {
+      // Page after page (the API answers at most a page), each notice on a line as it is reported.
+      const body: Record<string, unknown> = { limit: 100 };
+      if (v.since !== undefined) body.since = String(v.since);
+      if (v.event !== undefined) body.event_id = String(v.event);
+      const all: ReplayedNotice[] = [];
+      for (let more = true; more;) {
+        const r = await c.json<{ data: ReplayedNotice[]; has_more: boolean }>('POST', '/payments/stripe/replay', body);
+        all.push(...r.data);
+        more = r.has_more && r.data.length > 0;
+        body.starting_after = r.data.at(-1)?.event_id;
+      }
+      const count = (result: string) => all.filter((n) => n.result === result).length;
+      const summary = { handled: count('handled'), unchanged: count('unchanged'), failed: count('failed') };
+      out(
+        [
+          ...all.map((n) => `${n.event_id}\t${n.type}\t${n.result}${n.outcome ? ` (${n.outcome})` : ''}\tevents=${n.events}${n.error ? `\t${n.error}` : ''}`),
+          `${summary.handled} handled, ${summary.unchanged} unchanged, ${summary.failed} failed`,
+        ].join('\n'),
+        { object: 'list', data: all, ...summary },
+      );
+      if (summary.failed > 0) throw new CliError(`${summary.failed} notices failed (see their reasons above); run the replay again once fixed.`);
+      return;
     }
     case 'unmatched list': {
       const r = await c.json<{ data: Array<Record<string, unknown>> }>('GET', '/unmatched-payments');

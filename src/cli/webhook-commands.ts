@@ -1,4 +1,4 @@
-// `tollgate webhook …`: the webhook admin API (src/routes/admin-webhooks.ts) from the command line.
+// `tollgate webhook …`: the webhook admin API (src/webhooks/admin-webhooks-routes.ts) from the command line.
 import { CliError, requiredArg as arg, type AdminClient, type CliArgs as Args, type CliOut as Out } from './admin-client.ts';
 
 const list = (v: string | boolean | undefined) =>

@@ -6,9 +6,11 @@ import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor } from '../ledger/ledger.ts';
 import { streams } from '../ledger/events.ts';
 import { DomainError } from '../ledger/errors.ts';
-import { memberByEmail, membersDecider, normalEmail, type ActorRole, type Member, type MembersState } from '../ledger/members.ts';
+import { memberByEmail, membersDecider, normalEmail, type ActorRole, type MembersState } from './member-decider.ts';
+import type { Member } from '../ledger/roles.ts';
 import { can, type Action, type Role } from '../ledger/roles.ts';
-import { membershipsOf } from '../../projections/members.ts';
+import { membershipsOf } from '../../projections/customers/members.ts';
+import { accountState, openAccount, subscribe } from '../accounts/index.ts';
 
 /** How a member is named as the actor of the events they cause. */
 export const memberActor = (m: Pick<Member, 'memberId' | 'email'>): string => `member:${m.memberId}:${m.email}`.slice(0, 200);
@@ -33,7 +35,7 @@ const command = (ledger: Ledger, accountId: string, c: Parameters<typeof members
   ledger.command(membersDecider, streams.members(accountId), c, metadataFor(actor));
 
 export async function invite(ledger: Ledger, accountId: string, email: string, role: Role, by: { actorRole: ActorRole; actor: string }) {
-  const acct = await ledger.accountState(accountId);
+  const acct = await accountState(ledger, accountId);
   if (!acct.opened) throw new DomainError('not_found', `account ${accountId} not found`);
   const memberId = newMemberId();
   await command(ledger, accountId, { type: 'Invite', accountId, memberId, email, role, actorRole: by.actorRole }, by.actor);
@@ -75,9 +77,9 @@ export async function isKnown(ledger: Ledger, email: string): Promise<boolean> {
 export async function foundAccount(ledger: Ledger, email: string, starterPlan: string | undefined) {
   const memberId = newMemberId();
   const actor = memberActor({ memberId, email: normalEmail(email) });
-  const accountId = await ledger.openAccount({ name: normalEmail(email).slice(0, 200) }, actor);
+  const accountId = await openAccount(ledger, { name: normalEmail(email).slice(0, 200) }, actor);
   await command(ledger, accountId, { type: 'Found', accountId, memberId, email }, actor);
-  if (starterPlan) await ledger.subscribe(accountId, starterPlan, actor);
+  if (starterPlan) await subscribe(ledger, accountId, starterPlan, actor);
   return accountId;
 }
 

@@ -7,10 +7,10 @@ import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor } from '../ledger/ledger.ts';
 import { streams } from '../ledger/events.ts';
-import { hashKey } from '../ledger/keys.ts';
-import { sessionDecider, sessionOpens, type SessionState } from '../ledger/sign-in.ts';
-import { normalEmail } from '../ledger/members.ts';
-import { openSessionsOf } from '../../projections/members.ts';
+import { hashKey } from '../keys/index.ts';
+import { sessionDecider, sessionOpens, type SessionState } from './sign-in-decider.ts';
+import { normalEmail } from './member-decider.ts';
+import { openSessionsOf } from '../../projections/customers/members.ts';
 
 export const SESSION_COOKIE = 'tollgate_session';
 export const CSRF_HEADER = 'x-csrf-token';

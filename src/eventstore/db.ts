@@ -3,6 +3,7 @@
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
 import { DatabaseDeadlinePassed } from './errors.ts';
+import { compileWasmOnce } from './wasm-once.ts';
 
 export interface Queryable {
   query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
@@ -216,6 +217,7 @@ export function openPostgres(url: string, poolSize = 10, timeouts?: PgTimeouts):
 
 export async function openPglite(dataDir?: string): Promise<Database> {
   // Loaded when used: a gateway on a PostgreSQL server never needs it.
+  compileWasmOnce();
   const { PGlite: Embedded } = await import('@electric-sql/pglite');
   const db: PGlite = await Embedded.create(dataDir ? { dataDir } : {});
   const rowsOf = (r: { rows: unknown[] }) => r.rows.map(normaliseRow) as never[];

@@ -76,7 +76,7 @@ export class LogNotReadableYet extends Error {
 }
 
 /**
- * A metered call's shared bound on waiting for the database passed (src/gateway/ledger-deadline.ts):
+ * A metered call's shared bound on waiting for the database passed (src/calls/ledger-deadline.ts):
  * like a timeout, the database is out of reach for now.
  */
 export class DatabaseDeadlinePassed extends Error {

@@ -2,13 +2,13 @@
 // openLedger itself; this opens KurrentDB when asked, after checking the settings it needs. The
 // KurrentDB client is loaded only then: imported, it holds about 33 MB of resident memory (its
 // gRPC stack and native bridge) in every gateway that never uses it.
-import type { Settings } from '../config.ts';
 import type { EventStore, NewEvent } from './port.ts';
 import type { KurrentClient } from './kurrentdb-client.ts';
 
 /** The configured event store, or undefined for the default (PostgreSQL, opened by openLedger). */
 export async function openSelectedEventStore(
-  settings: Pick<Settings, 'eventStore' | 'kurrentDbUrl' | 'databaseUrl'>,
+  /** The settings' EVENT_STORE, KURRENTDB_URL and DATABASE_URL (src/config.ts). */
+  settings: { eventStore: string; kurrentDbUrl?: string; databaseUrl?: string },
   /** The event catalogue's check (the ledger's): the store knows no event types of its own. */
   validate: (event: NewEvent) => void,
   connect?: (url: string) => KurrentClient,

@@ -1,6 +1,6 @@
 // Every gateway process holds a lease while it runs: a row it renews, with an expiry on the
 // database's clock (so gateways' clocks may differ). Its holds name it; once its lease lapses (the
-// process died, or hangs past the lease), any process releases them (src/gateway/sweeper.ts).
+// process died, or hangs past the lease), any process releases them (src/calls/sweeper.ts).
 // Not part of the ledger: rows are written in place, and the ones long lapsed are deleted.
 import type { Database, Queryable } from './db.ts';
 import { outageReporter, type OutageLog } from './outage.ts';

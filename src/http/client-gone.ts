@@ -3,6 +3,7 @@
 // still preparing the call (counting a long prompt, taking the hold) is noticed as surely as one
 // that leaves during the upstream call: calls made after that see an aborted signal at once.
 import type { Context, Next } from 'koa';
+import { abortedWith } from '../upstream/abort.ts';
 
 export async function watchClient(ctx: Context, next: Next): Promise<void> {
   const gone = new AbortController();
@@ -16,16 +17,12 @@ export async function watchClient(ctx: Context, next: Next): Promise<void> {
 
 /** Aborted once the client has left before its response was complete. */
 export function clientGone(ctx: Context): AbortSignal {
-  const signal = ctx.state.clientGone as AbortSignal | undefined;
+  const signal: AbortSignal | undefined = ctx.state.clientGone;
   if (!signal) throw new Error('watchClient must run before clientGone() is used');
   return signal;
 }
 
 /** A controller for one upstream call that also aborts when the client leaves. */
 export function abortWhenClientGone(ctx: Context): AbortController {
-  const abort = new AbortController();
-  const gone = clientGone(ctx);
-  if (gone.aborted) abort.abort();
-  else gone.addEventListener('abort', () => abort.abort(), { once: true });
-  return abort;
+  return abortedWith(clientGone(ctx));
 }

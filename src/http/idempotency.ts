@@ -19,6 +19,7 @@ import { idempotencyStore } from '../eventstore/idempotency-store.ts';
 import { ApiError, errorBody, toApiError } from './errors.ts';
 import { assertNestingDepth } from './validate.ts';
 import { canonicalDigest } from './body-digest.ts';
+import { keyCallerOf } from './state.ts';
 
 /** How long a key's claim and response are kept by default (TOLLGATE_IDEMPOTENCY_TTL_HOURS). */
 export const IDEMPOTENCY_TTL_HOURS = 24;
@@ -43,7 +44,7 @@ export function idempotency(
       throw new ApiError(400, 'Idempotency-Key must be at most 255 characters.', 'invalid_request_error', 'invalid_idempotency_key', 'Idempotency-Key');
     // Idempotency is per key: a sibling key of the account (restricted to other models, say) can
     // neither replay nor block this key's answers.
-    const owner = ctx.state.auth.keyId as string;
+    const owner = keyCallerOf(ctx).keyId;
     assertNestingDepth(ctx.request.body); // before hashing it recursively
     await opts.validate?.(ctx.request.body); // an invalid body is refused before any claim: it leaves no record
     const files = (ctx.request as unknown as { files?: Record<string, { size: number; originalFilename?: string }> }).files;
@@ -69,7 +70,7 @@ export function idempotency(
     } catch (err) {
       const api = toApiError(err);
       // Recorded in the shape the route answers in (Anthropic's on /v1/messages).
-      const shaped = (ctx.state.errorShape as ((e: ApiError) => unknown) | undefined)?.(api) ?? errorBody(api);
+      const shaped = ctx.state.errorShape?.(api) ?? errorBody(api);
       await record(api.status, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(shaped)).catch(() => undefined);
       throw err;
     }

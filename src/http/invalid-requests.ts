@@ -11,6 +11,7 @@
 // validation, so no gateway answers more than `perMinute` invalid requests a minute between them.
 import type { Context, Middleware, Next } from 'koa';
 import { ApiError, toApiError } from './errors.ts';
+import { keyCallerOf } from './state.ts';
 import { INVALID_WINDOW_MS, type InvalidRequestStore } from '../eventstore/invalid-request-store.ts';
 
 /** Refusals that are decisions (no quota, over the call rate), not invalid requests. */
@@ -35,7 +36,7 @@ export function limitInvalidRequests(store: InvalidRequestStore, perMinute: numb
     if (blockedUntil.size > MAX_BLOCKED) blockedUntil.delete(blockedUntil.keys().next().value as string);
   };
   return async (ctx: Context, next: Next) => {
-    const keyId = ctx.state.auth.keyId as string;
+    const keyId = keyCallerOf(ctx).keyId;
     const until = blockedUntil.get(keyId);
     if (until !== undefined) {
       if (until > now()) throw tooMany(until, now());

@@ -1,5 +1,5 @@
 // Headers every response carries. The pages under /app set their own, stricter policy on top
-// (src/routes/web.ts); API, session API and admin answers are data, never to be sniffed, framed or
+// (src/pages/web-routes.ts); API, session API and admin answers are data, never to be sniffed, framed or
 // stored by any cache (the pages themselves are the same static files for everyone: they hold no
 // secret and no money, and revalidate: no-cache).
 import type { Context, Next } from 'koa';

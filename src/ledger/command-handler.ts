@@ -12,7 +12,7 @@
 // before it is appended: when the call's own charge arrives meanwhile (a fast upstream), hold and
 // charge go out in one append instead of two.
 //
-// The rule (README, "One truth across processes"): no answer comes from state older than the log
+// The rule (docs/deployment.md, "One truth across processes"): no answer comes from state older than the log
 // was when the command arrived. Other gateways write the same streams, so the cache is a speed-up
 // only. A decision that appends is checked by its expected revision. A decision that appends
 // nothing (a refusal, a no-op, a "not found") is confirmed first: the stream's events after the
@@ -473,11 +473,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
      * read). `cached`: the cache's copy, unconfirmed, for a decision an append will check anyway
      * (or that is confirmed before it refuses): see confirmed.
      */
-    async state<S>(
-      decider: Decider<S, unknown>,
-      stream: string,
-      options: { cached?: boolean } = {},
-    ): Promise<{ state: S; revision: number; confirmed: boolean }> {
+    async state<S, C>(decider: Decider<S, C>, stream: string, options: { cached?: boolean } = {}): Promise<{ state: S; revision: number; confirmed: boolean }> {
       const d = decider as Decider<unknown, unknown>;
       let c = await load(d, stream);
       if (!c.confirmed && !options.cached) c = { ...(await confirm(d, stream, c)), confirmed: true };

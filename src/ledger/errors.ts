@@ -32,3 +32,11 @@ export function requireTokenAmount(value: unknown, name: string, { allowZero = f
   }
   return value;
 }
+
+/** A rule of the books that must hold whatever the callers do (TIGER_STYLE: assert, and fail loudly). */
+export class InvariantViolation extends Error {
+  constructor(message: string) {
+    super(`ledger invariant broken: ${message}`);
+    this.name = 'InvariantViolation';
+  }
+}

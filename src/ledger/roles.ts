@@ -28,3 +28,11 @@ export const PERMISSIONS: Readonly<Record<Role, ReadonlySet<Action>>> = {
 };
 
 export const can = (role: Role, action: Action): boolean => PERMISSIONS[role].has(action);
+
+/** A person on an account: invited until they accept, then active. */
+export interface Member {
+  memberId: string;
+  email: string;
+  role: Role;
+  status: 'invited' | 'active';
+}

@@ -6,8 +6,7 @@
 // parts of a whole always add up to the rounded whole and no minor unit appears or vanishes.
 import * as currencies from 'dinero.js/currencies';
 import { allocate, calculator, dinero, halfUp, toDecimal, toSnapshot, type DineroCurrency } from 'dinero.js/bigint';
-import { invalid } from '../ledger/errors.ts';
-import { InvariantViolation } from '../ledger/balance.ts';
+import { invalid, InvariantViolation } from '../ledger/errors.ts';
 
 /** An amount in minor units of an ISO 4217 currency. */
 export interface Money {

@@ -27,3 +27,11 @@ export async function pause(ms: number, signal: AbortSignal): Promise<void> {
     throw error;
   }
 }
+
+/** A controller for one piece of work that also aborts when `signal` does (at once if it already has). */
+export function abortedWith(signal: AbortSignal): AbortController {
+  const abort = new AbortController();
+  if (signal.aborted) abort.abort();
+  else signal.addEventListener('abort', () => abort.abort(), { once: true });
+  return abort;
+}

@@ -74,7 +74,9 @@ export type ChatStreamPart =
   | { type: 'tool_call'; index: number; id?: string; name?: string; arguments?: string }
   | { type: 'finish'; finishReason: FinishReason; usage: Usage; upstreamId?: string };
 
-export type ImageSize = '1024x1024' | '1024x1536' | '1536x1024';
+/** The image sizes every image model here makes (the images request's schema lists the same). */
+export const IMAGE_SIZES = ['1024x1024', '1024x1536', '1536x1024'] as const;
+export type ImageSize = (typeof IMAGE_SIZES)[number];
 
 export interface ImageCall {
   upstreamModel: string;

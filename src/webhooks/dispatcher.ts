@@ -17,10 +17,9 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database } from '../eventstore/db.ts';
 import type { EventStore, StoredEvent, Subscription } from '../eventstore/port.ts';
-import { accountDecider } from '../ledger/account.ts';
-import { type AccountState } from '../ledger/account-state.ts';
+import { accountDecider, type AccountState } from '../accounts/index.ts';
 import { SNAPSHOT_VERSION } from '../ledger/command-handler.ts';
-import { streams, type DomainEvent, type EventDataByType } from '../ledger/events.ts';
+import { streamEvent, streams, type DomainEvent, type EventDataByType } from '../ledger/events.ts';
 import type { WebhookSettings } from '../config.ts';
 import { mergeNotices, NOTIFICATION_KINDS, type Notice, type WebhookOptions } from './kinds.ts';
 import type { MasterKey } from './signing.ts';
@@ -105,7 +104,7 @@ export async function startDispatcher(o: DispatcherOptions): Promise<Dispatcher>
   async function loadState(accountId: string, beforePosition: number): Promise<AccountState> {
     const stream = streams.account(accountId);
     const fold = (events: StoredEvent[], from: AccountState) =>
-      events.filter((e) => e.position < beforePosition).reduce((s, e) => accountDecider.evolve(s, domainEvent(e)), from);
+      events.filter((e) => e.position < beforePosition).reduce((s, e) => accountDecider.evolve(s, streamEvent('account', domainEvent(e))), from);
     const snap = await store.readSnapshot(stream);
     const json = snap && (snap.state as { v?: number })?.v === SNAPSHOT_VERSION ? (snap.state as { s: unknown }).s : undefined;
     if (snap && json !== undefined && accountDecider.revive) {
@@ -196,7 +195,7 @@ export async function startDispatcher(o: DispatcherOptions): Promise<Dispatcher>
         const w = accountId === null ? undefined : view(accountId);
         if (!w || accountId === null) continue;
         const before = w.state;
-        const after = e.stream === streams.account(accountId) ? accountDecider.evolve(before, event) : before;
+        const after = e.stream === streams.account(accountId) ? accountDecider.evolve(before, streamEvent('account', event)) : before;
         const change = { before, logged: { id: e.id, timestamp: e.timestamp, event }, after };
         for (const sub of w.subscribers.values()) {
           owner.set(sub, accountId);

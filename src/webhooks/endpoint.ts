@@ -1,4 +1,4 @@
-// Where a webhook may point: the image-URL rules (src/gateway/image-source.ts) — https only, and
+// Where a webhook may point: the image-URL rules (src/calls/image-source.ts) — https only, and
 // only hosts whose every address is public, checked at registration (DNS) and again inside each
 // delivery's own connection (the address checked is the address connected to, so a rebinding DNS
 // server cannot turn a checked name into a private address later). Private deployments name the
@@ -6,7 +6,7 @@
 // plain http.
 import { lookup as dnsLookup } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { guardedLookup, isNonPublicAddress } from '../gateway/image-source.ts';
+import { guardedLookup, isNonPublicAddress } from '../calls/index.ts';
 import { invalid } from '../ledger/errors.ts';
 
 export const MAX_URL_LENGTH = 2000;

@@ -1,16 +1,14 @@
 // What an account is notified of, as pure functions. A kind looks at one change of the account —
 // its state before an event, the event, its state after (folded with the account decider's own
 // evolve) — and returns the notices it gives rise to; a time-based kind looks at the state and the
-// clock. The money figures come from the money rule (balanceOf + src/ledger/balance.ts), never
+// clock. The money figures come from the money rule (balanceOf + src/accounts/balance.ts), never
 // recomputed here. A new kind is one more entry in NOTIFICATION_KINDS.
 //
 // Every notice has a `key` naming the fact it reports (an event, or a plan period's threshold):
 // the notification id is derived from it, and the outbox keeps one delivery per webhook and id, so
 // the same fact found again (a threshold crossed twice in one plan period, the expiry check run
 // every minute, a replay after a restart) is never sent twice.
-import { balanceOf, type AccountState } from '../ledger/account-state.ts';
-import { isKeyExpired, keyControlsOf, keyStanding } from '../ledger/key-controls.ts';
-import * as balance from '../ledger/balance.ts';
+import { type AccountState, balance, balanceOf, isKeyExpired, keyControlsOf, keyStanding } from '../accounts/index.ts';
 import type { DomainEvent, SubscriptionTerms } from '../ledger/events.ts';
 
 export const NOTIFICATION_TYPES = [

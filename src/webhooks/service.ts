@@ -8,11 +8,11 @@ import type { Logger } from 'pino';
 import type { Database } from '../eventstore/db.ts';
 import type { EventMetadata, EventStore } from '../eventstore/port.ts';
 import { createPostgresEventStore } from '../eventstore/postgres.ts';
-import { validateEvent } from '../ledger/catalogue.ts';
+import { validateEvent } from '../ledger/event-catalogue.ts';
 import { createCommandHandler } from '../ledger/command-handler.ts';
 import { DomainError } from '../ledger/errors.ts';
 import { ReadModelsBehind } from '../ledger/read-your-writes.ts';
-import { streams, type DomainEvent } from '../ledger/events.ts';
+import { streamEvent, streams, type DomainEvent } from '../ledger/events.ts';
 import type { Settings } from '../config.ts';
 import { checkEndpoint, parseEndpoint, type EndpointPolicy } from './endpoint.ts';
 import { masterKey, loadOrCreateMasterSecret, type MasterKey } from './signing.ts';
@@ -260,7 +260,10 @@ function createService(o: StartOptions & { store: EventStore; master: MasterKey 
 
   async function current(accountId: string): Promise<WebhooksState> {
     const events = await store.readStream(streams.webhooks(accountId));
-    return events.reduce((s, e) => webhookDecider.evolve(s, { type: e.type, data: e.data } as DomainEvent), webhookDecider.initialState());
+    return events.reduce(
+      (s, e) => webhookDecider.evolve(s, streamEvent('webhooks', { type: e.type, data: e.data } as DomainEvent)),
+      webhookDecider.initialState(),
+    );
   }
 
   /** Waits (bounded) until the dispatcher, wherever it runs, has read what is in the log now. */

@@ -50,7 +50,7 @@ export function signatureHeader(secret: string, body: string, unixSeconds: numbe
   return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`, 'utf8').digest('hex')}`;
 }
 
-/** What a receiver does (README, Webhooks): the signature matches and its time is within `toleranceSeconds`. */
+/** What a receiver does (docs/operating.md, "Webhooks"): the signature matches and its time is within `toleranceSeconds`. */
 export function verifySignature(secret: string, header: string, body: string, nowSeconds: number, toleranceSeconds = 300): boolean {
   const parts = new Map(header.split(',').map((p) => p.trim().split('=', 2) as [string, string]));
   const t = Number(parts.get('t'));

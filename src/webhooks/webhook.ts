@@ -2,7 +2,7 @@
 // WebhookRegistered and WebhookRemoved, each with the operator as its actor. The input rules of a
 // registration (events, thresholds, expiry warning) are here too; the URL's are in endpoint.ts.
 import type { Decider } from '../ledger/decider.ts';
-import type { DomainEvent, EventDataByType } from '../ledger/events.ts';
+import type { DomainEvent, EventDataByType, StreamEvents } from '../ledger/events.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
 import { NOTIFICATION_TYPES, type NotificationType } from './kinds.ts';
 
@@ -21,7 +21,7 @@ export interface WebhooksState {
 
 export type WebhookCommand = { type: 'Register'; registration: Registration } | { type: 'Remove'; accountId: string; webhookId: string; reason: string };
 
-export const webhookDecider: Decider<WebhooksState, WebhookCommand> = {
+export const webhookDecider: Decider<WebhooksState, WebhookCommand, StreamEvents['webhooks']> = {
   initialState: () => ({ active: {} }),
   decide(c, s) {
     if (c.type === 'Register') {

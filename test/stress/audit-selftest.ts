@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { auditRun, auditAccountRows } from './support/audit.ts';
 import type { CallRecord } from './support/load.ts';
 import type { StoredEvent } from '../../src/eventstore/port.ts';
-import { chatCharge, imageCharge } from '../../src/ledger/pricing.ts';
+import { chatCharge, imageCharge } from '../../src/money/pricing.ts';
 
 const ACCOUNTS = new Set(['a1']);
 let position = 0;

@@ -22,7 +22,7 @@ import { callOnce, newRequestId, type CallRecord } from './support/load.ts';
 import { auditRun, auditAccountRows } from './support/audit.ts';
 import { dropSchemas } from './support/storage.ts';
 import { writeSlowSimulatedConfig } from './support/models.ts';
-import { chatCharge } from '../../src/ledger/pricing.ts';
+import { chatCharge } from '../../src/money/pricing.ts';
 import type { StoredEvent } from '../../src/eventstore/port.ts';
 
 const MODEL = 'alpha-sonnet-5';

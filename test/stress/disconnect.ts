@@ -1,5 +1,5 @@
 // Clients that leave before their reply is complete (the soak's client timeouts under overload
-// are this case). The README's rules: a non-streamed call or an image the client leaves is not
+// are this case). docs/billing.md's rules: a non-streamed call or an image the client leaves is not
 // charged (the upstream is stopped, the hold released as client_aborted); a stream the client
 // leaves pays the prompt plus the tokens streamed so far (charged with aborted = true).
 // Each case runs several times, leaving at two moments: while the gateway is still preparing
@@ -134,7 +134,7 @@ async function terminalEvent(admin: AdminClient, requestId: string): Promise<Sto
   return null;
 }
 
-/** null when the ledger shows what the README promises, else what it shows instead. */
+/** null when the ledger shows what docs/billing.md promises, else what it shows instead. */
 function judge(c: Case, e: StoredEvent | null, chunksSeen: number): string | null {
   if (!e) return 'the hold was neither settled nor released within 60 s';
   const d = e.data as Record<string, any>;

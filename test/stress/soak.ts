@@ -10,9 +10,8 @@
 // 60 s, or a fifth of a run shorter than 5 minutes):
 //   RSS (sampled every 10 s, mean per window)  last <= 1.2 x second
 //   p99 latency of the calls started in it     last <= 2 x second
-import { loadavg } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runScenario, envNumber, databaseUrl, atInterrupt } from './support/scenario.ts';

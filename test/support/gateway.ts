@@ -51,11 +51,14 @@ export interface GatewayProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** `npm start` as a user runs it (node + tsx on src/cli/main.ts), on a fresh data directory. */
-export async function spawnGateway(env: Record<string, string> = {}): Promise<GatewayProcess> {
+/**
+ * `npm start` as a user runs it (node + tsx on src/cli/main.ts), on a fresh data directory;
+ * `nodeArgs` go to node after tsx (e.g. `--import` of test/support/test-clock.ts).
+ */
+export async function spawnGateway(env: Record<string, string> = {}, opts: { nodeArgs?: string[] } = {}): Promise<GatewayProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
   const schema = uniqueSchema('gp');
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...(opts.nodeArgs ?? []), 'src/cli/main.ts', 'serve'], {
     cwd: new URL('../..', import.meta.url).pathname,
     env: { ...process.env, PORT: '0', TOLLGATE_DATA_DIR: dataDir, TOLLGATE_SCHEMA: schema, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

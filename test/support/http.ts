@@ -7,6 +7,9 @@ import { startTestGateway, type TestGateway } from './gateway.ts';
 import { randomBytes } from 'node:crypto';
 import type { RunningGateway } from '../../src/server.ts';
 import type { StoredEvent } from '../../src/eventstore/port.ts';
+import { priceModel } from '../../src/catalogue/index.ts';
+import { issueKey } from '../../src/keys/index.ts';
+import { definePlan, grantExtra, openAccount as openLedgerAccount, subscribe } from '../../src/accounts/index.ts';
 
 export interface Reply {
   status: number;
@@ -73,7 +76,8 @@ export async function openAccount(
 ): Promise<TestAccount> {
   const id = randomBytes(5).toString('hex');
   const planId = `plan_${id}`;
-  await gw.ledger.definePlan(
+  await definePlan(
+    gw.ledger,
     {
       planId,
       name: `Plan ${id}`,
@@ -84,10 +88,10 @@ export async function openAccount(
     },
     'admin:test',
   );
-  const accountId = await gw.ledger.openAccount({ accountId: `acct_${id}`, name: `Account ${id}` }, 'admin:test');
-  await gw.ledger.subscribe(accountId, planId, 'admin:test', terms.subscribedAt ?? new Date());
-  if (terms.extra) await gw.ledger.grantExtra(accountId, terms.extra, 'test top-up', 'admin:test');
-  const key = await gw.ledger.issueKey(accountId, 'test key', 'admin:test');
+  const accountId = await openLedgerAccount(gw.ledger, { accountId: `acct_${id}`, name: `Account ${id}` }, 'admin:test');
+  await subscribe(gw.ledger, accountId, planId, 'admin:test', terms.subscribedAt ?? new Date());
+  if (terms.extra) await grantExtra(gw.ledger, accountId, terms.extra, 'test top-up', 'admin:test');
+  const key = await issueKey(gw.ledger, accountId, 'test key', 'admin:test');
   await gw.ledger.caughtUp();
   return { accountId, planId, keyId: key.keyId, key: key.secret };
 }
@@ -200,7 +204,7 @@ export async function startGatewayWithRoutes(
   const path = writeModelsConfig(config);
   const gw = await startTestGateway({ modelsConfig: path, upstreamSecret: (variable) => secrets[variable] ?? (process.env[variable] || undefined) });
   for (const [modelId, m] of Object.entries(models)) {
-    await gw.ledger.priceModel({ modelId, multiplierMilli: m.multiplierMilli, status: 'ACTIVE', alias: null }, 'admin:test');
+    await priceModel(gw.ledger, { modelId, multiplierMilli: m.multiplierMilli, status: 'ACTIVE', alias: null }, 'admin:test');
   }
   await gw.ledger.caughtUp();
   return {

@@ -13,7 +13,7 @@ export async function modelsStatus(base: string, key: string): Promise<number> {
 
 /**
  * The key's answer at a gateway other than the one that revoked or rotated it, once it has heard:
- * another process learns of it from the event feed (src/http/key-directory.ts: within one poll,
+ * another process learns of it from the event feed (src/keys/key-directory.ts: within one poll,
  * 250 ms), so this asks again until it is refused, at most 50 times 100 ms apart.
  */
 export async function refusedOnOther(base: string, key: string): Promise<number> {

@@ -1,7 +1,7 @@
 // The expected state of a ledger shared by several gateways, for the seeded random replica suite
 // (test/replica-random.test.ts): a seeded PRNG, the state a run has built so far (accounts and their
 // money, keys, management keys, members, plans, the model catalogue, channels) and the rules that
-// say what a call or a refund must give on that state. The rules are the README's and DESIGN.md's,
+// say what a call or a refund must give on that state. The rules are docs/billing.md's, docs/payments.md's and DESIGN.md's,
 // written again here from the documents (not imported from src/), so that a gateway that drifts
 // from them disagrees with the model instead of agreeing with itself:
 //   - a chat call costs ceil((prompt + completion) x milli / 1000), an image ceil(45000 x milli / 1000);
@@ -308,7 +308,7 @@ export function applyCharge(m: Model, key: KeyModel, billed: number): { fromQuot
 /** round(n / d) half up, for non-negative integers. */
 const halfUp = (n: number, d: number): number => Math.floor((2 * n + d) / (2 * d));
 
-/** The tokens `part` of a payment of `paid` bought, on the running total (the README's rounding rule). */
+/** The tokens `part` of a payment of `paid` bought, on the running total (docs/payments.md's rounding rule). */
 export const tokensFor = (part: number, paid: number, tokens: number): number => (paid === 0 ? 0 : halfUp(tokens * part, paid));
 
 /** Of a pack's own tokens, how many the extra pool's use (oldest first) has reached. */
@@ -351,7 +351,7 @@ export function applySubscription(a: AccountModel, plan: { id: string; quota: nu
 export const activeOwners = (m: Model, accountId: string): number =>
   m.members.filter((x) => x.accountId === accountId && x.status === 'active' && x.role === 'owner').length;
 
-/** The roles that may see an account's keys, and its payments (src/ledger/roles.ts, as the README's table has it). */
+/** The roles that may see an account's keys, and its payments (src/ledger/roles.ts, as docs/customers.md's table has it). */
 export const MAY_READ_KEYS: readonly Role[] = ['owner', 'admin', 'developer'];
 export const MAY_BILL: readonly Role[] = ['owner', 'billing'];
 

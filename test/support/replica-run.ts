@@ -520,7 +520,7 @@ export class ReplicaRun {
     }
   }
 
-  /** A gateway's channel list is its in-memory view, fed by the event feed: the README's bound is 50 ms, so a second is allowed. */
+  /** A gateway's channel list is its in-memory view, fed by the event feed: docs/deployment.md gives about 10 ms, so a second is allowed. */
   async checkChannels(g: Replica): Promise<void> {
     const until = Date.now() + 1000;
     for (;;) {

@@ -6,13 +6,14 @@
 // or that printed no uvu summary at all, is counted as failed and its output shown.
 // TEST_DIR runs another folder's *.test.ts (test/test-runner.test.ts runs its fixtures);
 // TEST_HOOK_GUARD=off runs the files without uvu-guard.ts.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { join, resolve } from 'node:path';
 
 const dir = process.env.TEST_DIR ? resolve(process.env.TEST_DIR) : fileURLToPath(new URL('..', import.meta.url));
 const guard = process.env.TEST_HOOK_GUARD === 'off' ? [] : ['--import', pathToFileURL(fileURLToPath(new URL('./uvu-guard.ts', import.meta.url))).href];
+const v8Flags = codePageGuardOff();
 const filter = process.argv.slice(2);
 const files = readdirSync(dir)
   .filter((f) => f.endsWith('.test.ts'))
@@ -31,9 +32,24 @@ interface Outcome {
   note: string | null;
 }
 
+/**
+ * Node 24's V8 aborted a PGlite test process on CI with `Check failed: jit_page.has_value()` even
+ * with each wasm module compiled once (src/eventstore/wasm-once.ts): on a CPU with memory protection
+ * keys (PKU), V8 write-guards its code pages with them and keeps a process-wide registry of those
+ * pages, which loses one while wasm code is made and freed on several threads (nodejs/node#64500).
+ * Machines without PKU never take that path, which is why it showed on CI only. Test processes open
+ * hundreds of embedded databases, so they run with the guard off where this Node's V8 has the flag
+ * (Node 22 and later; Node 20's V8 names a wasm-only one and never aborted). NODE_OPTIONS cannot
+ * carry V8 flags, hence the probe.
+ */
+function codePageGuardOff(): string[] {
+  const options = spawnSync(process.execPath, ['--v8-options'], { encoding: 'utf8' }).stdout ?? '';
+  return /^\s*--memory-protection-keys\b/m.test(options) ? ['--no-memory-protection-keys'] : [];
+}
+
 function runFile(file: string): Promise<Outcome> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...guard, join(dir, file)], {
+    const child = spawn(process.execPath, [...v8Flags, '--import', 'tsx', ...guard, join(dir, file)], {
       env: { ...process.env, FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -10,7 +10,9 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
 import { settingsFromEnv, type Settings } from '../../src/config.ts';
+import * as assert from 'uvu/assert';
 import { startTestGateway, type TestGateway } from './gateway.ts';
+import { call } from './http.ts';
 
 const id = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
 
@@ -107,6 +109,11 @@ export interface StripeDouble {
   ): Record<string, unknown>;
   /** An event envelope as Stripe posts it (`previous`: an update's previous_attributes). */
   event(type: string, object: Record<string, unknown>, previous?: Record<string, unknown>): Record<string, unknown>;
+  /**
+   * While on, every API call is answered 503 (Stripe unavailable, and not to be retried), so a
+   * handler that reads Stripe fails: test/payments-stripe-notices.test.ts.
+   */
+  outage(on: boolean): void;
   /** The body and Stripe-Signature header for an event (signed with the webhook secret, or another). */
   signed(event: Record<string, unknown>, secret?: string): { body: string; signature: string };
   close(): Promise<void>;
@@ -140,6 +147,7 @@ export async function startStripeDouble(): Promise<StripeDouble> {
   const intents = new Map<string, DoubleIntent>();
   const requests: string[] = [];
   const signer = new Stripe(secretKey);
+  let down = false;
 
   const send = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { 'content-type': 'application/json', 'request-id': id('req') });
@@ -296,6 +304,10 @@ export async function startStripeDouble(): Promise<StripeDouble> {
     const url = new URL(req.url ?? '/', 'http://double');
     requests.push(`${req.method} ${url.pathname}`);
     if (req.headers.authorization !== `Bearer ${secretKey}`) return error(res, 401, 'Invalid API Key provided.');
+    if (down) {
+      res.writeHead(503, { 'content-type': 'application/json', 'stripe-should-retry': 'false' });
+      return res.end(JSON.stringify({ error: { type: 'api_error', message: 'Stripe is unavailable (an outage of the double).' } }));
+    }
     if (req.method === 'POST' && url.pathname === '/v1/checkout/sessions') {
       const form = parseForm(Buffer.concat(chunks).toString('utf8')) as any;
       const item = form.line_items?.['0'];
@@ -494,6 +506,9 @@ export async function startStripeDouble(): Promise<StripeDouble> {
       };
     },
     event: envelope,
+    outage(on) {
+      down = on;
+    },
     signed(event, secret = webhookSecret) {
       const body = JSON.stringify(event);
       return { body, signature: signer.webhooks.generateTestHeaderString({ payload: body, secret }) };
@@ -524,4 +539,20 @@ export async function startStripeGateways(
     await stripe.close();
   };
   return { gw, gw2, stopAll };
+}
+
+/**
+ * The shop most Stripe tests start from: the gateways of startStripeGateways, plan `pro` (1000
+ * tokens for 30 days) at $20.00, pack `p300` (300 tokens) at $3.00, and an open account with a key.
+ */
+export async function startStripeShop(stripe: StripeDouble, adminToken: string, account: { id: string; name: string }) {
+  const gateways = await startStripeGateways(stripe, adminToken);
+  const admin = (path: string, body: unknown, method = 'POST') => call(gateways.gw, `/admin/v1${path}`, { key: adminToken, body, method });
+  assert.is((await admin('/plans', { plan_id: 'pro', name: 'Pro', quota: 1000, validity_days: 30, requests_per_minute: 1000, models: ['*'] })).status, 201);
+  assert.is((await admin('/plans/pro/price', { amount: 2000 }, 'PUT')).status, 200);
+  assert.is((await admin('/packs/p300', { name: '300 tokens', tokens: 300, amount: 300 }, 'PUT')).status, 200);
+  assert.is((await admin('/accounts', { account_id: account.id, name: account.name })).status, 201);
+  const key: string = (await admin(`/accounts/${account.id}/keys`, { name: 'app' })).json.key;
+  await gateways.gw.ledger.caughtUp();
+  return { ...gateways, key };
 }

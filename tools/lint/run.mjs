@@ -29,7 +29,7 @@ if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== lockHash) {
 }
 
 const bin = (name) => join(here, 'node_modules', '.bin', name);
-const SOURCES = ['src', 'projections', 'test', 'bench', 'tools/lint/*.mjs', 'bin', 'web/src'];
+const SOURCES = ['src', 'projections', 'test', 'bench', 'tools/lint/*.mjs', 'tools/schemas', 'bin', 'web/src'];
 if (process.argv.includes('--write')) process.exit(run(bin('prettier'), ['--write', '--log-level', 'warn', ...SOURCES]));
 console.log('lint: eslint');
 const eslint = run(bin('eslint'), ['--config', join(here, 'eslint.config.mjs'), '--max-warnings', '0', '.']);

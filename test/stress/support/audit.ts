@@ -2,7 +2,7 @@
 // recorded. Pure (records + events in, figures + violations out) so its own test can feed it
 // broken ledgers and prove every rule can fail (test/stress/audit-selftest.ts).
 import type { StoredEvent } from '../../../src/eventstore/port.ts';
-import { chatCharge, DEFAULT_TOKENS_PER_IMAGE, imageCharge } from '../../../src/ledger/pricing.ts';
+import { chatCharge, DEFAULT_TOKENS_PER_IMAGE, imageCharge } from '../../../src/money/pricing.ts';
 import type { CallRecord } from './load.ts';
 
 export interface AuditOptions {

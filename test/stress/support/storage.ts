@@ -3,11 +3,12 @@
 import { join } from 'node:path';
 import { openPglite, openPostgres, type Database } from '../../../src/eventstore/db.ts';
 import { openLedger } from '../../../src/ledger/ledger.ts';
-import { readSide } from '../../../projections/read-side.ts';
-import { sweepExpiredHolds } from '../../../src/gateway/sweeper.ts';
-import { verifyLedger } from '../../../src/admin/audit.ts';
+import { readSide } from '../../../projections/runner/read-side.ts';
+import { sweepExpiredHolds } from '../../../src/calls/sweeper.ts';
+import { verifyLedger } from '../../../src/audit/verify.ts';
 import type { StoredEvent } from '../../../src/eventstore/port.ts';
 import type { AccountRow, Verification } from './admin.ts';
+import '../../../projections/read-models.ts'; // every read model, as the wiring registers them
 
 export interface Storage {
   schema: string;

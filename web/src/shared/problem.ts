@@ -18,6 +18,10 @@ export class ApiProblem extends Error {
   }
 }
 
+/** A mistake caught before anything is sent: shown like the gateway's errors, naming the field. */
+export const clientProblem = (message: string, param: string | null = null): ApiProblem =>
+  new ApiProblem(0, { message, param: param ?? undefined, type: 'client_error', code: 'client_error' });
+
 /** Turns a non-2xx response into an ApiProblem, whatever its body. */
 export async function problemFrom(res: Response): Promise<ApiProblem> {
   let error: Record<string, unknown> = {};

@@ -3,40 +3,31 @@
 import { useEffect, useState } from 'preact/hooks';
 import { admin, enc } from '../api/client.ts';
 import type { AccountSummary, List, Plan } from '../api/types.ts';
-import { Loading } from '../ui/bits.tsx';
-import { fmt, when } from '../ui/format.ts';
-import { ProblemRegion } from '../ui/Problem.tsx';
+import { Loading } from '../../shared/components/Page.tsx';
+import { fmt, when } from '../../shared/format.ts';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
+import { useLoaded } from '../../shared/useLoaded.ts';
 import { StatusPill } from './AccountsList.tsx';
 import { ExtraTokensCard, PlanCard } from './PlanCards.tsx';
 import { KeysCard } from './KeysCard.tsx';
 import { StatementCard } from './StatementCard.tsx';
 
 export function AccountPage({ accountId }: { accountId: string }) {
-  const [account, setAccount] = useState<AccountSummary | null>(null);
-  const [busy, setBusy] = useState(true);
-  const [failed, setFailed] = useState(false);
-  const [problem, setProblem] = useState<unknown>(null);
+  const {
+    data: account,
+    busy,
+    failed,
+    problem,
+    setProblem,
+    load: loadBalance,
+  } = useLoaded(async () => {
+    const a = await admin<AccountSummary>(`accounts/${enc(accountId)}/balance`);
+    document.title = `${a.name} · Operator console · Tollgate`;
+    return a;
+  });
   const [plans, setPlans] = useState<Plan[] | null>(null);
   const [plansProblem, setPlansProblem] = useState<unknown>(null);
-
-  const loadBalance = async (): Promise<AccountSummary | null> => {
-    setBusy(true);
-    try {
-      const a = await admin<AccountSummary>(`accounts/${enc(accountId)}/balance`);
-      setAccount(a);
-      setFailed(false);
-      document.title = `${a.name} · Operator console · Tollgate`;
-      return a;
-    } catch (err) {
-      setFailed(true);
-      setProblem(err);
-      return null;
-    } finally {
-      setBusy(false);
-    }
-  };
   useEffect(() => {
-    void loadBalance();
     admin<List<Plan>>('plans').then((p) => setPlans(p.data), setPlansProblem);
   }, []);
 

@@ -1,11 +1,16 @@
 // Accounts: every account with its plan and balance, 25 a page (the cursors of the pages seen are
 // kept while the operator looks at other sections), and the form that opens one.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { admin, clientProblem, enc } from '../api/client.ts';
+import { admin, enc } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { InputField } from '../../shared/components/Field.tsx';
+import { Heading, Loading, Pill, Result } from '../../shared/components/Page.tsx';
+import { DataTable, Num } from '../../shared/components/DataTable.tsx';
+import { fmt, when } from '../../shared/format.ts';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
+import { useAction } from '../../shared/useAction.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import type { AccountSummary, List } from '../api/types.ts';
-import { InputField, Heading, Loading, Num, Pill, Result, Table } from '../ui/bits.tsx';
-import { fmt, when } from '../ui/format.ts';
-import { ProblemRegion, useAction } from '../ui/Problem.tsx';
 
 const PAGE_SIZE = 25;
 /** Page n starts after cursors[n] (undefined: the first page). */
@@ -62,10 +67,10 @@ export function AccountsList() {
           ) : !page ? (
             <Loading text="Loading the accounts…" />
           ) : (
-            <Table
+            <DataTable
               caption="Accounts"
-              id="accounts-table"
-              head={['Account', '#Remaining tokens', 'Status', 'Plan', '#Main quota left', '#Extra tokens left', 'Plan expires']}
+              tableId="accounts-table"
+              columns={['Account', '#Remaining tokens', 'Status', 'Plan', '#Main quota left', '#Extra tokens left', 'Plan expires']}
               empty="No accounts yet: open one below."
               rows={data.map((a) => (
                 <tr key={a.account_id} data-account-id={a.account_id}>
@@ -138,11 +143,7 @@ function OpenAccount({ onOpened }: { onOpened: () => void }) {
           value={id}
           onValue={(v) => setId(v)}
         />
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            Open account
-          </button>
-        </div>
+        <FormActions submit="Open account" busy={action.busy} />
       </form>
       {action.region()}
       <Result>

@@ -1,11 +1,13 @@
 // The form for one key's controls (spend limit and its period, models, expiry), under the keys
 // table; only what changed is sent.
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { admin, clientProblem, enc } from '../api/client.ts';
+import { admin, enc } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { Field, InputField } from '../../shared/components/Field.tsx';
+import { isoToLocal, localToIso } from '../../shared/format.ts';
+import { useAction } from '../../shared/useAction.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import type { KeyRow } from '../api/types.ts';
-import { Field, InputField } from '../ui/bits.tsx';
-import { isoToLocal, localToIso } from '../ui/format.ts';
-import { useAction } from '../ui/Problem.tsx';
 
 const PERIODS: Record<string, string> = { none: 'In total', daily: 'Per day (UTC)', weekly: 'Per week (from Monday, UTC)', monthly: 'Per month (UTC)' };
 
@@ -88,14 +90,7 @@ export function KeyLimitsForm({ accountId, k, onClose, onSaved }: { accountId: s
           value={expires}
           onValue={(v) => setExpires(v)}
         />
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            Save limits
-          </button>
-          <button type="button" class="secondary" onClick={onClose}>
-            Cancel
-          </button>
-        </div>
+        <FormActions submit="Save limits" busy={action.busy} onCancel={onClose} />
       </form>
       {action.region()}
     </section>

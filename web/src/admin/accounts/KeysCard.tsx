@@ -4,11 +4,15 @@ import { useRef, useState } from 'preact/hooks';
 import { confirmAction } from '../../shared/components/ConfirmDialog.tsx';
 import { admin, enc } from '../api/client.ts';
 import type { KeyRow, List } from '../api/types.ts';
-import { announce } from '../ui/announce.tsx';
-import { InputField, Loading, Pill, Result, Table } from '../ui/bits.tsx';
-import { fmt, when } from '../ui/format.ts';
-import { useLoaded } from '../ui/useLoaded.ts';
-import { ProblemRegion, useAction } from '../ui/Problem.tsx';
+import { announce } from '../../shared/components/announce.tsx';
+import { InputField } from '../../shared/components/Field.tsx';
+import { Loading, Pill, Result } from '../../shared/components/Page.tsx';
+import { DataTable } from '../../shared/components/DataTable.tsx';
+import { fmt, when } from '../../shared/format.ts';
+import { useLoaded } from '../../shared/useLoaded.ts';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
+import { useAction } from '../../shared/useAction.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import { KeyLimitsForm } from './KeyLimitsForm.tsx';
 import { NewSecret, type IssuedKey } from './NewSecret.tsx';
 
@@ -102,10 +106,10 @@ export function KeysCard({ accountId }: { accountId: string }) {
       <h2 id="keys-heading">API keys</h2>
       <div ref={table} aria-busy={busy ? 'true' : 'false'}>
         {keys ? (
-          <Table
+          <DataTable
             caption={`Keys of ${accountId}`}
-            id="keys-table"
-            head={head}
+            tableId="keys-table"
+            columns={head}
             empty="No keys yet."
             rows={keys.map((k) => (
               <tr key={k.key_id} data-key-id={k.key_id} data-status={k.status}>
@@ -190,11 +194,7 @@ export function KeysCard({ accountId }: { accountId: string }) {
           value={keyName}
           onValue={(v) => setKeyName(v)}
         />
-        <div class="form-actions">
-          <button type="submit" id="issue-key" disabled={issue.busy}>
-            Issue a key
-          </button>
-        </div>
+        <FormActions submit="Issue a key" submitId="issue-key" busy={issue.busy} />
       </form>
       {issue.region()}
     </section>

@@ -1,6 +1,6 @@
 // A new key's secret, shown this once, selected, with a Copy button; "Done" removes it from the page.
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { announce } from '../ui/announce.tsx';
+import { announce } from '../../shared/components/announce.tsx';
 
 export interface IssuedKey {
   key: string;

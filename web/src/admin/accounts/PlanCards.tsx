@@ -1,10 +1,14 @@
 // An account's plan (subscribe, or renew the current one) and its extra tokens (grant with a reason).
 import { useRef, useState } from 'preact/hooks';
-import { admin, clientProblem, enc } from '../api/client.ts';
+import { admin, enc } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { Field, InputField } from '../../shared/components/Field.tsx';
+import { Result } from '../../shared/components/Page.tsx';
+import { fmt, when } from '../../shared/format.ts';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
+import { useAction } from '../../shared/useAction.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import type { AccountSummary, Plan } from '../api/types.ts';
-import { Field, InputField, Result } from '../ui/bits.tsx';
-import { fmt, when } from '../ui/format.ts';
-import { ProblemRegion, useAction } from '../ui/Problem.tsx';
 
 interface PlanCardProps {
   accountId: string;
@@ -52,11 +56,7 @@ export function PlanCard({ accountId, current, plans, plansProblem, onChanged }:
             ))}
           </select>
         </Field>
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            {renew ? 'Renew' : 'Subscribe'}
-          </button>
-        </div>
+        <FormActions submit={renew ? 'Renew' : 'Subscribe'} busy={action.busy} />
       </form>
       <ProblemRegion problem={action.problem ?? plansProblem} onDismiss={() => action.setProblem(null)} />
       <Result>{done}</Result>
@@ -113,11 +113,7 @@ export function ExtraTokensCard({ accountId, onChanged }: { accountId: string; o
           value={reason}
           onValue={(v) => setReason(v)}
         />
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            Grant extra tokens
-          </button>
-        </div>
+        <FormActions submit="Grant extra tokens" busy={action.busy} />
       </form>
       {action.region()}
       <Result>{done}</Result>

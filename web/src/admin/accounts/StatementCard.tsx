@@ -2,10 +2,13 @@
 // in the header and offered as a file), with its totals said on the page.
 import { useRef, useState } from 'preact/hooks';
 import { saveAsFile } from '../../shared/download.ts';
-import { adminCall, clientProblem, enc } from '../api/client.ts';
-import { InputField, Result } from '../ui/bits.tsx';
-import { dayUtc, fmt } from '../ui/format.ts';
-import { useAction } from '../ui/Problem.tsx';
+import { adminCall, enc } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { InputField } from '../../shared/components/Field.tsx';
+import { Result } from '../../shared/components/Page.tsx';
+import { dayUtc, fmt } from '../../shared/format.ts';
+import { useAction } from '../../shared/useAction.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -68,11 +71,7 @@ export function StatementCard({ accountId }: { accountId: string }) {
             ))}
           </div>
         </fieldset>
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            Download statement
-          </button>
-        </div>
+        <FormActions submit="Download statement" busy={action.busy} />
       </form>
       {action.region()}
       <Result>{done}</Result>

@@ -38,10 +38,6 @@ export function setToken(token: string): void {
 export const getActor = (): string => read(ACTOR_STORAGE);
 export const setActor = (actor: string): void => write(ACTOR_STORAGE, actor);
 
-/** A mistake caught before anything is sent: shown like the gateway's errors, naming the field. */
-export const clientProblem = (message: string, param: string | null = null): ApiProblem =>
-  new ApiProblem(0, { message, param: param ?? undefined, type: 'client_error', code: 'client_error' });
-
 let unauthorized: (p: ApiProblem) => void = () => undefined;
 /** Called when the gateway refuses the saved token (it changed, or the gateway restarted with another). */
 export function onUnauthorized(fn: (p: ApiProblem) => void): void {

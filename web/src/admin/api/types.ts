@@ -154,10 +154,10 @@ export interface CodeBatch {
 
 // The report's row and the reconciliation's line are the server's own types (type-only: nothing of
 // the server is bundled).
-export type { FinanceRow } from '../../../../src/admin/finance.ts';
-export type { MoneyLine } from '../../../../src/admin/finance-reconcile.ts';
-import type { FinanceRow } from '../../../../src/admin/finance.ts';
-import type { MoneyLine } from '../../../../src/admin/finance-reconcile.ts';
+export type { FinanceRow } from '../../../../src/books/finance.ts';
+export type { MoneyLine } from '../../../../src/books/finance-reconcile.ts';
+import type { FinanceRow } from '../../../../src/books/finance.ts';
+import type { MoneyLine } from '../../../../src/books/finance-reconcile.ts';
 
 export interface FinanceReport {
   currency: string;
@@ -166,6 +166,22 @@ export interface FinanceReport {
   rows: FinanceRow[];
   deferred: Array<{ day: string; account_id: string; deferred: number }>;
   totals: Omit<FinanceRow, 'day' | 'account_id' | 'model' | 'channel'>;
+  /** The closed (or reopened) months the range touches. */
+  periods: Period[];
+}
+
+/** A month of the books closed, or closed and reopened (GET /admin/v1/finance/periods). */
+export interface Period {
+  period: string;
+  status: 'closed' | 'reopened';
+  closed_at: string;
+  closed_by: string;
+  reconciliation_difference: number;
+  bill_lines_differing: number;
+  override_reason: string | null;
+  reopened_at: string | null;
+  reopened_by: string | null;
+  reopen_reason: string | null;
 }
 
 export interface MoneyReconciliation {

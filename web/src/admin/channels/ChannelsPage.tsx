@@ -4,11 +4,12 @@ import { useRef, useState } from 'preact/hooks';
 import { confirmAction } from '../../shared/components/ConfirmDialog.tsx';
 import { admin, pathOf } from '../api/client.ts';
 import type { Channel, List } from '../api/types.ts';
-import { announce } from '../ui/announce.tsx';
-import { Heading, Loading, Num, Pill, Result, Table } from '../ui/bits.tsx';
-import { when } from '../ui/format.ts';
-import { useLoaded } from '../ui/useLoaded.ts';
-import { ProblemRegion } from '../ui/Problem.tsx';
+import { announce } from '../../shared/components/announce.tsx';
+import { Heading, Loading, Pill, Result } from '../../shared/components/Page.tsx';
+import { DataTable, Num } from '../../shared/components/DataTable.tsx';
+import { when } from '../../shared/format.ts';
+import { useLoaded } from '../../shared/useLoaded.ts';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
 
 const STATE_TEXT: Record<string, string> = { closed: 'Healthy', open: 'Open (failing)', half_open: 'Trial', disabled: 'Disabled' };
 
@@ -66,10 +67,10 @@ export function ChannelsPage() {
         </div>
         <div ref={list} aria-busy={busy ? 'true' : 'false'}>
           {channels ? (
-            <Table
+            <DataTable
               caption="Upstream channels"
-              id="channels-table"
-              head={['Channel', 'Models', 'State', '#Calls', '#Failures', '#Failovers', 'Note', 'Action']}
+              tableId="channels-table"
+              columns={['Channel', 'Models', 'State', '#Calls', '#Failures', '#Failovers', 'Note', 'Action']}
               empty="No channels in the models config."
               rows={channels.map((c) => {
                 const disabled = c.state === 'disabled';

@@ -4,14 +4,17 @@
 // progress as verify's (NDJSON progress lines read by api/ndjson.ts), a bar of charges adjusted.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { confirmAction } from '../../shared/components/ConfirmDialog.tsx';
-import { admin, adminCall, clientProblem } from '../api/client.ts';
+import { admin, adminCall } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { announce } from '../../shared/components/announce.tsx';
+import { Field, InputField, plain } from '../../shared/components/Field.tsx';
+import { Heading } from '../../shared/components/Page.tsx';
+import { fmt, isoToLocal, localToIso, milli, signed } from '../../shared/format.ts';
+import { useAction } from '../../shared/useAction.tsx';
+import { ProgressBar } from '../../shared/components/ProgressBar.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import { readProgressStream } from '../api/ndjson.ts';
 import type { AppliedCorrection, CorrectionReport, List, Model } from '../api/types.ts';
-import { announce } from '../ui/announce.tsx';
-import { Field, InputField, Heading, plain } from '../ui/bits.tsx';
-import { fmt, isoToLocal, localToIso, milli, signed } from '../ui/format.ts';
-import { useAction } from '../ui/Problem.tsx';
-import { ProgressBar } from '../ui/ProgressBar.tsx';
 import { ChargeDetails, COMPONENTS, ReconciliationTable, ReportSummary } from './Reconciliation.tsx';
 import { ReconciliationChart } from './ReconciliationChart.tsx';
 
@@ -222,11 +225,7 @@ export function CorrectionsPage() {
             </label>
             <p class="help">Then “To” may be left empty: the window ends when the correction is applied. Not for tokens per image.</p>
           </div>
-          <div class="form-actions">
-            <button type="submit" disabled={action.busy}>
-              Preview (dry run)
-            </button>
-          </div>
+          <FormActions submit="Preview (dry run)" busy={action.busy} />
         </form>
         {action.region()}
       </section>

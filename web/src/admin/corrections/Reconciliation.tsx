@@ -2,8 +2,8 @@
 // (with the total), and per account the charges with the chain of earlier corrections of each.
 import type { CorrectionReport } from '../api/types.ts';
 import { enc } from '../api/client.ts';
-import { Num, Table } from '../ui/bits.tsx';
-import { fmt, signed, whenExact } from '../ui/format.ts';
+import { DataTable, Num } from '../../shared/components/DataTable.tsx';
+import { fmt, signed, whenExact } from '../../shared/format.ts';
 
 export const COMPONENTS: Record<string, { label: string; help: string; step: number }> = {
   multiplier: { label: 'Multiplier', help: 'The right multiplier, e.g. 1.25.', step: 0.001 },
@@ -18,10 +18,10 @@ const diffClass = (d: number) => `num diff ${d < 0 ? 'down' : d > 0 ? 'up' : ''}
 export function ReconciliationTable({ report, idBase }: { report: CorrectionReport; idBase: string }) {
   const t = report.totals;
   return (
-    <Table
+    <DataTable
       caption={`Reconciliation per account: billed and corrected tokens of ${report.modelId}`}
-      id={`${idBase}-table`}
-      head={['Account', '#Charges', '#Billed originally', '#Billed now', '#Corrected', '#Difference']}
+      tableId={`${idBase}-table`}
+      columns={['Account', '#Charges', '#Billed originally', '#Billed now', '#Corrected', '#Difference']}
       empty="No charge in this window."
       rows={report.accounts.map((a) => (
         <tr key={a.accountId} data-account={a.accountId}>
@@ -58,9 +58,9 @@ export function ChargeDetails({ report }: { report: CorrectionReport }) {
       {report.accounts.map((a) => (
         <details key={a.accountId} class="charges">
           <summary>{`${a.accountId}: ${fmt(a.charges)} charge${a.charges === 1 ? '' : 's'}`}</summary>
-          <Table
+          <DataTable
             caption={`Charges of ${a.accountId}`}
-            head={['Request', 'Time', '#Billed originally', '#Billed now', '#Corrected', '#Difference', 'Earlier corrections']}
+            columns={['Request', 'Time', '#Billed originally', '#Billed now', '#Corrected', '#Difference', 'Earlier corrections']}
             rows={a.items.map((c) => (
               <tr key={c.requestId}>
                 <th scope="row">

@@ -4,9 +4,8 @@
 // out every figure; the table beside it holds the same numbers.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { niceScale } from '../../shared/components/StackedBarChart.tsx';
-import { compact } from '../../shared/format.ts';
+import { compact, fmt, signed } from '../../shared/format.ts';
 import type { CorrectionReport, ReconciledAccount } from '../api/types.ts';
-import { fmt, signed } from '../ui/format.ts';
 
 /** At most this many accounts are drawn (those the correction moves most); the table lists all. */
 export const MAX_BARS = 24;

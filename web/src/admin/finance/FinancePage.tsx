@@ -1,19 +1,22 @@
 // Finance: for a range of UTC days, revenue recognised and breakage per day, deferred revenue at
 // each day's end, upstream cost and margin per day (charts, and the table of the same figures), the money reconciliation per
-// account, upstream cost and margin per model and channel, and the journal as a file. Every figure
+// account, upstream cost and margin per model and channel, the month close, and the journal as a file. Every figure
 // is the gateway's (/admin/v1/finance/report and /reconciliation); the page only adds them up.
 import { useRef, useState } from 'preact/hooks';
 import { StackedBarChart, type Bar } from '../../shared/components/StackedBarChart.tsx';
-import { dayLabel, longDay } from '../../shared/format.ts';
-import { admin, clientProblem } from '../api/client.ts';
+import { dayLabel, daysBefore, dayUtc, longDay, money } from '../../shared/format.ts';
+import { admin } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { InputField } from '../../shared/components/Field.tsx';
+import { Heading, Loading } from '../../shared/components/Page.tsx';
+import { useAction } from '../../shared/useAction.tsx';
+import { useLoaded } from '../../shared/useLoaded.ts';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import type { FinanceReport, MoneyReconciliation } from '../api/types.ts';
-import { InputField, Heading, Loading } from '../ui/bits.tsx';
-import { dayUtc, daysBefore, money } from '../ui/format.ts';
-import { useAction } from '../ui/Problem.tsx';
-import { useLoaded } from '../ui/useLoaded.ts';
 import { perDay, perModel, type Day } from './daily.ts';
 import { CostTable, DaysTable, MoneyReconciliationTable } from './FinanceTables.tsx';
 import { JournalDownload } from './JournalDownload.tsx';
+import { PeriodsCard } from './PeriodsCard.tsx';
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const COLORS = new Map([
@@ -79,11 +82,7 @@ export function FinancePage() {
         <form ref={form} class="form-grid" noValidate onSubmit={show}>
           <InputField id="fin-from" label="From (UTC day)" type="date" name="from" value={range.from} onValue={(v) => setRange({ ...range, from: v })} />
           <InputField id="fin-to" label="To (UTC day, included)" type="date" name="to" value={range.to} onValue={(v) => setRange({ ...range, to: v })} />
-          <div class="form-actions">
-            <button type="submit" disabled={data.busy}>
-              Show
-            </button>
-          </div>
+          <FormActions submit="Show" busy={data.busy} />
         </form>
         {action.region()}
       </section>
@@ -100,6 +99,16 @@ export function FinancePage() {
               In {currency}, from {report!.from} to {report!.to}. Recognised revenue and breakage are earned that day; deferred is the value of unused tokens at
               the day’s end.
             </p>
+            {report!.periods.length > 0 && (
+              <p class="help" id="finance-closed-months">
+                {report!.periods
+                  .map((p) =>
+                    p.status === 'closed' ? `${p.period} is closed (${p.closed_by})` : `${p.period} was closed, then reopened: “${p.reopen_reason}”`,
+                  )
+                  .join('; ')}
+                .
+              </p>
+            )}
             <div class="legend" aria-hidden="true">
               {[...COLORS].map(([k, c]) => (
                 <span key={k} class={`legend-item legend-${k}`} data-color={c}>
@@ -156,6 +165,7 @@ export function FinancePage() {
           </section>
         </>
       )}
+      <PeriodsCard onChanged={() => void data.load()} />
       <JournalDownload from={range.from} to={range.to} />
     </>
   );

@@ -1,8 +1,8 @@
 // The finance section's tables: the figures per day (what the charts draw), the money
 // reconciliation per account, and upstream cost and margin per model and channel.
 import type { MoneyLine, MoneyReconciliation } from '../api/types.ts';
-import { Table } from '../ui/bits.tsx';
-import { fmt, money } from '../ui/format.ts';
+import { DataTable } from '../../shared/components/DataTable.tsx';
+import { fmt, money } from '../../shared/format.ts';
 import type { CostLine, Day } from './daily.ts';
 
 /** A money cell: formatted, right-aligned, its minor units in data-value. */
@@ -14,11 +14,11 @@ const Money = ({ v, c, col }: { v: number; c: string; col?: string }) => (
 
 export function DaysTable({ days, currency }: { days: Day[]; currency: string }) {
   return (
-    <Table
+    <DataTable
       caption="Revenue recognised, breakage, refunded revenue, upstream cost, margin and deferred revenue per UTC day"
-      id="finance-days-table"
+      tableId="finance-days-table"
       empty="No revenue, cost or deferred revenue in this range."
-      head={['Day', '#Revenue recognised', '#Breakage', '#Refunded revenue', '#Upstream cost', '#Margin', '#Deferred at the day’s end']}
+      columns={['Day', '#Revenue recognised', '#Breakage', '#Refunded revenue', '#Upstream cost', '#Margin', '#Deferred at the day’s end']}
       rows={days.map((d) => (
         <tr key={d.day} data-day={d.day}>
           <th scope="row">{d.day}</th>
@@ -50,10 +50,10 @@ function ReconRow({ line, currency, total }: { line: MoneyLine; currency: string
 
 export function MoneyReconciliationTable({ recon }: { recon: MoneyReconciliation }) {
   return (
-    <Table
+    <DataTable
       caption="Money reconciliation per account: payments − refunds = revenue + refunded revenue + breakage + change in deferred"
-      id="money-recon-table"
-      head={['Account', '#Payments', '#Refunds', '#Revenue', '#Refunded revenue', '#Breakage', '#Deferred change', '#Difference', 'Result']}
+      tableId="money-recon-table"
+      columns={['Account', '#Payments', '#Refunds', '#Revenue', '#Refunded revenue', '#Breakage', '#Deferred change', '#Difference', 'Result']}
       empty="No money moved in this range."
       rows={recon.lines.map((l) => (
         <ReconRow key={l.account_id} line={l} currency={recon.currency} />
@@ -66,10 +66,10 @@ export function MoneyReconciliationTable({ recon }: { recon: MoneyReconciliation
 export function CostTable({ lines, currency }: { lines: CostLine[]; currency: string }) {
   const sum = (k: keyof Omit<CostLine, 'model' | 'channel'>) => lines.reduce((s, l) => s + l[k], 0);
   return (
-    <Table
+    <DataTable
       caption="Upstream cost and margin per model and channel"
-      id="cost-table"
-      head={['Model', 'Channel', '#Revenue', '#Upstream cost', '#Unpriced calls', '#Margin']}
+      tableId="cost-table"
+      columns={['Model', 'Channel', '#Revenue', '#Upstream cost', '#Unpriced calls', '#Margin']}
       empty="No calls in this range."
       rows={lines.map((l) => (
         <tr key={`${l.model}/${l.channel}`} data-model={l.model} data-channel={l.channel}>

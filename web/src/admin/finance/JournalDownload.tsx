@@ -1,10 +1,12 @@
 // The double-entry journal of a range of UTC days, downloaded as an hledger journal, CSV or JSON.
 import { useRef, useState } from 'preact/hooks';
 import { saveAsFile } from '../../shared/download.ts';
-import { adminCall, clientProblem } from '../api/client.ts';
-import { Result } from '../ui/bits.tsx';
-import { fmt } from '../ui/format.ts';
-import { useAction } from '../ui/Problem.tsx';
+import { adminCall } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { Result } from '../../shared/components/Page.tsx';
+import { fmt } from '../../shared/format.ts';
+import { useAction } from '../../shared/useAction.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 
 const FORMATS = { hledger: ['journal', 'text/plain'], csv: ['csv', 'text/csv'], json: ['json', 'application/json'] } as const;
 type Format = keyof typeof FORMATS;
@@ -47,11 +49,7 @@ export function JournalDownload({ from, to }: { from: string; to: string }) {
             ))}
           </div>
         </fieldset>
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            Download journal
-          </button>
-        </div>
+        <FormActions submit="Download journal" busy={action.busy} />
       </form>
       {action.region()}
       <Result>{done}</Result>

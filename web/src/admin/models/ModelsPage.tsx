@@ -1,12 +1,17 @@
 // Models and prices: each priced model's multiplier, status, alias and cache weights, and the form
 // that changes one (only what changed is sent; a price applies from now on).
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { admin, clientProblem, pathOf } from '../api/client.ts';
+import { admin, pathOf } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { Field, InputField } from '../../shared/components/Field.tsx';
+import { Heading, Loading, Pill, Result } from '../../shared/components/Page.tsx';
+import { DataTable } from '../../shared/components/DataTable.tsx';
+import { milli, when } from '../../shared/format.ts';
+import { useLoaded } from '../../shared/useLoaded.ts';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
+import { useAction } from '../../shared/useAction.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import type { List, Model } from '../api/types.ts';
-import { Field, InputField, Heading, Loading, Pill, Result, Table } from '../ui/bits.tsx';
-import { milli, when } from '../ui/format.ts';
-import { useLoaded } from '../ui/useLoaded.ts';
-import { ProblemRegion, useAction } from '../ui/Problem.tsx';
 
 const Weight = ({ v }: { v: number | null }) => (v === null ? <span class="muted">plain</span> : <>{String(milli(v))}</>);
 
@@ -45,10 +50,10 @@ export function ModelsPage() {
         <h2 id="models-list-heading">Priced models</h2>
         <div ref={list} aria-busy={busy ? 'true' : 'false'}>
           {models ? (
-            <Table
+            <DataTable
               caption="Model prices"
-              id="models-table"
-              head={['Model', 'Alias', '#Multiplier', 'Status', '#Cache read weight', '#Cache write weight', 'Priced', 'Action']}
+              tableId="models-table"
+              columns={['Model', 'Alias', '#Multiplier', 'Status', '#Cache read weight', '#Cache write weight', 'Priced', 'Action']}
               empty="No model is priced."
               rows={models.map((m) => (
                 <tr key={m.model_id} data-model-id={m.model_id}>
@@ -178,14 +183,7 @@ function PriceForm({ m, onClose, onSaved }: { m: Model; onClose: () => void; onS
           setRead,
         )}
         {weight('price-write', 'cache_write_weight', 'Cache write weight', 'Price of a cache-written prompt token; empty: a plain token.', write, setWrite)}
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            Save price
-          </button>
-          <button type="button" class="secondary" onClick={onClose}>
-            Cancel
-          </button>
-        </div>
+        <FormActions submit="Save price" busy={action.busy} onCancel={onClose} />
       </form>
       {action.region()}
     </section>

@@ -2,13 +2,18 @@
 // of a payment after a confirmation, and a payment recorded by hand (a bank transfer, an invoice).
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { confirmAction } from '../../shared/components/ConfirmDialog.tsx';
-import { admin, clientProblem, enc } from '../api/client.ts';
+import { admin, enc } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { announce } from '../../shared/components/announce.tsx';
+import { Field, InputField } from '../../shared/components/Field.tsx';
+import { Loading, Pill, Result } from '../../shared/components/Page.tsx';
+import { DataTable, Num } from '../../shared/components/DataTable.tsx';
+import { money, toMinor, when } from '../../shared/format.ts';
+import { markInvalid, useAction } from '../../shared/useAction.tsx';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
+import { useLoaded } from '../../shared/useLoaded.ts';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import type { AccountSummary, Dispute, List, Payment, PriceList } from '../api/types.ts';
-import { announce } from '../ui/announce.tsx';
-import { Field, InputField, Loading, Num, Pill, Result, Table } from '../ui/bits.tsx';
-import { money, toMinor, when } from '../ui/format.ts';
-import { markInvalid, ProblemRegion, useAction } from '../ui/Problem.tsx';
-import { useLoaded } from '../ui/useLoaded.ts';
 
 type Payments = List<Payment> & { disputes: Dispute[] };
 
@@ -49,10 +54,10 @@ export function AccountPayments({ prices }: { prices: PriceList | null }) {
         <div aria-busy={payments.busy ? 'true' : 'false'}>
           {list ? (
             <>
-              <Table
+              <DataTable
                 caption={`Payments of ${accountId}`}
-                id="payments-table"
-                head={['Payment', 'Received', 'Processor', 'Bought', '#Amount', '#Fee', '#Refunded', '#Tokens withdrawn', 'Action']}
+                tableId="payments-table"
+                columns={['Payment', 'Received', 'Processor', 'Bought', '#Amount', '#Fee', '#Refunded', '#Tokens withdrawn', 'Action']}
                 empty="No payments yet."
                 rows={list.data.map((p) => (
                   <tr key={p.id} data-payment-id={p.id}>
@@ -86,11 +91,11 @@ export function AccountPayments({ prices }: { prices: PriceList | null }) {
                 ))}
               />
               {list.disputes.length > 0 && (
-                <Table
+                <DataTable
                   caption={`Disputes of ${accountId}`}
                   captionVisible
-                  id="disputes-table"
-                  head={['Dispute', 'Payment', '#Amount', 'Keys', 'Status']}
+                  tableId="disputes-table"
+                  columns={['Dispute', 'Payment', '#Amount', 'Keys', 'Status']}
                   rows={list.disputes.map((d) => (
                     <tr key={d.id} data-dispute-id={d.id}>
                       <th scope="row">
@@ -206,11 +211,7 @@ function ManualPayment({ accountId, prices, onRecorded }: { accountId: string; p
         onValue={(v) => set({ amount: v })}
       />
       <InputField id="mp-fee" label={`Fee (${currency})`} optional type="text" inputMode="decimal" name="fee" value={v.fee} onValue={(v) => set({ fee: v })} />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Record payment
-        </button>
-      </div>
+      <FormActions submit="Record payment" busy={action.busy} />
       <div class="wide">{action.region()}</div>
     </form>
   );
@@ -258,14 +259,7 @@ function RefundForm({ accountId, p, onClose, onRefunded }: { accountId: string; 
         value={amount}
         onValue={(v) => setAmount(v)}
       />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Refund payment
-        </button>
-        <button type="button" class="secondary" onClick={onClose}>
-          Cancel
-        </button>
-      </div>
+      <FormActions submit="Refund payment" busy={action.busy} onCancel={onClose} />
       <div class="wide">{action.region()}</div>
     </form>
   );

@@ -3,12 +3,15 @@
 // once, with a download; the batches minted in this tab are listed without their codes.
 import { useRef, useState } from 'preact/hooks';
 import { saveAsFile } from '../../shared/download.ts';
-import { admin, clientProblem } from '../api/client.ts';
+import { admin } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { announce } from '../../shared/components/announce.tsx';
+import { Field, InputField } from '../../shared/components/Field.tsx';
+import { DataTable } from '../../shared/components/DataTable.tsx';
+import { localToIso, money, toMinor, when } from '../../shared/format.ts';
+import { useAction } from '../../shared/useAction.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import type { CodeBatch, PriceList } from '../api/types.ts';
-import { announce } from '../ui/announce.tsx';
-import { Field, InputField, Table } from '../ui/bits.tsx';
-import { localToIso, money, toMinor, when } from '../ui/format.ts';
-import { useAction } from '../ui/Problem.tsx';
 
 interface Minted {
   batch: CodeBatch;
@@ -105,11 +108,7 @@ export function CodesCard({ prices }: { prices: PriceList | null }) {
           value={v.expires}
           onValue={(v) => set({ expires: v })}
         />
-        <div class="form-actions">
-          <button type="submit" id="mint-codes" disabled={action.busy}>
-            Mint codes
-          </button>
-        </div>
+        <FormActions submit="Mint codes" submitId="mint-codes" busy={action.busy} />
       </form>
       {action.region()}
       {shown && (
@@ -144,11 +143,11 @@ export function CodesCard({ prices }: { prices: PriceList | null }) {
         </div>
       )}
       {minted.length > 0 && (
-        <Table
+        <DataTable
           caption="Batches minted in this tab"
           captionVisible
-          id="code-batches-table"
-          head={['Batch', 'Gives', '#Codes', '#Sold at, each', 'Expires']}
+          tableId="code-batches-table"
+          columns={['Batch', 'Gives', '#Codes', '#Sold at, each', 'Expires']}
           rows={minted.map((m) => (
             <tr key={m.batch.batch_id} data-batch-id={m.batch.batch_id}>
               <th scope="row">

@@ -2,7 +2,7 @@
 // payment recorded by hand, redemption codes, and the processor's payments that matched nothing.
 import { useState } from 'preact/hooks';
 import type { PriceList } from '../api/types.ts';
-import { Heading } from '../ui/bits.tsx';
+import { Heading } from '../../shared/components/Page.tsx';
 import { AccountPayments } from './AccountPayments.tsx';
 import { CodesCard } from './CodesCard.tsx';
 import { PricesCard } from './PricesCard.tsx';

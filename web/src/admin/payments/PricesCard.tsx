@@ -2,13 +2,18 @@
 // prices a plan, one that offers (or changes) a pack, and a button that withdraws a pack.
 import { useRef, useState } from 'preact/hooks';
 import { confirmAction } from '../../shared/components/ConfirmDialog.tsx';
-import { admin, clientProblem, enc } from '../api/client.ts';
+import { admin, enc } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { announce } from '../../shared/components/announce.tsx';
+import { Field, InputField } from '../../shared/components/Field.tsx';
+import { Loading, Result } from '../../shared/components/Page.tsx';
+import { DataTable, Num } from '../../shared/components/DataTable.tsx';
+import { toMinor } from '../../shared/format.ts';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
+import { useAction } from '../../shared/useAction.tsx';
+import { useLoaded } from '../../shared/useLoaded.ts';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import type { List, Plan, PriceList } from '../api/types.ts';
-import { announce } from '../ui/announce.tsx';
-import { Field, InputField, Loading, Num, Result, Table } from '../ui/bits.tsx';
-import { toMinor } from '../ui/format.ts';
-import { ProblemRegion, useAction } from '../ui/Problem.tsx';
-import { useLoaded } from '../ui/useLoaded.ts';
 
 export function PricesCard({ onChanged }: { onChanged: (prices: PriceList) => void }) {
   const prices = useLoaded(async () => {
@@ -46,11 +51,11 @@ export function PricesCard({ onChanged }: { onChanged: (prices: PriceList) => vo
       <div aria-busy={prices.busy ? 'true' : 'false'}>
         {p ? (
           <div class="price-tables">
-            <Table
+            <DataTable
               caption="Plan prices"
               captionVisible
-              id="plan-prices-table"
-              head={['Plan', '#Price per period']}
+              tableId="plan-prices-table"
+              columns={['Plan', '#Price per period']}
               empty="No plan is priced yet."
               rows={p.plans.map((x) => (
                 <tr key={x.plan_id} data-plan-id={x.plan_id}>
@@ -62,11 +67,11 @@ export function PricesCard({ onChanged }: { onChanged: (prices: PriceList) => vo
                 </tr>
               ))}
             />
-            <Table
+            <DataTable
               caption="Packs of extra tokens"
               captionVisible
-              id="packs-table"
-              head={['Pack', '#Tokens', '#Price', 'Action']}
+              tableId="packs-table"
+              columns={['Pack', '#Tokens', '#Price', 'Action']}
               empty="No pack is on offer."
               rows={p.packs.map((x) => (
                 <tr key={x.pack_id} data-pack-id={x.pack_id}>
@@ -138,11 +143,7 @@ function PlanPriceForm({ plans, currency, onSaved }: { plans: Plan[]; currency: 
         value={amount}
         onValue={(v) => setAmount(v)}
       />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Set plan price
-        </button>
-      </div>
+      <FormActions submit="Set plan price" busy={action.busy} />
       <div class="wide">{action.region()}</div>
     </form>
   );
@@ -180,11 +181,7 @@ function PackForm({ currency, onSaved }: { currency: string; onSaved: (text: str
       {text('name', 'name', 'Pack name')}
       {text('tokens', 'tokens', 'Tokens in the pack', 'numeric')}
       {text('amount', 'amount', `Pack price (${currency})`, 'decimal')}
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Offer pack
-        </button>
-      </div>
+      <FormActions submit="Offer pack" busy={action.busy} />
       <div class="wide">{action.region()}</div>
     </form>
   );

@@ -2,10 +2,11 @@
 // currency: kept for the operator (PaymentUnmatched), with nothing granted for them.
 import { admin } from '../api/client.ts';
 import type { List } from '../api/types.ts';
-import { Loading, Table } from '../ui/bits.tsx';
-import { money } from '../ui/format.ts';
-import { ProblemRegion } from '../ui/Problem.tsx';
-import { useLoaded } from '../ui/useLoaded.ts';
+import { Loading } from '../../shared/components/Page.tsx';
+import { DataTable } from '../../shared/components/DataTable.tsx';
+import { money } from '../../shared/format.ts';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
+import { useLoaded } from '../../shared/useLoaded.ts';
 
 /** GET /admin/v1/unmatched-payments: the PaymentUnmatched events as recorded. */
 interface UnmatchedPayment {
@@ -25,10 +26,10 @@ export function UnmatchedCard() {
       <p class="help">Paid at the processor but not tied to an account or price (or in another currency): nothing was granted. Settle each by hand.</p>
       <ProblemRegion problem={list.problem} onDismiss={() => list.setProblem(null)} />
       {list.data ? (
-        <Table
+        <DataTable
           caption="Unmatched payments"
-          id="unmatched-table"
-          head={['Payment', 'Processor', '#Amount', 'Why', 'Details']}
+          tableId="unmatched-table"
+          columns={['Payment', 'Processor', '#Amount', 'Why', 'Details']}
           empty="No unmatched payments."
           rows={list.data.map((u) => (
             <tr key={`${u.processor}:${u.processorPaymentId}`} data-payment-id={u.processorPaymentId}>

@@ -1,11 +1,16 @@
 // Plans: the list, and one form that defines a plan or updates the one being edited (its quota,
 // validity, call rate and models).
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { admin, clientProblem, enc } from '../api/client.ts';
+import { admin, enc } from '../api/client.ts';
+import { clientProblem } from '../../shared/problem.ts';
+import { InputField } from '../../shared/components/Field.tsx';
+import { Heading, Loading, Result } from '../../shared/components/Page.tsx';
+import { DataTable, Num } from '../../shared/components/DataTable.tsx';
+import { when } from '../../shared/format.ts';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
+import { useAction } from '../../shared/useAction.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import type { List, Model, Plan } from '../api/types.ts';
-import { InputField, Heading, Loading, Num, Result, Table } from '../ui/bits.tsx';
-import { when } from '../ui/format.ts';
-import { ProblemRegion, useAction } from '../ui/Problem.tsx';
 
 interface Terms {
   plan_id: string;
@@ -112,10 +117,10 @@ export function PlansPage() {
         <h2 id="plans-list-heading">All plans</h2>
         <div aria-busy={busy ? 'true' : 'false'}>
           {plans ? (
-            <Table
+            <DataTable
               caption="Plans"
-              id="plans-table"
-              head={['Plan', '#Quota', '#Days', '#Requests/min', 'Models', 'Changed', 'Action']}
+              tableId="plans-table"
+              columns={['Plan', '#Quota', '#Days', '#Requests/min', 'Models', 'Changed', 'Action']}
               empty="No plans yet: define one below."
               rows={plans.map((p) => (
                 <tr key={p.plan_id} data-plan-id={p.plan_id}>
@@ -182,23 +187,19 @@ export function PlansPage() {
               ))}
             </div>
           </fieldset>
-          <div class="form-actions">
-            <button type="submit" disabled={action.busy}>
-              {editing ? 'Update plan' : 'Define plan'}
-            </button>
-            {editing && (
-              <button
-                type="button"
-                class="secondary"
-                onClick={() => {
-                  stopEditing();
-                  document.getElementById('plan-id')?.focus();
-                }}
-              >
-                Cancel editing
-              </button>
-            )}
-          </div>
+          <FormActions
+            submit={editing ? 'Update plan' : 'Define plan'}
+            busy={action.busy}
+            cancel="Cancel editing"
+            onCancel={
+              editing
+                ? () => {
+                    stopEditing();
+                    document.getElementById('plan-id')?.focus();
+                  }
+                : undefined
+            }
+          />
         </form>
         {action.region()}
         <Result>{done}</Result>

@@ -2,10 +2,12 @@
 // region, the sign-in card or the section the hash names, and the confirmation dialog. Each hash
 // change renders its section afresh and moves the focus to its heading.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ConfirmDialog } from '../../shared/components/ConfirmDialog.tsx';
+import { ConfirmActionDialog } from '../../shared/components/ConfirmDialog.tsx';
+import { ProblemWording } from '../../shared/components/ProblemBox.tsx';
 import { ApiProblem } from '../../shared/problem.ts';
 import { getActor, getToken, onUnauthorized, setToken } from '../api/client.ts';
-import { Announcer, announce } from '../ui/announce.tsx';
+import { explainAdmin } from '../api/explain.ts';
+import { announce, Announcer } from '../../shared/components/announce.tsx';
 import { AccountPage } from '../accounts/AccountPage.tsx';
 import { AccountsList } from '../accounts/AccountsList.tsx';
 import { ChannelsPage } from '../channels/ChannelsPage.tsx';
@@ -94,8 +96,9 @@ export function App() {
     announce('Signed out. The admin token was removed from this tab.');
   };
 
+  // Every problem in the console is worded for the operator.
   return (
-    <>
+    <ProblemWording.Provider value={explainAdmin}>
       <a class="skip-link" href="#main">
         Skip to the content
       </a>
@@ -130,7 +133,7 @@ export function App() {
           <SignIn ended={ended} onSignedIn={signedInNow} onDismissEnded={() => setEnded(null)} />
         )}
       </main>
-      <ConfirmDialog />
-    </>
+      <ConfirmActionDialog />
+    </ProblemWording.Provider>
   );
 }

@@ -1,9 +1,10 @@
 // The sign-in card: the admin token (checked with one call before it is kept in this tab's
 // sessionStorage) and, optionally, the operator's name recorded as the actor of every change.
 import { useRef, useState } from 'preact/hooks';
-import { ApiProblem } from '../../shared/problem.ts';
-import { ACTOR_PATTERN, admin, clientProblem, getActor, setActor, setToken } from '../api/client.ts';
-import { markInvalid, ProblemRegion, useAction } from '../ui/Problem.tsx';
+import { ApiProblem, clientProblem } from '../../shared/problem.ts';
+import { ACTOR_PATTERN, admin, getActor, setActor, setToken } from '../api/client.ts';
+import { markInvalid, useAction } from '../../shared/useAction.tsx';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
 
 export function SignIn({ ended, onSignedIn, onDismissEnded }: { ended: unknown; onSignedIn: () => void; onDismissEnded: () => void }) {
   const form = useRef<HTMLFormElement>(null);

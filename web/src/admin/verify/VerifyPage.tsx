@@ -2,11 +2,12 @@
 // indeterminate until the first line, read out as aria-valuetext) and the elapsed time, then the
 // verdict and the counts, with any problems in tables.
 import { useEffect, useReducer } from 'preact/hooks';
-import { announce } from '../ui/announce.tsx';
-import { Heading, Num, Table } from '../ui/bits.tsx';
-import { fmt } from '../ui/format.ts';
-import { ProblemRegion } from '../ui/Problem.tsx';
-import { ProgressBar } from '../ui/ProgressBar.tsx';
+import { announce } from '../../shared/components/announce.tsx';
+import { Heading } from '../../shared/components/Page.tsx';
+import { DataTable, Num } from '../../shared/components/DataTable.tsx';
+import { fmt } from '../../shared/format.ts';
+import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
+import { ProgressBar } from '../../shared/components/ProgressBar.tsx';
 import { onChange, run, startVerify } from './stream.ts';
 
 const PHASES: Record<string, string> = { chains: 'hash chains', 'read models': 'read models' };
@@ -67,10 +68,10 @@ export function VerifyPage() {
                 <dd>{`${(run.took / 1000).toFixed(1)} s`}</dd>
               </dl>
               {r.chainProblems.length > 0 && (
-                <Table
+                <DataTable
                   caption="Hash-chain problems"
                   captionVisible
-                  head={['Stream', '#Revision', '#Position', 'Problem']}
+                  columns={['Stream', '#Revision', '#Position', 'Problem']}
                   rows={r.chainProblems.slice(0, 50).map((x, i) => (
                     <tr key={i}>
                       <th scope="row">{x.stream}</th>
@@ -82,10 +83,10 @@ export function VerifyPage() {
                 />
               )}
               {r.readModelDifferences.length > 0 && (
-                <Table
+                <DataTable
                   caption="Read-model differences"
                   captionVisible
-                  head={['Table', 'Row']}
+                  columns={['Table', 'Row']}
                   rows={r.readModelDifferences.slice(0, 50).map((d, i) => (
                     <tr key={i}>
                       <th scope="row">{d.table}</th>

@@ -53,7 +53,7 @@ export function AccountUsagePage() {
           options={RANGES.map((r) => ({ value: r, label: `${r} days`, id: `range-${r}` }))}
         />
       </div>
-      <ProblemRegion problem={problem} advice={MEMBER_ADVICE} onDismiss={() => setProblem(null)} />
+      <ProblemRegion id="problem" problem={problem} advice={MEMBER_ADVICE} onDismiss={() => setProblem(null)} />
       <div class="stats" id="stats" aria-live="polite">
         {usage && <UsageStats usage={usage} />}
       </div>

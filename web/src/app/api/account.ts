@@ -1,4 +1,4 @@
-// An account's members and keys, typed (paths of src/routes/customer-account.ts).
+// An account's members and keys, typed (paths of src/customers/customer-account-routes.ts).
 import { appApi } from './client.ts';
 import type { ApiKey, KeyControls, ManagementKey, Member, MemberEvent, NewKey, Role } from './types.ts';
 

@@ -1,4 +1,4 @@
-// Sign-in, the session and the person's sessions, typed (paths of src/routes/customer-auth.ts).
+// Sign-in, the session and the person's sessions, typed (paths of src/customers/customer-auth-routes.ts).
 import { appApi } from './client.ts';
 import type { OpenSession, Session, SignInOptions } from './types.ts';
 

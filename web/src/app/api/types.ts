@@ -1,4 +1,4 @@
-// The session API's answers as the pages read them (src/routes/customer-auth.ts, customer-account.ts).
+// The session API's answers as the pages read them (src/customers/customer-auth-routes.ts, customer-account.ts).
 import type { Role } from '../../../../src/ledger/roles.ts';
 
 export type { Action, Role } from '../../../../src/ledger/roles.ts';

@@ -66,7 +66,7 @@ export function BillingPage() {
           Refresh
         </button>
       </div>
-      <ProblemRegion problem={problem} advice={BILLING_ADVICE} onDismiss={() => setProblem(null)} />
+      <ProblemRegion id="problem" problem={problem} advice={BILLING_ADVICE} onDismiss={() => setProblem(null)} />
       <CheckoutReturn outcome={outcome} payments={data.payments} onWait={reload} />
       <div class="billing-grid">
         <div class="billing-side">

@@ -4,6 +4,7 @@ import { useState } from 'preact/hooks';
 import { DataTable } from '../../shared/components/DataTable.tsx';
 import { saveAsFile } from '../../shared/download.ts';
 import { dateOf, fmt } from '../../shared/format.ts';
+import { Loading } from '../../shared/components/Page.tsx';
 import type { BillingApi } from './api.ts';
 import type { Payment } from './types.ts';
 
@@ -35,7 +36,7 @@ export function PaymentsTable({ api, payments, onProblem }: Props) {
     <section class="card" aria-labelledby="payments-heading">
       <h2 id="payments-heading">Payments</h2>
       {!payments ? (
-        <p class="loading">Loading the payments…</p>
+        <Loading text="Loading the payments…" />
       ) : (
         <DataTable
           id="payments-table"

@@ -3,6 +3,7 @@
 // every period unless the member unticks it.
 import { useState } from 'preact/hooks';
 import { fmt } from '../../shared/format.ts';
+import { Loading } from '../../shared/components/Page.tsx';
 import type { BillingApi } from './api.ts';
 import type { PriceList as Prices } from './types.ts';
 
@@ -41,7 +42,7 @@ export function PriceList({ api, prices, onProblem }: Props) {
     <section class="card" aria-labelledby="prices-heading">
       <h2 id="prices-heading">Buy tokens</h2>
       {!prices ? (
-        <p class="loading">Loading the prices…</p>
+        <Loading text="Loading the prices…" />
       ) : (
         <>
           <h3 class="price-group">Packs of extra tokens</h3>

@@ -1,4 +1,4 @@
-// An account's billing routes of the session API, typed (paths of src/routes/customer-account.ts).
+// An account's billing routes of the session API, typed (paths of src/customers/customer-account-routes.ts).
 import { appApi } from '../api/client.ts';
 import type { Subscription } from '../../shared/v1.ts';
 import type { CheckoutSession, Payment, PriceList } from './types.ts';

@@ -1,4 +1,4 @@
-// The session API's billing answers as the page reads them (src/routes/payments.ts shapes them).
+// The session API's billing answers as the page reads them (src/books/payments-routes.ts shapes them).
 export interface PlanPrice {
   plan_id: string;
   name: string;

@@ -7,14 +7,14 @@ import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
 import { QuotaBadge } from '../../shared/components/QuotaBadge.tsx';
 import { Topbar } from '../../shared/components/Topbar.tsx';
 import { useKey } from '../../shared/key.ts';
-import { ApiProblem } from '../../shared/problem.ts';
+import { ApiProblem, clientProblem } from '../../shared/problem.ts';
 import { getPref, setPref } from '../../shared/storage.ts';
 import { v1, type Subscription } from '../../shared/v1.ts';
 import { Composer } from './Composer.tsx';
 import { Conversation } from './Conversation.tsx';
 import { Settings, type Mode, type ModelList } from './Settings.tsx';
 import { NO_SOURCE, type Source } from './SourceImage.tsx';
-import { clientProblem, useChat } from './useChat.ts';
+import { useChat } from './useChat.ts';
 
 export function ChatPage() {
   const key = useKey();
@@ -132,7 +132,7 @@ export function ChatPage() {
             Conversation
           </h2>
           <Conversation messages={chat.messages} busy={chat.busy} cleared={chat.cleared} />
-          <ProblemRegion problem={problem} onKey={() => keyBar.current?.open()} onDismiss={() => setProblem(null)} />
+          <ProblemRegion id="problem" problem={problem} onKey={() => keyBar.current?.open()} onDismiss={() => setProblem(null)} />
           <Composer mode={mode} text={text} onText={setText} busy={chat.busy} onSend={send} onStop={chat.stop} inputRef={prompt} />
         </section>
       </main>

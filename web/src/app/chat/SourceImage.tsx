@@ -1,7 +1,7 @@
 // Image mode's optional source image: a file (read into a data URI, at most 20 MB, an image type)
 // or an https URL, with a preview and a button to remove it. Either one replaces the other.
 import { useRef, useState } from 'preact/hooks';
-import { clientProblem } from './useChat.ts';
+import { clientProblem } from '../../shared/problem.ts';
 
 const MAX_SOURCE_BYTES = 20 * 1024 * 1024;
 

@@ -4,7 +4,7 @@
 // the bubbles: a reply cut off keeps its words; an unanswered message says so.
 import { useRef, useState } from 'preact/hooks';
 import { fmt } from '../../shared/format.ts';
-import { ApiProblem } from '../../shared/problem.ts';
+import { ApiProblem, clientProblem } from '../../shared/problem.ts';
 import { v1 } from '../../shared/v1.ts';
 import { jpegBlob, newMessage, type Message } from './messages.ts';
 import { sseData } from './sse.ts';
@@ -29,9 +29,6 @@ export interface ImageTurn {
   source: string | null;
   sourceIsFile: boolean;
 }
-
-export const clientProblem = (message: string, param: string | null = null) =>
-  new ApiProblem(0, { message, type: 'client_error', code: 'client_error', param });
 
 export function useChat() {
   const [messages, setMessages] = useState<Message[]>([]);

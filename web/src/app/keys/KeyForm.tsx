@@ -2,6 +2,7 @@
 // call (empty: every model of the plan) and an expiry day; the server checks them all again.
 import { useState } from 'preact/hooks';
 import { Field, valueOf } from '../../shared/components/Field.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import type { KeyControls, SpendLimit } from '../api/types.ts';
 
 const PERIODS: Array<[SpendLimit['period'], string]> = [
@@ -34,8 +35,8 @@ export function KeyForm({ busy, onCreate }: { busy: boolean; onCreate: (c: KeyCo
   };
   return (
     <form class="form-grid" onSubmit={submit} aria-labelledby="create-key-heading">
-      <Field id="key-name" label="Application name" hint="One key per application, so one can be revoked alone.">
-        <input type="text" id="key-name" required maxLength={200} value={v.name} onInput={set('name')} aria-describedby="key-name-hint" />
+      <Field id="key-name" label="Application name" help="One key per application, so one can be revoked alone.">
+        <input type="text" id="key-name" required maxLength={200} value={v.name} onInput={set('name')} aria-describedby="key-name-help" />
       </Field>
       <Field id="key-limit" label="Spend limit (billed tokens)" optional>
         <input type="number" id="key-limit" min={0} step={1} inputMode="numeric" value={v.tokens} onInput={set('tokens')} />
@@ -52,14 +53,10 @@ export function KeyForm({ busy, onCreate }: { busy: boolean; onCreate: (c: KeyCo
       <Field id="key-expires" label="Expires on (UTC)" optional>
         <input type="date" id="key-expires" value={v.expires} onInput={set('expires')} />
       </Field>
-      <Field id="key-models" label="Models" optional class="wide" hint="Model ids separated by commas; empty: every model of your plan.">
-        <input type="text" id="key-models" value={v.models} onInput={set('models')} aria-describedby="key-models-hint" />
+      <Field id="key-models" label="Models" optional wide help="Model ids separated by commas; empty: every model of your plan.">
+        <input type="text" id="key-models" value={v.models} onInput={set('models')} aria-describedby="key-models-help" />
       </Field>
-      <div>
-        <button type="submit" disabled={busy}>
-          {busy ? 'Creating…' : 'Create key'}
-        </button>
-      </div>
+      <FormActions submit={busy ? 'Creating…' : 'Create key'} busy={busy} />
     </form>
   );
 }

@@ -77,7 +77,7 @@ export function KeysPage() {
       <p class="visually-hidden" role="status" aria-live="polite" id="keys-status">
         {status}
       </p>
-      <ProblemRegion problem={problem} advice={MEMBER_ADVICE} onDismiss={() => setProblem(null)} />
+      <ProblemRegion id="problem" problem={problem} advice={MEMBER_ADVICE} onDismiss={() => setProblem(null)} />
       {canManage && (
         <section class="card" aria-labelledby="create-key-heading">
           <h2 id="create-key-heading">Create a key</h2>

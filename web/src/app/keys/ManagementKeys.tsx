@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ConfirmDialog } from '../../shared/components/Dialog.tsx';
 import { DataTable } from '../../shared/components/DataTable.tsx';
 import { Field, valueOf } from '../../shared/components/Field.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import { dateOf } from '../../shared/format.ts';
 import { managementKeysApi } from '../api/account.ts';
 import type { ManagementKey, NewKey } from '../api/types.ts';
@@ -55,9 +56,7 @@ export function ManagementKeys({ accountId, canManage, onCreated, onProblem, onS
           <Field id="mgmt-name" label="Management key name">
             <input type="text" id="mgmt-name" required maxLength={200} value={name} onInput={(e) => setName(valueOf(e))} />
           </Field>
-          <div class="form-submit">
-            <button type="submit">Create management key</button>
-          </div>
+          <FormActions submit="Create management key" />
         </form>
       )}
       <DataTable

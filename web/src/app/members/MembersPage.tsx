@@ -5,6 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ConfirmDialog } from '../../shared/components/Dialog.tsx';
 import { DataTable } from '../../shared/components/DataTable.tsx';
 import { Field, valueOf } from '../../shared/components/Field.tsx';
+import { FormActions } from '../../shared/components/FormActions.tsx';
 import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
 import { ROLES } from '../../../../src/ledger/roles.ts';
 import { MEMBER_ADVICE } from '../api/client.ts';
@@ -72,7 +73,7 @@ export function MembersPage() {
       <p class="visually-hidden" role="status" aria-live="polite" id="members-status">
         {status}
       </p>
-      <ProblemRegion problem={problem} advice={MEMBER_ADVICE} onDismiss={() => setProblem(null)} />
+      <ProblemRegion id="problem" problem={problem} advice={MEMBER_ADVICE} onDismiss={() => setProblem(null)} />
       {canManage && (
         <section class="card" aria-labelledby="invite-heading">
           <h2 id="invite-heading">Invite a member</h2>
@@ -90,11 +91,7 @@ export function MembersPage() {
             <Field id="invite-role" label="Role">
               <RoleSelect id="invite-role" value={invite.role} onChange={(role) => setInvite({ ...invite, role })} />
             </Field>
-            <div class="form-submit">
-              <button type="submit" disabled={busy}>
-                Invite
-              </button>
-            </div>
+            <FormActions submit="Invite" busy={busy} />
           </form>
         </section>
       )}

@@ -36,7 +36,7 @@ export function SessionsPage() {
       <p class="visually-hidden" role="status" aria-live="polite">
         {status}
       </p>
-      <ProblemRegion problem={problem} advice={MEMBER_ADVICE} onDismiss={() => setProblem(null)} />
+      <ProblemRegion id="problem" problem={problem} advice={MEMBER_ADVICE} onDismiss={() => setProblem(null)} />
       <section class="card" aria-labelledby="sessions-heading">
         <DataTable
           id="sessions-table"

@@ -33,7 +33,7 @@ function SignedIn({ name }: { name: string }) {
         <p class="muted" role="status">
           {problem ? '' : 'Loading your account…'}
         </p>
-        <ProblemRegion problem={problem} advice={MEMBER_ADVICE} onDismiss={() => setReads((n) => n + 1)} />
+        <ProblemRegion id="problem" problem={problem} advice={MEMBER_ADVICE} onDismiss={() => setReads((n) => n + 1)} />
       </main>
     );
   const wanted = new URLSearchParams(location.search).get('account') ?? getPref('account', '');

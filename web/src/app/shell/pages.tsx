@@ -1,6 +1,6 @@
 // The pages of the /app shell, in navigation order: one line a page. `needs` is the action the
 // page needs (null: every member); a page with `href` is a separate page the shell links to (the
-// key-only pages). A new page also needs its path in src/routes/web.ts PAGES (served app.html).
+// key-only pages). A new page also needs its path in src/pages/web-routes.ts PAGES (served app.html).
 import type { FunctionComponent } from 'preact';
 import type { Action } from '../api/types.ts';
 import { AccountUsagePage } from '../account-usage/AccountUsagePage.tsx';

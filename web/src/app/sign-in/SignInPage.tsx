@@ -71,7 +71,7 @@ export function SignInPage() {
         <p class="muted" role="status" aria-live="polite" id="sign-in-status">
           {status}
         </p>
-        <ProblemRegion problem={problem} advice={LINK_ADVICE} onDismiss={() => setProblem(null)} />
+        <ProblemRegion id="problem" problem={problem} advice={LINK_ADVICE} onDismiss={() => setProblem(null)} />
         <section class="card" aria-labelledby="email-heading">
           <h2 id="email-heading">With an email link</h2>
           <EmailLinkForm id="sign-in" button="Email me a sign-in link" onProblem={setProblem} />

@@ -126,7 +126,13 @@ export function UsagePage() {
             />
           </div>
 
-          <ProblemRegion problem={problem?.err ?? null} prefix={problem?.prefix} onKey={() => keyBar.current?.open()} onDismiss={() => setProblem(null)} />
+          <ProblemRegion
+            id="problem"
+            problem={problem?.err ?? null}
+            prefix={problem?.prefix}
+            onKey={() => keyBar.current?.open()}
+            onDismiss={() => setProblem(null)}
+          />
 
           <div class="stats" id="stats" aria-live="polite">
             {usage && <UsageStats usage={usage} />}

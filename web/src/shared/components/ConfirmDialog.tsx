@@ -1,7 +1,8 @@
 // A modal confirmation for an action that changes something: a title, what will happen, an
-// optional (or required) reason, Cancel and a confirm button. Mount <ConfirmDialog /> once per page
-// and ask with confirmAction(). The focus goes to the reason box, or else to Cancel (the safe
-// choice), and comes back to what had it; Escape cancels.
+// optional (or required) reason, Cancel and a confirm button. Mount <ConfirmActionDialog /> once
+// per page and ask with confirmAction() (Dialog.tsx's ConfirmDialog is the one a page renders in
+// place instead). The focus goes to the reason box, or else to Cancel (the safe choice), and comes
+// back to what had it; Escape cancels.
 import type { ComponentChildren } from 'preact';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 
@@ -23,12 +24,12 @@ let show: ((ask: Ask) => void) | null = null;
 
 export function confirmAction(options: ConfirmOptions): Promise<ConfirmAnswer> {
   return new Promise((resolve) => {
-    if (!show) throw new Error('no <ConfirmDialog /> is mounted');
+    if (!show) throw new Error('no <ConfirmActionDialog /> is mounted');
     show({ ...options, resolve, opener: document.activeElement });
   });
 }
 
-export function ConfirmDialog() {
+export function ConfirmActionDialog() {
   const dialog = useRef<HTMLDialogElement>(null);
   const reasonBox = useRef<HTMLTextAreaElement>(null);
   const cancel = useRef<HTMLButtonElement>(null);

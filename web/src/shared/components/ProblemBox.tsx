@@ -1,19 +1,27 @@
 // A failed call, readably: what went wrong, the gateway's own message, what to do, the status and
-// code; a "Enter a key" button when the key was the problem, and Dismiss. Shown inside the page's
-// alert region (role="alert"), so a screen reader reads it out when it appears.
+// code; a "Enter a key" button when the key was the problem, and Dismiss. Shown inside an alert
+// region (role="alert"), so a screen reader reads it out when it appears. The words come from
+// `explain` with the page's advice, or from the ProblemWording a page provides (the console's).
+import { createContext } from 'preact';
+import { useContext } from 'preact/hooks';
 import { explain, USER_ADVICE, type Explained } from '../problem.ts';
+
+type Advice = Parameters<typeof explain>[1];
+
+/** How the problems of the pages below it are worded; the key holder's advice unless provided. */
+export const ProblemWording = createContext<(problem: unknown, advice?: Advice) => Explained>(explain);
 
 export interface ProblemProps {
   problem: unknown;
   /** Put before the title, e.g. "The CSV could not be downloaded: ". */
   prefix?: string;
-  advice?: Parameters<typeof explain>[1];
+  advice?: Advice;
   onKey?: () => void;
   onDismiss: () => void;
 }
 
 export function ProblemBox({ problem, prefix = '', advice = USER_ADVICE, onKey, onDismiss }: ProblemProps) {
-  const e: Explained = explain(problem, advice);
+  const e = useContext(ProblemWording)(problem, advice);
   const meta = [e.status ? `HTTP ${e.status}` : null, e.code].filter(Boolean).join(' · ');
   return (
     <div class="problem-box">
@@ -41,9 +49,9 @@ export function ProblemBox({ problem, prefix = '', advice = USER_ADVICE, onKey, 
   );
 }
 
-/** The page's alert region; empty until there is a problem to show. */
+/** An alert region; empty until there is a problem to show. */
 export function ProblemRegion(props: Omit<ProblemProps, 'problem'> & { problem: unknown | null; id?: string }) {
-  const { id = 'problem', problem, ...rest } = props;
+  const { id, problem, ...rest } = props;
   return (
     <div id={id} class="problem" role="alert" aria-live="assertive">
       {problem != null && <ProblemBox problem={problem} {...rest} />}

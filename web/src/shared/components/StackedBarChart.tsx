@@ -3,6 +3,7 @@
 // out (a polite live region); hovering does the same. The tables beside it hold the same numbers.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { compact } from '../format.ts';
+import { Loading } from './Page.tsx';
 
 export interface Segment {
   series: string;
@@ -64,7 +65,7 @@ export function StackedBarChart(props: StackedBarChartProps) {
   useEffect(() => setSelected(-1), [bars]);
 
   let chart;
-  if (placeholder) chart = <p class="loading">{placeholder}</p>;
+  if (placeholder) chart = <Loading text={placeholder} />;
   else {
     const W = Math.max(280, width || 640);
     const H = W < 520 ? 220 : 280;

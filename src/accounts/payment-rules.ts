@@ -1,0 +1,257 @@
+// Payments, refunds and disputes on the account stream (pure: part of the account decider).
+// A payment is decided together with the grant it pays for, so they are appended in one append:
+// no payment without its grant, no paid grant without its payment. Every act is idempotent by the
+// processor's own id: a replayed notification finds it in the state and appends nothing.
+import type { DomainEvent, EventDataByType, EventOf, PaidItem, PaymentFacts, StreamEvents } from '../ledger/events.ts';
+import { DomainError, invalid } from '../ledger/errors.ts';
+import { type AccountState, balanceOf, requireOpen } from './account-state.ts';
+import * as balance from './balance.ts';
+import { bookedAmount, requireMinorUnits, tokensFor } from '../money/money.ts';
+import { poolShare, type PaidLot } from './lots.ts';
+import { cancellationAfterGrant, decideCancellation, evolveCancellation, type CancellationCommand } from './cancellation.ts';
+
+/** The grant a payment buys, as the account decider's own command decides it. */
+export type GrantCommand =
+  | {
+      type: 'Subscribe';
+      accountId: string;
+      plan: { planId: string; name: string; quota: number; validityDays: number; requestsPerMinute: number; models: string[] };
+      now: Date;
+    }
+  | { type: 'GrantExtra'; accountId: string; amount: number; reason: string };
+
+export interface RecordPaymentCommand extends PaymentFacts {
+  type: 'RecordPayment';
+  paymentId: string;
+  reference?: string;
+  /** What it buys: a plan period (the plan's terms) or a pack (tokens). */
+  grant: { kind: 'plan'; plan: Extract<GrantCommand, { type: 'Subscribe' }>['plan'] } | { kind: 'pack'; packId: string; packName: string; tokens: number };
+  now: Date;
+}
+
+export interface RefundPaymentCommand {
+  type: 'RefundPayment';
+  paymentId: string;
+  refundId: string;
+  amount: number;
+  now: Date;
+}
+
+export interface OpenDisputeCommand {
+  type: 'OpenDispute';
+  paymentId: string;
+  disputeId: string;
+  amount: number;
+  suspendKeys: boolean;
+}
+
+export interface CloseDisputeCommand {
+  type: 'CloseDispute';
+  disputeId: string;
+  outcome: 'won' | 'lost';
+  fee: number;
+  now: Date;
+}
+
+export type PaymentCommand = RecordPaymentCommand | RefundPaymentCommand | OpenDisputeCommand | CloseDisputeCommand | CancellationCommand;
+
+function requireLot(s: AccountState, paymentId: string): PaidLot {
+  const lot = s.payments.get(paymentId);
+  if (!lot) throw new DomainError('not_found', `payment ${paymentId} not found on this account`, { param: 'payment_id' });
+  return lot;
+}
+
+/** A pack's own unused tokens: extra tokens are used oldest first (the money rule), so its share of the pool's use. */
+function packUnused(lot: PaidLot, b: balance.Balance): number {
+  if (lot.extraStart === undefined) return balance.extraRemaining(b);
+  const own = lot.tokens - lot.tokensWithdrawn;
+  return Math.min(balance.extraRemaining(b), own - poolShare(lot.extraStart, own, b.extraUsed));
+}
+
+/**
+ * What a refund of `amount` takes back: the tokens that money bought (by the rounding rule, on the
+ * running total refunded), of which only the unused ones can be withdrawn: a plan period's while it
+ * is the current, unexpired one; a pack's up to the extra tokens left. The money of the withdrawn
+ * tokens was still deferred; the rest of the amount paid for tokens already used (refunded revenue).
+ */
+function decideRefund(
+  s: AccountState,
+  lot: PaidLot,
+  refundId: string,
+  amount: number,
+  now: Date,
+  reason: 'refund' | 'dispute_lost',
+): EventOf<'PaymentRefunded'> {
+  requireMinorUnits(amount, 'amount');
+  if (amount > lot.amount - lot.refunded)
+    throw invalid(`at most ${lot.amount - lot.refunded} minor units of payment ${lot.paymentId} are left to refund`, { param: 'amount' });
+  const bought = tokensFor(lot.refunded + amount, lot.amount, lot.tokens) - tokensFor(lot.refunded, lot.amount, lot.tokens);
+  const b = balanceOf(s);
+  const unused =
+    lot.kind === 'plan' ? (s.subscription?.startsAt === lot.periodStartsAt && balance.isPlanActive(b, now) ? balance.mainRemaining(b) : 0) : packUnused(lot, b);
+  const tokensWithdrawn = Math.min(bought, unused);
+  const fromDeferred = Math.min(
+    amount,
+    bookedAmount({ amount: lot.amount, per: Math.max(1, lot.tokens) }, lot.tokensWithdrawn, lot.tokensWithdrawn + tokensWithdrawn),
+  );
+  return {
+    type: 'PaymentRefunded',
+    data: {
+      accountId: s.accountId,
+      paymentId: lot.paymentId,
+      refundId,
+      amount,
+      currency: lot.currency,
+      reason,
+      pool: lot.kind === 'plan' ? 'main' : 'extra',
+      tokensWithdrawn,
+      fromDeferred,
+      refundedRevenue: amount - fromDeferred,
+    },
+  };
+}
+
+export function decidePayment(c: PaymentCommand, s: AccountState, decideGrant: (g: GrantCommand) => StreamEvents['account'][]): StreamEvents['account'][] {
+  requireOpen(s);
+  switch (c.type) {
+    case 'RecordPayment': {
+      if (s.payments.has(c.paymentId)) return [];
+      requireMinorUnits(c.amount, 'amount', { allowZero: true });
+      if (c.fee !== null) requireMinorUnits(c.fee, 'fee', { allowZero: true });
+      const grant =
+        c.grant.kind === 'plan'
+          ? decideGrant({ type: 'Subscribe', accountId: s.accountId, plan: c.grant.plan, now: c.now })
+          : decideGrant({ type: 'GrantExtra', accountId: s.accountId, amount: c.grant.tokens, reason: `pack ${c.grant.packName}` });
+      const item: PaidItem =
+        c.grant.kind === 'plan'
+          ? { kind: 'plan', planId: c.grant.plan.planId, tokens: c.grant.plan.quota }
+          : { kind: 'pack', packId: c.grant.packId, tokens: c.grant.tokens };
+      const paid: EventDataByType['PaymentReceived'] = {
+        accountId: s.accountId,
+        paymentId: c.paymentId,
+        processor: c.processor,
+        processorPaymentId: c.processorPaymentId,
+        amount: c.amount,
+        currency: c.currency,
+        fee: c.fee,
+        item,
+        receivedAt: c.now.toISOString(),
+      };
+      if (c.reference) paid.reference = c.reference;
+      return [{ type: 'PaymentReceived', data: paid }, ...grant.map((g) => ({ ...g, data: { ...g.data, paymentId: c.paymentId } }) as StreamEvents['account'])];
+    }
+    case 'RefundPayment': {
+      const lot = requireLot(s, c.paymentId);
+      if (lot.refundIds.includes(c.refundId)) return [];
+      return [decideRefund(s, lot, c.refundId, c.amount, c.now, 'refund')];
+    }
+    case 'OpenDispute': {
+      const lot = requireLot(s, c.paymentId);
+      if (s.disputes.has(c.disputeId)) return [];
+      requireMinorUnits(c.amount, 'amount');
+      return [
+        {
+          type: 'PaymentDisputed',
+          data: {
+            accountId: s.accountId,
+            paymentId: lot.paymentId,
+            disputeId: c.disputeId,
+            amount: Math.min(c.amount, lot.amount),
+            currency: lot.currency,
+            suspendsKeys: c.suspendKeys,
+          },
+        },
+      ];
+    }
+    case 'CancelSubscription':
+    case 'ResumeSubscription':
+      return decideCancellation(c, s);
+    case 'CloseDispute': {
+      const d = s.disputes.get(c.disputeId);
+      if (!d) throw new DomainError('not_found', `dispute ${c.disputeId} not found on this account`);
+      if (d.outcome !== null) return [];
+      requireMinorUnits(c.fee, 'fee', { allowZero: true });
+      const closed: EventOf<'DisputeClosed'> = {
+        type: 'DisputeClosed',
+        data: { accountId: s.accountId, paymentId: d.paymentId, disputeId: c.disputeId, outcome: c.outcome, fee: c.fee },
+      };
+      if (c.outcome === 'won') return [closed];
+      const lot = requireLot(s, d.paymentId);
+      // A lost dispute is a refund of what is still unrefunded of the disputed amount (plus its fee, on the close).
+      const amount = Math.min(d.amount, lot.amount - lot.refunded);
+      return amount > 0 ? [closed, decideRefund(s, lot, c.disputeId, amount, c.now, 'dispute_lost')] : [closed];
+    }
+  }
+}
+
+/** The account's state after a payment event (the grant events evolve as any grant). */
+export function evolvePayment(s: AccountState, e: DomainEvent): AccountState {
+  switch (e.type) {
+    case 'PaymentReceived': {
+      const d = e.data;
+      const lot: PaidLot = {
+        paymentId: d.paymentId,
+        processor: d.processor,
+        processorPaymentId: d.processorPaymentId,
+        amount: d.amount,
+        currency: d.currency,
+        fee: d.fee,
+        receivedAt: d.receivedAt,
+        reference: d.reference ?? null,
+        kind: d.item.kind,
+        itemId: d.item.kind === 'plan' ? d.item.planId : d.item.packId,
+        tokens: d.item.tokens,
+        periodStartsAt: null,
+        refunded: 0,
+        refundIds: [],
+        tokensWithdrawn: 0,
+      };
+      if (d.item.kind === 'pack') lot.extraStart = s.extraGranted;
+      return { ...s, payments: s.payments.set(d.paymentId, lot) };
+    }
+    case 'PaymentRefunded': {
+      const d = e.data;
+      const lot = s.payments.get(d.paymentId);
+      if (!lot) return s;
+      // Tokens withdrawn from a pack leave the pool: the packs granted after it move up.
+      const shifted =
+        d.pool === 'extra' && lot.extraStart !== undefined && d.tokensWithdrawn > 0
+          ? s.payments.map((p) => (p.extraStart !== undefined && p.extraStart > lot.extraStart! ? { ...p, extraStart: p.extraStart - d.tokensWithdrawn } : p))
+          : s.payments;
+      const payments = shifted.set(d.paymentId, {
+        ...lot,
+        refunded: lot.refunded + d.amount,
+        refundIds: [...lot.refundIds, d.refundId],
+        tokensWithdrawn: lot.tokensWithdrawn + d.tokensWithdrawn,
+      });
+      if (d.pool === 'main' && s.subscription) return { ...s, payments, subscription: { ...s.subscription, quota: s.subscription.quota - d.tokensWithdrawn } };
+      return { ...s, payments, extraGranted: s.extraGranted - (d.pool === 'extra' ? d.tokensWithdrawn : 0) };
+    }
+    case 'PaymentDisputed': {
+      const d = e.data;
+      return { ...s, disputes: s.disputes.set(d.disputeId, { paymentId: d.paymentId, amount: d.amount, suspendsKeys: d.suspendsKeys, outcome: null }) };
+    }
+    case 'DisputeClosed': {
+      const d = s.disputes.get(e.data.disputeId);
+      return d ? { ...s, disputes: s.disputes.set(e.data.disputeId, { ...d, outcome: e.data.outcome }) } : s;
+    }
+    case 'SubscriptionCancelled':
+    case 'SubscriptionResumed':
+      return evolveCancellation(s, e);
+    default:
+      return s;
+  }
+}
+
+/**
+ * After a plan period is granted: the lot of a paid one learns the period's start (to tell it from
+ * later periods), and a cancellation whose end the new period runs past is over (a new purchase).
+ */
+export function withPaidPeriod(s: AccountState, paymentId: string | undefined, startsAt: string): AccountState {
+  const lot = paymentId ? s.payments.get(paymentId) : undefined;
+  const paid = lot ? { ...s, payments: s.payments.set(lot.paymentId, { ...lot, periodStartsAt: startsAt }) } : s;
+  return s.cancellation && s.subscription ? { ...paid, cancellation: cancellationAfterGrant(s.cancellation, s.subscription.expiresAt) } : paid;
+}
+
+/** A dispute that suspends the account's keys is open. */
+export const suspendedByDispute = (s: AccountState): boolean => s.disputes.some((d) => d.outcome === null && d.suspendsKeys);

@@ -1,0 +1,224 @@
+// Audit: every stream's hash chain, every lot, and every read model against a fresh rebuild. They
+// run side by side: on a PostgreSQL server the chains and the lots are checked on the replay's first
+// thread (chain-observer.ts: the log is read once for the fold and both checks) up to a settled
+// position; the rest is read here and paced (pacing.ts) so that live calls keep their turn.
+import { randomBytes } from 'node:crypto';
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Ledger } from '../ledger/ledger.ts';
+import { ReadModelsBehind } from '../ledger/read-your-writes.ts';
+import { readLogPage } from '../ledger/log-pages.ts';
+import { LotCheck } from '../books/index.ts';
+import { dropReadModels, replayInto, rowsChangedBetween, scratchFoldsOnThreads } from '../../projections/runner/rebuild.ts';
+import { differingRows, type RowDifference } from '../../projections/runner/compare.ts';
+import * as checkpoint from '../../projections/runner/checkpoint.ts';
+import type { ReplayObserver } from '../../projections/runner/parallel-replay.ts';
+import { ChainCheck, type ChainProblem } from './chain-check.ts';
+import type { ChainResult } from './chain-observer.ts';
+import { Pacer } from './pacing.ts';
+
+/** Read-model rows listed per table when they differ from the rebuild (the count beyond is not needed to fail). */
+const MAX_DIFFERENCES = 1_000;
+
+/** A read-model row that differs from its rebuild (null: missing on that side). */
+export type ModelDifference = RowDifference;
+
+/** Events checked on this thread between two turns given back to live calls (hashing and folding the lots of ~1,000 take ~15 ms). */
+const PAGE_HERE = 1_000;
+
+/** The chain observer as the replay's thread imports it (the sources' .ts, or the build's .js). */
+const CHAIN_OBSERVER = new URL(`./chain-observer${extname(fileURLToPath(import.meta.url))}`, import.meta.url).href;
+
+const readPage = (ledger: Ledger, position: number) => readLogPage(ledger, position, PAGE_HERE);
+
+type ChainProgress = (events: number, position: number) => void | Promise<void>;
+
+/** The checks that walk the log: the chains, the lots, and the position they reached. */
+interface LogChecks {
+  check: ChainCheck;
+  lots: LotCheck;
+  position: number;
+}
+
+const fromThread = (r: ChainResult): LogChecks => ({
+  check: new ChainCheck(r.heads, r.problems, r.events),
+  lots: new LotCheck(r.lots.state, r.lots.problem),
+  position: r.position,
+});
+
+/**
+ * Walks all events in global order, recomputing each stream's chain and folding the lots.
+ * `onProgress` hears after each page the events checked so far and the position reached
+ * (awaited, so it may read the head). `begun`: the checks of the log's beginning, made on the
+ * replay's thread; the rest is read here once `tailAfter` has settled (see verifyLedger).
+ */
+export async function checkLog(
+  ledger: Ledger,
+  onProgress?: ChainProgress,
+  tailAfter?: Promise<unknown>,
+  begun?: Promise<LogChecks>,
+): Promise<{ events: number; streams: number; problems: ChainProblem[]; lots: LotCheck }> {
+  let check = new ChainCheck();
+  let lots = new LotCheck();
+  let position = 0;
+  if (begun) {
+    ({ check, lots, position } = await begun);
+    await tailAfter;
+  }
+  // What the thread did not reach (appended since, or all of it on PGlite), here, a page a turn.
+  const pacer = new Pacer();
+  try {
+    for (;;) {
+      const page = await readPage(ledger, position);
+      if (page.length === 0) break;
+      for (const e of page) {
+        check.add(e);
+        lots.add(e);
+      }
+      position = page[page.length - 1].position;
+      await onProgress?.(check.events, position);
+      await pacer.step();
+    }
+  } finally {
+    pacer.stop();
+  }
+  return { events: check.events, streams: check.streams, problems: check.problems, lots };
+}
+
+/**
+ * Rebuilds into a scratch schema and lists every row that differs from the live read models.
+ * `onReplayed` hears the events replayed so far and the position reached, after each page of the
+ * replay; `observer` rides on the replay's first thread (see replayInto).
+ */
+export async function compareWithRebuild(
+  ledger: Ledger,
+  onReplayed?: (events: number, position: number) => void,
+  observer?: ReplayObserver,
+): Promise<ModelDifference[]> {
+  await ledger.caughtUp();
+  // A schema of this run's own: a failed verify's replay thread may still be winding down (and
+  // its clean-up dropping its schema) when the next verify starts, which then lost its tables.
+  const scratch = `${ledger.rmSchema}_verify_${randomBytes(4).toString('hex')}`;
+  try {
+    const position = await replayInto(ledger.readModels.db, ledger.events, scratch, {
+      scratch: true,
+      onProgress: onReplayed && ((p) => onReplayed(p.events, p.position)),
+      observer,
+    });
+    // Live read models that have not reached the rebuild (a projector still taking its lease back
+    // after a failover) cannot be compared yet: a 503 to ask again, never a false difference.
+    if (!(await ledger.waitForPosition(position, 10_000)))
+      throw new ReadModelsBehind(`the read models have not reached position ${position} yet: verify again shortly`);
+    const differences = await differingRows(ledger.readModels.db, ledger.rmSchema, scratch, MAX_DIFFERENCES, undefined, position);
+    if (differences.length === 0) return differences;
+    // Live traffic moved the live read models past the rebuild meanwhile: the rows its events
+    // changed may rightly differ (they are checked by the next verify); every other row must not.
+    const live = await checkpoint.read(ledger.readModels.db, ledger.rmSchema);
+    const changed = live > position ? await rowsChangedBetween(ledger.events, position, live) : new Map<string, Set<string>>();
+    return differences.filter((d) => !changed.get(d.table)?.has(d.key));
+  } finally {
+    // Also after a failure: no half-built scratch schema is left behind.
+    await dropReadModels(ledger.readModels.db, scratch).catch(() => undefined);
+  }
+}
+
+/** The two phases of a verification: the hash chains, then the read models against a replay. */
+export type VerifyPhase = 'chains' | 'read models';
+
+/**
+ * How far a verification is. `done` never decreases within a phase and never exceeds `total`.
+ * 'chains': events checked; `total` is the head position, scaled by the events per position seen
+ * so far (positions are event numbers on PostgreSQL, with rare gaps, and log offsets on
+ * KurrentDB), and exactly the events checked on the phase's last report. 'read models': events
+ * replayed of the events the chains phase counted (more if the log grew meanwhile).
+ */
+export interface VerifyProgress {
+  phase: VerifyPhase;
+  done: number;
+  total: number;
+}
+
+/** Events in the log, estimated from the events read up to `position` and the head position. */
+function estimateTotal(events: number, position: number, head: number): number {
+  if (position <= 0) return Math.max(events, head);
+  return Math.max(events, Math.round((events * Math.max(head, position)) / position));
+}
+
+/**
+ * Every stream's hash chain, then every read model against a fresh rebuild. With `onProgress`,
+ * each phase is reported at its start (done 0), after each page, and at its end (done = total).
+ */
+export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: VerifyProgress) => void } = {}) {
+  const report = opts.onProgress;
+  let head = report ? await ledger.events.headPosition() : 0;
+  report?.({ phase: 'chains', done: 0, total: head });
+  const chainsProgress =
+    report &&
+    (async (events: number, position: number) => {
+      // Read past the head seen so far: the log grew while it was read.
+      if (position >= head) head = Math.max(position, await ledger.events.headPosition());
+      report({ phase: 'chains', done: events, total: estimateTotal(events, position, head) });
+    });
+  // Where the replay folds on threads, its first thread checks the chains and the lots on the
+  // pages it reads, and its pages tell the chains' progress until it hands them back.
+  const onThreads = scratchFoldsOnThreads(ledger.readModels.db, ledger.events);
+  let checkedOnThread: LogChecks | null = null;
+  const observer = onThreads ? { module: CHAIN_OBSERVER, onResult: (r: unknown) => (checkedOnThread = fromThread(r as ChainResult)) } : undefined;
+  // The replay's progress is told once the chains phase has ended (the phases are reported one
+  // after the other, each counting up).
+  let replayed = 0;
+  let chainsDone: number | null = null;
+  const readModelsRun = compareWithRebuild(
+    ledger,
+    (events, position) => {
+      replayed = events;
+      if (chainsDone !== null) report?.({ phase: 'read models', done: events, total: Math.max(chainsDone, events) });
+      else if (onThreads && !checkedOnThread) void chainsProgress?.(events, position);
+    },
+    observer,
+  );
+  readModelsRun.catch(() => undefined); // awaited below, after the chains; a failure then is the caller's
+  // The rest of the chains is read only after the replay (below), so its checks are taken then;
+  // a replay that failed fails the chains too.
+  const begun = onThreads
+    ? readModelsRun.then(() => {
+        if (!checkedOnThread) throw new Error('the replay ended without handing back the chain check');
+        return checkedOnThread;
+      })
+    : undefined;
+  // The rest of the chains (events committed since verify began) is read once the replay is over:
+  // its long transactions (tables made durable, indexes) hold back the log's readable horizon, and
+  // a read of the log's head meanwhile waits, and then gives up.
+  const chains = await checkLog(
+    ledger,
+    chainsProgress,
+    readModelsRun.catch(() => undefined),
+    begun,
+  );
+  report?.({ phase: 'chains', done: chains.events, total: chains.events });
+  chainsDone = chains.events;
+  report?.({ phase: 'read models', done: 0, total: chains.events });
+  if (replayed > 0) report?.({ phase: 'read models', done: replayed, total: Math.max(chains.events, replayed) });
+  const readModels = await readModelsRun;
+  const lotProblems = checkLots(chains.lots);
+  return {
+    ok: chains.problems.length === 0 && readModels.length === 0 && lotProblems.length === 0,
+    events: chains.events,
+    streams: chains.streams,
+    chainProblems: chains.problems,
+    readModelDifferences: readModels,
+    lotProblems,
+  };
+}
+
+/**
+ * Every lot, after every event, sums (recognised + breakage + refunded + deferred = paid: the lot
+ * book asserts it as it folds the whole log, in checkLog), and every booking's journal entry
+ * balances as it is made. The upstream cost entries are not summed again: each posts one figure as
+ * both its debit and its credit, so they balance by construction (summing them read every priced
+ * call of the log into node: 10 s of 300k events).
+ */
+export function checkLots(lots: LotCheck): string[] {
+  const problem = lots.finish();
+  return problem === null ? [] : [problem];
+}

@@ -1,0 +1,6 @@
+// The books feature as the other features see it: what they may import, and nothing else.
+
+export { LotCheck } from './lot-check.ts';
+export { type LotFoldState } from './lot-fold.ts';
+export { paymentRoutes } from './payments-routes.ts';
+export type { BooksDeps } from './books-deps.ts';

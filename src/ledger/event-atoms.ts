@@ -1,0 +1,99 @@
+// The values events are made of (ids, counts, instants, money, hashes), and the parts several
+// events share (plan terms, a charge's common fields, failovers): each declared once, for the
+// event catalogue (event-shapes.ts).
+import { Type, type TProperties, type TSchema } from '@sinclair/typebox';
+import { ROLES } from './roles.ts';
+
+/** An event's data: exactly these properties, none other. */
+export function Event<P extends TProperties>(properties: P, description: string) {
+  return Type.Object(properties, { additionalProperties: false, description });
+}
+
+/** An atom with a description of its own use. */
+export function Described<T extends TSchema>(schema: T, description: string): T {
+  return { ...schema, description };
+}
+
+/** An id: accounts, keys, payments, plans, batches, members. */
+export const Id = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,99}$' });
+/** Tokens, images or minor units: a safe integer, never negative. */
+export const Count = Type.Integer({ maximum: 9007199254740991, minimum: 0 });
+/** A count that is at least one. */
+export const Positive = Type.Integer({ maximum: 9007199254740991, minimum: 1 });
+/** A signed difference of counts. */
+export const Signed = Type.Integer({ maximum: 9007199254740991, minimum: -9007199254740991 });
+/** A model id, a hold or request id, a correction id. */
+export const Name100 = Type.String({ maxLength: 100, minLength: 1 });
+/** A name, an actor, an upstream model. */
+export const Text200 = Type.String({ maxLength: 200, minLength: 1 });
+/** A free-text reason or reference. */
+export const Reason = Type.String({ maxLength: 500 });
+/** An ISO 8601 instant. */
+export const Instant = Type.String({ format: 'date-time' });
+/** A multiplier in thousandths (1.25 -> 1250), or a rate per minute. */
+export const Milli = Type.Integer({ maximum: 1000000, minimum: 1 });
+/** An ISO 4217 currency code. */
+export const Currency = Type.String({ pattern: '^[A-Z]{3}$' });
+/** An upstream channel id. */
+export const ChannelId = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,199}$' });
+/** An e-mail address. */
+export const Email = Type.String({ maxLength: 254, minLength: 3, pattern: '^[^\\s@]+@[^\\s@]+$' });
+/** A payment processor's own id (payment, refund, dispute, subscription). */
+export const ProcessorId = Type.String({ maxLength: 255, minLength: 1, pattern: '^[\\x21-\\x7e]+$' });
+/** A SHA-256 hash in hex (secrets are stored only so). */
+export const Sha256 = Type.String({ pattern: '^[0-9a-f]{64}$' });
+/** A member's role. */
+export const Role = Type.Union(ROLES.map((role) => Type.Literal(role)));
+/** A decimal amount in major units, as a string. */
+export const Decimal = Type.String({ pattern: '^(0|[1-9][0-9]{0,11})(\\.[0-9]{1,12})?$' });
+/** Who took a payment. */
+export const Processor = Type.Union([Type.Literal('manual'), Type.Literal('stripe'), Type.Literal('code')]);
+/** An error code (no message: messages may quote a prompt). */
+export const ErrorCode = Type.String({ pattern: '^[a-z0-9_]{1,40}$' });
+export const Bool = Type.Boolean();
+
+/** Channels tried and failed before the one that answered (or before the call gave up). */
+export const Failovers = Type.Array(
+  Type.Object({ channel: ChannelId, error: ErrorCode, upstreamModel: Type.Optional(Text200) }, { additionalProperties: false }),
+  {
+    maxItems: 16,
+    description: 'Channels tried and failed before the one that answered (or before giving up).',
+  },
+);
+
+/** A plan's terms (PlanDefined, PlanUpdated). */
+export const PLAN_TERMS = {
+  planId: Id,
+  name: Text200,
+  quota: Count,
+  validityDays: Type.Integer({ minimum: 1, maximum: 3650 }),
+  requestsPerMinute: Milli,
+  models: Type.Array(Name100, { minItems: 1, maxItems: 500, uniqueItems: true }),
+};
+
+/** One period of a main plan on an account (SubscriptionStarted, SubscriptionRenewed): the plan's terms as they were. */
+export const SUBSCRIPTION_TERMS = {
+  accountId: Id,
+  planId: Id,
+  planName: Text200,
+  quota: Count,
+  requestsPerMinute: Milli,
+  models: Type.Array(Name100, { minItems: 1, maxItems: 500, uniqueItems: true }),
+  startsAt: Instant,
+  expiresAt: Instant,
+  paymentId: Type.Optional(Described(Id, 'The payment this grant was bought with (absent: a free grant).')),
+};
+
+/** What every settled call records: whose hold, at which price, and the pools the billed tokens came from. */
+export const CHARGE_COMMON = {
+  accountId: Id,
+  holdId: Name100,
+  requestId: Name100,
+  keyId: Id,
+  model: Name100,
+  multiplierMilli: Milli,
+  reserved: Positive,
+  billed: Count,
+  fromQuota: Count,
+  fromExtra: Count,
+};
