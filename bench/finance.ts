@@ -225,8 +225,8 @@ async function windowParts(db: Database, rm: string, from: string, to: string): 
 }
 
 /**
- * The plans of a window's booked days and of the first page of its upstream cost: the query of
- * forEachPricedCall (projections/catalogue/upstream-cost.ts), written out here for EXPLAIN.
+ * The plans of a window's booked days and of its upstream cost per day: the queries of
+ * book-reads.ts and upstreamCostBetween (projections/catalogue/upstream-cost.ts), written out here for EXPLAIN.
  */
 async function windowPlans(db: Database, rm: string, from: string, to: string): Promise<string[]> {
   const explain = async (title: string, sql: string, params: unknown[]) => {
@@ -234,18 +234,12 @@ async function windowPlans(db: Database, rm: string, from: string, to: string): 
     return `${title}\n${rows.map((r) => `  ${r['QUERY PLAN']}`).join('\n')}`;
   };
   const s = `"${rm}"`;
-  const end = dayPlus(to, 1);
   return [
     await explain(`book_days ${from}..${to}`, `SELECT * FROM ${s}.book_days WHERE day >= $1 AND day <= $2`, [from, to]),
     await explain(
-      `upstream cost, first page of 5,000 calls, ${from}..${to}`,
-      `SELECT c.*, r.event_id AS rate_event_id FROM ${s}.upstream_calls c
-       LEFT JOIN LATERAL (SELECT * FROM ${s}.upstream_cost_rates r
-         WHERE r.channel = c.channel AND r.upstream_model = c.upstream_model AND r.effective_at <= c.at
-         ORDER BY r.effective_at DESC, r.position DESC LIMIT 1) r ON true
-       WHERE c.at < $2::timestamptz AND (c.at, c.position) > ($1::timestamptz, $3::bigint) AND c.day >= $4 AND c.day <= $5
-       ORDER BY c.at, c.position LIMIT 5000`,
-      [`${from}T00:00:00.000Z`, `${end}T00:00:00.000Z`, -1, from, to],
+      `upstream_cost_days ${from}..${to}`,
+      `SELECT * FROM ${s}.upstream_cost_days WHERE day >= $1 AND day <= $2 AND calls > 0 ORDER BY day COLLATE "C", account_id COLLATE "C", model COLLATE "C", channel COLLATE "C", upstream_model COLLATE "C"`,
+      [from, to],
     ),
   ];
 }

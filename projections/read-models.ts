@@ -10,7 +10,8 @@ import { usageDaily } from './calls/usage-daily.ts';
 import { usageKeys } from './calls/usage-keys.ts';
 import { models } from './catalogue/models.ts';
 import { upstreamDaily } from './catalogue/upstream-report.ts';
-import { upstreamCalls, upstreamCostRates } from './catalogue/upstream-cost.ts';
+import { upstreamCalls, upstreamCostDays, upstreamCostRates } from './catalogue/cost-tables.ts';
+import { upstreamCost } from './catalogue/cost-book.ts';
 import { upstreamBillLines } from './catalogue/upstream-bills.ts';
 import { memberships, sessions } from './customers/members.ts';
 import { books } from './books/books.ts';
@@ -27,8 +28,11 @@ export const ALL_PROJECTIONS = [
   charges,
   upstreamDaily,
   usageKeys,
-  upstreamCalls,
+  // Upstream cost: the rates, then the fold that prices each call as it comes (and writes upstream_calls and the days).
   upstreamCostRates,
+  upstreamCalls,
+  upstreamCostDays,
+  upstreamCost,
   upstreamBillLines,
   memberships,
   sessions,

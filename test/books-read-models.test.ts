@@ -9,7 +9,8 @@ import * as assert from 'uvu/assert';
 import { testDatabases, type TestDatabase } from './support/db.ts';
 import type { ProjectedEvent } from '../src/eventstore/port.ts';
 import { applyEvents, ensureReadModels } from '../projections/runner/runner.ts';
-import { upstreamCalls, upstreamCostRates } from '../projections/catalogue/upstream-cost.ts';
+import { upstreamCalls, upstreamCostDays, upstreamCostRates } from '../projections/catalogue/cost-tables.ts';
+import { upstreamCost } from '../projections/catalogue/cost-book.ts';
 import { UNRECORDED } from '../projections/catalogue/upstream-report.ts';
 import { books } from '../projections/books/books.ts';
 import { bookAccounts, bookDays, bookDeferred, bookEntries, bookLots } from '../projections/books/book-tables.ts';
@@ -21,8 +22,9 @@ import type { Booking } from '../src/books/lot-book.ts';
 import { createRng } from '../src/upstream/seed.ts';
 import '../projections/read-models.ts';
 
-const BOOK_MODELS = [upstreamCalls, upstreamCostRates, bookAccounts, bookLots, bookDays, bookDeferred, bookEntries, books];
-const BOOK_TABLES = BOOK_MODELS.filter((p) => p !== upstreamCalls && p !== upstreamCostRates).map((p) => p.table);
+const COST_MODELS = [upstreamCostRates, upstreamCalls, upstreamCostDays, upstreamCost];
+const BOOK_MODELS = [...COST_MODELS, bookAccounts, bookLots, bookDays, bookDeferred, bookEntries, books];
+const BOOK_TABLES = BOOK_MODELS.filter((p) => !COST_MODELS.includes(p)).map((p) => p.table);
 
 interface ExtraLot {
   lotId: string;

@@ -9,13 +9,16 @@ import type { ProjectedEvent } from '../src/eventstore/port.ts';
 import { applyEvents, ensureReadModels } from '../projections/runner/runner.ts';
 import { finishDdl } from '../projections/runner/ddl.ts';
 import { ReplayMemory } from '../projections/runner/replay-memory.ts';
-import { pricedCalls, upstreamCalls, upstreamCostBetween, upstreamCostRates } from '../projections/catalogue/upstream-cost.ts';
+import { bookedCalls, pricedCalls, upstreamCostBetween, type PricedCall, type UpstreamCostRow } from '../projections/catalogue/upstream-cost.ts';
+import { upstreamCalls, upstreamCostDays, upstreamCostRates } from '../projections/catalogue/cost-tables.ts';
+import { upstreamCost } from '../projections/catalogue/cost-book.ts';
 import { testDatabases, type TestDatabase } from './support/db.ts';
 import { bookSeries, exactCost, exactMinorText } from '../src/money/upstream-cost.ts';
 import { priceText, rateOf } from '../src/catalogue/cost-rates.ts';
+import { createRng } from '../src/upstream/seed.ts';
 import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
-const PROJECTIONS = [upstreamCalls, upstreamCostRates];
+const PROJECTIONS = [upstreamCostRates, upstreamCalls, upstreamCostDays, upstreamCost];
 let position = 0;
 const ev = (type: string, timestamp: string, data: Record<string, unknown>): ProjectedEvent => ({ id: `ev-${++position}`, type, position, timestamp, data });
 const rate = (channel: string, upstreamModel: string, effectiveAt: string, prices: Record<string, string | null>) =>
@@ -104,6 +107,63 @@ const MARCH_1 = [
   row('2026-03-01', 'b', 'm', 'A', 1, 0, '1'),
 ];
 
+/** A history of calls on four channels over five days, with rates set now and then, many reaching back. */
+function randomHistory(seed: number): ProjectedEvent[] {
+  const next = createRng(seed);
+  const rnd = (n: number) => Math.floor(next() * n);
+  const out: ProjectedEvent[] = [];
+  const base = Date.parse('2026-04-01T00:00:00.000Z');
+  let clock = base;
+  // Channel U is never priced.
+  const channels = ['P', 'Q', 'R', 'U'];
+  for (let i = 0; i < 160; i++) {
+    clock += rnd(45) * 60_000;
+    const at = new Date(clock).toISOString();
+    const channel = channels[rnd(4)];
+    if (rnd(9) === 0 && channel !== 'U') {
+      // Effective from a time up to two days back (or ahead), often exactly on a day's start.
+      const back = rnd(2) === 0 ? Math.floor(clock / 86_400_000) * 86_400_000 - rnd(2) * 86_400_000 : clock - (rnd(3000) - 500) * 60_000;
+      const effectiveAt = new Date(Math.max(base - 86_400_000, back)).toISOString();
+      const r = rate(channel, `${channel}-up`, effectiveAt, { input: `${rnd(5)}.${rnd(1000)}`, output: `${rnd(20)}.${rnd(100)}`, cacheRead: '0.1' });
+      out.push({ ...r, timestamp: at });
+      // Now and then a second rate at the very same effective time: the later set wins.
+      if (rnd(4) === 0) out.push({ ...rate(channel, `${channel}-up`, effectiveAt, { input: `${rnd(7)}`, output: '2' }), timestamp: at });
+    } else
+      out.push(chat(at, ['a', 'b', 'c'][rnd(3)], channel, { promptTokens: rnd(4000), cachedTokens: rnd(3) === 0 ? rnd(200) : 0, completionTokens: rnd(900) }));
+  }
+  return out;
+}
+
+/** The report's rows summed from calls. */
+function daysOf(calls: PricedCall[]): UpstreamCostRow[] {
+  const rows = new Map<string, UpstreamCostRow & { cost: bigint }>();
+  for (const c of calls) {
+    const key = JSON.stringify([c.day, c.account_id, c.model, c.channel, c.upstream_model]);
+    let r = rows.get(key);
+    if (!r)
+      rows.set(
+        key,
+        (r = {
+          day: c.day,
+          account_id: c.account_id,
+          model: c.model,
+          channel: c.channel,
+          upstream_model: c.upstream_model,
+          calls: 0,
+          unpriced_calls: 0,
+          cost_minor: '0',
+          cost: 0n,
+        }),
+      );
+    r.calls++;
+    if (c.cost_minor === null) r.unpriced_calls++;
+    else r.cost += c.cost_minor;
+  }
+  return [...rows.entries()]
+    .sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+    .map(([, { cost, ...r }]) => ({ ...r, cost_minor: cost.toString() }));
+}
+
 test('pure: exact cost, the series booking and the price checks', () => {
   const r = rateOf(
     {
@@ -177,8 +237,33 @@ for (const target of testDatabases()) {
     );
     // A charge from before 1-hour writes were recorded apart: every write is a 5-minute one.
     assert.equal([calls[0].usage.cacheWrite5m, calls[0].usage.cacheWrite1h], [200, 0]);
+    assert.equal(await bookedCalls(t.db, schema, '2026-03-01', '2026-03-02'), await pricedCalls(t.db, schema, '2026-03-01', '2026-03-02'));
     await applyEvents(t.db, schema, [FIX], FIX.position - 1, PROJECTIONS);
     assert.equal(await upstreamCostBetween(t.db, schema, '2026-03-01', '2026-03-02'), [...MARCH_1, row('2026-03-02', 'a', 'm', 'A', 1, 0, '60')]);
+    assert.equal(await bookedCalls(t.db, schema, '2026-03-01', '2026-03-02'), await pricedCalls(t.db, schema, '2026-03-01', '2026-03-02'));
+  });
+
+  s('on random histories with rates set late, early and twice at one time, the fold books every call as pricing the window now does', async ({ t }) => {
+    for (let seed = 1; seed <= 4; seed++) {
+      const events = randomHistory(seed);
+      const expected = (schema: string) => pricedCalls(t.db, schema, '2026-04-01', '2026-04-06');
+      for (const pageSize of [1, 7, 500]) {
+        const schema = `${t.schema}_rand`;
+        await t.db.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await ensureReadModels(t.db, schema, PROJECTIONS);
+        let at = 0;
+        for (let i = 0; i < events.length; i += pageSize) at = await applyEvents(t.db, schema, events.slice(i, i + pageSize), at, PROJECTIONS);
+        const reference = await expected(schema);
+        const label = `seed ${seed}, pages of ${pageSize}`;
+        assert.ok(
+          reference.some((c) => c.cost_minor !== null && c.cost_minor > 0n) && reference.some((c) => c.cost_minor === null),
+          `${label}: ${reference.length} calls, ${reference.filter((c) => c.cost_minor === null).length} unpriced, ${reference.filter((c) => (c.cost_minor ?? 0n) > 0n).length} with cost`,
+        );
+        assert.equal(await bookedCalls(t.db, schema, '2026-04-01', '2026-04-06'), reference, label);
+        assert.equal(await upstreamCostBetween(t.db, schema, '2026-04-01', '2026-04-06'), daysOf(reference), label);
+      }
+    }
+    await t.db.exec(`DROP SCHEMA IF EXISTS "${t.schema}_rand" CASCADE`);
   });
 
   s('a rebuild from zero, one event at a time or in bulk, gives the same figures', async ({ t }) => {
@@ -199,6 +284,7 @@ for (const target of testDatabases()) {
       for (const stmt of [...finish.durable, ...finish.indexes, ...finish.keys]) await tx.query(stmt);
     });
     assert.equal(await upstreamCostBetween(t.db, replay, '2026-03-01', '2026-03-02'), expected);
+    assert.equal(await bookedCalls(t.db, replay, '2026-03-01', '2026-03-02'), await bookedCalls(t.db, single, '2026-03-01', '2026-03-02'));
   });
   s.run();
 }

@@ -1,19 +1,7 @@
 // The tables of the books' read models (issue 41): what the lot book holds between pages, and what
 // the finance reports read. One fold keeps them all (books.ts); each is declared here so the
 // schema, a rebuild and verify know it.
-import { defineProjection, type Row, type RowProjection } from '../runner/row-projection.ts';
-
-/** A table the books' fold writes (it handles no event itself: the fold does). */
-const bookTable = (table: string, columns: string, indexes: string[] = []): RowProjection =>
-  defineProjection<Row>({
-    name: table,
-    table,
-    columns,
-    indexes,
-    handles: new Set(),
-    keysOf: () => [],
-    evolve: (row) => row ?? null,
-  });
+import { foldedTable as bookTable } from '../runner/row-projection.ts';
 
 /**
  * Each account's place in the lot book (key: account id): its plan lots, its extra pool in grant

@@ -1,15 +1,17 @@
-// Upstream cost: each call's usage as the upstream reported it (upstream_calls) and every cost rate
-// set (upstream_cost_rates), both pure folds of the log. Cost is computed when read: each call at
-// the rate in force at its time (the latest effective time at or before it; of two rates effective
-// at the same time, the later set), so a rate fixed after the fact re-prices the calls it covers,
-// and a rebuild from zero gives the same figures. A call no rate prices is unpriced, never free.
+// Upstream cost as the reports read it. The cost fold (cost-book.ts) prices and books each call
+// as it is folded, and keeps the cost per day (upstream_cost_days): the report, the cost list and
+// the journal sum those rows. Pricing a window when read (forEachPricedCall: each call at the rate
+// in force at its time, the latest effective at or before it, of two at the same time the later
+// set, booked in its series in log order) stays as the reference the fold is tested against and
+// as the whole-log fold's. A call no rate prices is unpriced, never free.
 import type { Queryable } from '../../src/eventstore/db.ts';
-import type { EventDataByType } from '../../src/ledger/events.ts';
-import { type CallUsage, COST_DENOMINATOR, type CostRate, exactCost } from '../../src/money/upstream-cost.ts';
+import { type CallUsage, COST_DENOMINATOR, exactCost, rateInForce } from '../../src/money/upstream-cost.ts';
 import { bookedExact } from '../../src/money/money.ts';
-import { dayOf, defineProjection, eventData, type Row } from '../runner/row-projection.ts';
+import type { Row } from '../runner/row-projection.ts';
 import { q } from '../runner/sql.ts';
-import { UNRECORDED } from './upstream-report.ts';
+import { rateOfRow, type StoredRate, upstreamCalls, upstreamCostDays, upstreamCostRates, usageOfRow } from './cost-tables.ts';
+
+export { upstreamCalls, upstreamCostRates, type StoredRate } from './cost-tables.ts';
 
 /** Which call: its charge event, time, account, public model and the channel that answered it. */
 interface CallOf {
@@ -24,123 +26,11 @@ interface CallOf {
   upstream_model: string;
 }
 
-interface CallRow extends Row, CallOf {
-  input: number;
-  cache_read: number;
-  cache_write_5m: number;
-  cache_write_1h: number;
-  output: number;
-  images: number;
-}
-
-/** One row per answered call (chat or image charge): who, which channel, and the usage split as rates price it. */
-export const upstreamCalls = defineProjection<CallRow>({
-  name: 'upstream_calls',
-  table: 'upstream_calls',
-  columns: `event_id text NOT NULL, position bigint NOT NULL, at timestamptz NOT NULL, day text NOT NULL, account_id text NOT NULL,
-    model text NOT NULL, request_id text NOT NULL, channel text NOT NULL, upstream_model text NOT NULL, input bigint NOT NULL,
-    cache_read bigint NOT NULL, cache_write_5m bigint NOT NULL, cache_write_1h bigint NOT NULL, output bigint NOT NULL, images bigint NOT NULL`,
-  // (day, channel, upstream_model): a window's series; (at, position): the per-call listing's pages.
-  indexes: ['day, channel, upstream_model', 'at, position'],
-  handles: new Set(['ChatCharged', 'ImageCharged']),
-  keysOf: (e) => [e.id],
-  keyedByEvent: true,
-  evolve(_row, e) {
-    const d = eventData<'ChatCharged'>(e) as Partial<EventDataByType['ChatCharged'] & EventDataByType['ImageCharged']> & EventDataByType['ChatCharged'];
-    const cached = d.cachedTokens ?? 0;
-    const written = d.cacheWriteTokens ?? 0;
-    const hour = Math.min(d.cacheWrite1hTokens ?? 0, written);
-    return {
-      event_id: e.id,
-      position: e.position,
-      at: e.timestamp,
-      day: dayOf(e.timestamp),
-      account_id: d.accountId,
-      model: d.model,
-      request_id: d.requestId,
-      channel: d.channel || UNRECORDED,
-      upstream_model: d.upstreamModel || UNRECORDED,
-      // The prompt count includes the cached and cache-written tokens (the upstream report's rule).
-      input: Math.max(0, (d.promptTokens ?? 0) - cached - written),
-      cache_read: cached,
-      // Charges before the split was recorded hold no 1-hour count: their writes are 5-minute ones.
-      cache_write_5m: written - hour,
-      cache_write_1h: hour,
-      output: d.completionTokens ?? 0,
-      images: d.images ?? 0,
-    };
-  },
-});
-
 /** The channel of each of these charges (keyed by its event id), for a correction's bookings. */
 export async function callChannels(db: Queryable, schema: string, chargeEventIds: string[]): Promise<Map<string, string>> {
   const rows = await db.query<Row>(`SELECT key, channel FROM ${q(schema, upstreamCalls.table)} WHERE key = ANY($1::text[])`, [chargeEventIds]);
   return new Map(rows.map((r) => [String(r.key), String(r.channel)]));
 }
-
-interface RateRow extends Row {
-  event_id: string;
-  position: number;
-  channel: string;
-  upstream_model: string;
-  effective_at: string;
-  currency: string;
-  input: string;
-  cache_read: string;
-  cache_write_5m: string;
-  cache_write_1h: string;
-  output: string;
-  image: string | null;
-}
-
-/** Every cost rate ever set (history is kept: a rate applies to calls from its effective time on). */
-export const upstreamCostRates = defineProjection<RateRow>({
-  name: 'upstream_cost_rates',
-  table: 'upstream_cost_rates',
-  columns: `event_id text NOT NULL, position bigint NOT NULL, channel text NOT NULL, upstream_model text NOT NULL,
-    effective_at timestamptz NOT NULL, currency text NOT NULL, input text NOT NULL, cache_read text NOT NULL,
-    cache_write_5m text NOT NULL, cache_write_1h text NOT NULL, output text NOT NULL, image text`,
-  indexes: ['channel, upstream_model, effective_at'],
-  handles: new Set(['UpstreamCostRateSet']),
-  keysOf: (e) => [e.id],
-  keyedByEvent: true,
-  evolve(_row, e) {
-    const d = eventData<'UpstreamCostRateSet'>(e);
-    return {
-      event_id: e.id,
-      position: e.position,
-      channel: d.channel,
-      upstream_model: d.upstreamModel,
-      effective_at: d.effectiveAt,
-      currency: d.currency,
-      input: d.input,
-      cache_read: d.cacheRead,
-      cache_write_5m: d.cacheWrite5m,
-      cache_write_1h: d.cacheWrite1h,
-      output: d.output,
-      image: d.image,
-    };
-  },
-});
-
-/** A rate as a row holds it, with the event that set it. */
-export interface StoredRate extends CostRate {
-  eventId: string;
-}
-
-const rateOfRow = (r: Row): StoredRate => ({
-  eventId: String(r.event_id),
-  channel: String(r.channel),
-  upstreamModel: String(r.upstream_model),
-  currency: String(r.currency),
-  effectiveAt: r.effective_at instanceof Date ? r.effective_at.toISOString() : String(r.effective_at),
-  input: String(r.input),
-  cacheRead: String(r.cache_read),
-  cacheWrite5m: String(r.cache_write_5m),
-  cacheWrite1h: String(r.cache_write_1h),
-  output: String(r.output),
-  image: r.image === null ? null : String(r.image),
-});
 
 /** Every rate set, by channel, upstream model, effective time and log order. */
 export async function allRates(db: Queryable, schema: string): Promise<StoredRate[]> {
@@ -160,94 +50,103 @@ export interface PricedCall extends CallOf {
   cost_minor: bigint | null;
 }
 
-const RATE_COLUMNS = [
-  'event_id',
-  'channel',
-  'upstream_model',
-  'effective_at',
-  'currency',
-  'input',
-  'cache_read',
-  'cache_write_5m',
-  'cache_write_1h',
-  'output',
-  'image',
-];
-
 /** Calls read per query: each page is one short statement (the server's statement timeout bounds every one). */
 const PAGE = 5_000;
 
-/**
- * Every call of the UTC days `fromDay` to `toDay` (both included), priced and booked, to `each` in
- * log time order, a page at a time (the (at, position) index): each series (day, channel, upstream
- * model) keeps its running exact total, so each call books round(total after) - round(total
- * before), the same figures as booking each series whole. Memory: one page and the series' totals.
- */
-export async function forEachPricedCall(db: Queryable, schema: string, fromDay: string, toDay: string, each: (c: PricedCall) => void): Promise<void> {
-  const totals = new Map<string, bigint>();
-  const from = `${fromDay}T00:00:00.000Z`;
-  const to = new Date(Date.parse(`${toDay}T00:00:00.000Z`) + 86_400_000).toISOString();
-  let after: [string, number] = [from, -1];
+/** The calls of the UTC days `fromDay` to `toDay` (both included), a page at a time in (day, log position) order. */
+async function forEachCallRow(db: Queryable, schema: string, fromDay: string, toDay: string, each: (r: Row) => void): Promise<void> {
+  let after: [string, number] = [fromDay, -1];
   for (;;) {
     const rows = await db.query<Row>(
-      `SELECT c.*, ${RATE_COLUMNS.map((col) => `r.${col} AS rate_${col}`).join(', ')}
-       FROM ${q(schema, upstreamCalls.table)} c
-       LEFT JOIN LATERAL (
-         SELECT * FROM ${q(schema, upstreamCostRates.table)} r
-         WHERE r.channel = c.channel AND r.upstream_model = c.upstream_model AND r.effective_at <= c.at
-         ORDER BY r.effective_at DESC, r.position DESC LIMIT 1) r ON true
-       WHERE c.at < $2::timestamptz AND (c.at, c.position) > ($1::timestamptz, $3::bigint) AND c.day >= $4 AND c.day <= $5
-       ORDER BY c.at, c.position LIMIT ${PAGE}`,
-      [after[0], to, after[1], fromDay, toDay],
+      `SELECT * FROM ${q(schema, upstreamCalls.table)}
+       WHERE (day > $1 OR (day = $1 AND position > $2)) AND day <= $3
+       ORDER BY day, position LIMIT ${PAGE}`,
+      [after[0], after[1], toDay],
     );
-    for (const r of rows) {
-      const call = pricedCallOf(r);
-      if (call.exact !== null) {
-        const key = JSON.stringify([call.day, call.channel, call.upstream_model]);
-        const before = totals.get(key) ?? 0n;
-        totals.set(key, before + call.exact);
-        call.cost_minor = bookedExact(before, before + call.exact, COST_DENOMINATOR);
-      }
-      each(call);
-    }
+    for (const r of rows) each(r);
     if (rows.length < PAGE) return;
     const last = rows[rows.length - 1];
-    after = [last.at instanceof Date ? last.at.toISOString() : String(last.at), Number(last.position)];
+    after = [String(last.day), Number(last.position)];
   }
 }
 
-function pricedCallOf(r: Row): PricedCall {
-  const usage: CallUsage = {
-    input: Number(r.input),
-    cacheRead: Number(r.cache_read),
-    cacheWrite5m: Number(r.cache_write_5m),
-    cacheWrite1h: Number(r.cache_write_1h),
-    output: Number(r.output),
-    images: Number(r.images),
-  };
-  const rate = r.rate_event_id === null ? null : rateOfRow(Object.fromEntries(RATE_COLUMNS.map((col) => [col, r[`rate_${col}`]])));
-  return {
-    event_id: String(r.event_id),
-    position: Number(r.position),
-    at: r.at instanceof Date ? r.at.toISOString() : String(r.at),
-    day: String(r.day),
-    account_id: String(r.account_id),
-    model: String(r.model),
-    request_id: String(r.request_id),
-    channel: String(r.channel),
-    upstream_model: String(r.upstream_model),
-    usage,
-    rate_event_id: rate?.eventId ?? null,
-    exact: rate ? exactCost(rate, usage) : null,
-    cost_minor: null,
-  };
+const callOfRow = (r: Row): CallOf & { usage: CallUsage } => ({
+  event_id: String(r.event_id),
+  position: Number(r.position),
+  at: r.at instanceof Date ? r.at.toISOString() : String(r.at),
+  day: String(r.day),
+  account_id: String(r.account_id),
+  model: String(r.model),
+  request_id: String(r.request_id),
+  channel: String(r.channel),
+  upstream_model: String(r.upstream_model),
+  usage: usageOfRow(r),
+});
+
+/**
+ * The reference: every call of the UTC days `fromDay` to `toDay` (both included) priced now, at
+ * every rate set, and booked in its series (day, channel, upstream model) in log order: each call
+ * gets round(total after) - round(total before). The cost fold must agree with it call for call.
+ * Memory: one page, the rates and the series' totals.
+ */
+export async function forEachPricedCall(db: Queryable, schema: string, fromDay: string, toDay: string, each: (c: PricedCall) => void): Promise<void> {
+  const rates = new Map<string, StoredRate[]>();
+  for (const r of await allRates(db, schema)) {
+    const pair = JSON.stringify([r.channel, r.upstreamModel]);
+    rates.set(pair, [...(rates.get(pair) ?? []), r]);
+  }
+  const totals = new Map<string, bigint>();
+  await forEachCallRow(db, schema, fromDay, toDay, (r) => {
+    const call = callOfRow(r);
+    const rate = rateInForce(rates.get(JSON.stringify([call.channel, call.upstream_model])) ?? [], call.at);
+    const exact = rate ? exactCost(rate, call.usage) : null;
+    let cost_minor: bigint | null = null;
+    if (exact !== null) {
+      const key = JSON.stringify([call.day, call.channel, call.upstream_model]);
+      const before = totals.get(key) ?? 0n;
+      totals.set(key, before + exact);
+      cost_minor = bookedExact(before, before + exact, COST_DENOMINATOR);
+    }
+    each({ ...call, rate_event_id: exact === null ? null : rate!.eventId, exact, cost_minor });
+  });
 }
 
-/** The calls of the UTC days `fromDay` to `toDay` (both included), priced and booked, in log time order. */
+/** The reference's calls of the UTC days `fromDay` to `toDay` (both included), in (day, log position) order. */
 export async function pricedCalls(db: Queryable, schema: string, fromDay: string, toDay: string): Promise<PricedCall[]> {
   const out: PricedCall[] = [];
   await forEachPricedCall(db, schema, fromDay, toDay, (c) => out.push(c));
   return out;
+}
+
+/** A call as the cost fold booked it. */
+const bookedCallOf = (r: Row): PricedCall => ({
+  ...callOfRow(r),
+  rate_event_id: r.exact === null ? null : String(r.rate_event_id),
+  exact: r.exact === null ? null : BigInt(String(r.exact)),
+  cost_minor: r.cost_minor === null ? null : BigInt(String(r.cost_minor)),
+});
+
+/** The calls of the UTC days `fromDay` to `toDay` (both included) as the cost fold booked them, in (day, log position) order. */
+export async function bookedCalls(db: Queryable, schema: string, fromDay: string, toDay: string): Promise<PricedCall[]> {
+  const out: PricedCall[] = [];
+  await forEachCallRow(db, schema, fromDay, toDay, (r) => out.push(bookedCallOf(r)));
+  return out;
+}
+
+/** A page of those calls in log order after position `after` (null: from the first), and whether more follow. */
+export async function bookedCallsPage(
+  db: Queryable,
+  schema: string,
+  fromDay: string,
+  toDay: string,
+  after: number | null,
+  limit: number,
+): Promise<{ calls: PricedCall[]; hasMore: boolean }> {
+  const rows = await db.query<Row>(
+    `SELECT * FROM ${q(schema, upstreamCalls.table)} WHERE day >= $1 AND day <= $2 AND position > $3 ORDER BY position LIMIT ${limit + 1}`,
+    [fromDay, toDay, after ?? -1],
+  );
+  return { calls: rows.slice(0, limit).map(bookedCallOf), hasMore: rows.length > limit };
 }
 
 export interface UpstreamCostRow {
@@ -265,9 +164,13 @@ export interface UpstreamCostRow {
   rate_event_ids?: string[];
 }
 
+const BYTE_ORDER = (cols: string[], alias = '') => cols.map((c) => `${alias}${c} COLLATE "C"`).join(', ');
+const ROW_COLUMNS = ['day', 'account_id', 'model', 'channel', 'upstream_model'];
+
 /**
  * Upstream cost per UTC day x account x model x channel x upstream model, for the days `fromDay`
- * to `toDay` (YYYY-MM-DD, both included), in that order (byte order).
+ * to `toDay` (YYYY-MM-DD, both included), in that order (byte order): the cost fold's rows. With
+ * `withEvents`, each row also names its calls' charge events and the rates that priced them.
  */
 export async function upstreamCostBetween(
   db: Queryable,
@@ -276,47 +179,32 @@ export async function upstreamCostBetween(
   toDay: string,
   opts: { withEvents?: boolean } = {},
 ): Promise<UpstreamCostRow[]> {
-  const rows = new Map<string, UpstreamCostRow & { cost: bigint; charges: string[]; rates: Set<string> }>();
-  await forEachPricedCall(db, schema, fromDay, toDay, (c) => {
-    const key = JSON.stringify([c.day, c.account_id, c.model, c.channel, c.upstream_model]);
-    let row = rows.get(key);
-    if (!row) {
-      row = {
-        day: c.day,
-        account_id: c.account_id,
-        model: c.model,
-        channel: c.channel,
-        upstream_model: c.upstream_model,
-        calls: 0,
-        unpriced_calls: 0,
-        cost_minor: '0',
-        cost: 0n,
-        charges: [],
-        rates: new Set(),
-      };
-      rows.set(key, row);
-    }
-    row.calls++;
-    if (c.cost_minor === null) row.unpriced_calls++;
-    else row.cost += c.cost_minor;
-    if (opts.withEvents) {
-      row.charges.push(c.event_id);
-      if (c.rate_event_id) row.rates.add(c.rate_event_id);
-    }
+  const rows = await db.query<Row>(
+    `SELECT ${ROW_COLUMNS.join(', ')}, calls, unpriced_calls, cost_minor FROM ${q(schema, upstreamCostDays.table)}
+     WHERE day >= $1 AND day <= $2 AND calls > 0 ORDER BY ${BYTE_ORDER(ROW_COLUMNS)}`,
+    [fromDay, toDay],
+  );
+  const out: UpstreamCostRow[] = rows.map((r) => ({
+    day: String(r.day),
+    account_id: String(r.account_id),
+    model: String(r.model),
+    channel: String(r.channel),
+    upstream_model: String(r.upstream_model),
+    calls: Number(r.calls),
+    unpriced_calls: Number(r.unpriced_calls),
+    cost_minor: String(r.cost_minor),
+  }));
+  if (!opts.withEvents) return out;
+  const trail = new Map<string, { charges: string[]; rates: Set<string> }>();
+  await forEachCallRow(db, schema, fromDay, toDay, (r) => {
+    const key = JSON.stringify(ROW_COLUMNS.map((c) => String(r[c])));
+    let t = trail.get(key);
+    if (!t) trail.set(key, (t = { charges: [], rates: new Set() }));
+    t.charges.push(String(r.event_id));
+    if (r.exact !== null) t.rates.add(String(r.rate_event_id));
   });
-  const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
-  return [...rows.values()]
-    .map(({ cost, charges, rates, ...r }) => ({
-      ...r,
-      cost_minor: cost.toString(),
-      ...(opts.withEvents ? { charge_event_ids: charges, rate_event_ids: [...rates] } : {}),
-    }))
-    .sort(
-      (a, b) =>
-        byteOrder(a.day, b.day) ||
-        byteOrder(a.account_id, b.account_id) ||
-        byteOrder(a.model, b.model) ||
-        byteOrder(a.channel, b.channel) ||
-        byteOrder(a.upstream_model, b.upstream_model),
-    );
+  return out.map((row) => {
+    const t = trail.get(JSON.stringify(ROW_COLUMNS.map((c) => row[c as keyof UpstreamCostRow]))) ?? { charges: [], rates: new Set<string>() };
+    return { ...row, charge_event_ids: t.charges, rate_event_ids: [...t.rates] };
+  });
 }

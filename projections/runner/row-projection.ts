@@ -49,3 +49,26 @@ export const dayOf = (iso: string): string => iso.slice(0, 10);
 
 /** An event's data as its type's schema gives it. */
 export const eventData = <T extends keyof EventDataByType>(e: ProjectedEvent) => e.data as unknown as EventDataByType[T];
+
+/**
+ * A table a page fold (applyPage) writes: it handles no event itself, and is declared so the
+ * schema, a rebuild and verify know it. `keyedByEvent`: rows written once under their event id
+ * (see RowProjection), so a rebuild keeps its secondary indexes while it loads.
+ */
+export const foldedTable = (
+  table: string,
+  columns: string,
+  indexes: string[] = [],
+  opts: { keyedByEvent?: boolean; addedColumns?: string[] } = {},
+): RowProjection =>
+  defineProjection<Row>({
+    name: table,
+    table,
+    columns,
+    indexes,
+    keyedByEvent: opts.keyedByEvent,
+    addedColumns: opts.addedColumns,
+    handles: new Set(),
+    keysOf: () => [],
+    evolve: (row) => row ?? null,
+  });

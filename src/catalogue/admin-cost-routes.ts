@@ -12,11 +12,12 @@ import { billDecider, billOf, type BillFormat, type BillProvider } from './cost-
 import { exactMinorText } from '../money/upstream-cost.ts';
 import { upstreamReportQuery } from './upstream-report.ts';
 import { reconcileBills, reconciliationCsv } from './cost-reconciliation.ts';
-import { allRates, pricedCalls, upstreamCostBetween, type StoredRate } from '../../projections/catalogue/upstream-cost.ts';
+import { allRates, bookedCallsPage, upstreamCostBetween } from '../../projections/catalogue/upstream-cost.ts';
+import type { CostRate } from '../money/upstream-cost.ts';
 
 import { body } from '../http/admin-input.ts';
 
-const rateBody = (r: StoredRate) => ({
+const rateBody = (r: CostRate & { eventId: string }) => ({
   object: 'cost_rate',
   event_id: r.eventId,
   channel: r.channel,
@@ -81,7 +82,7 @@ export function adminCostRoutes(deps: CatalogueDeps, opts: { billToleranceMinor:
     );
     const [e] = res.events;
     ctx.status = 201;
-    ctx.body = rateBody({ ...(e.data as unknown as StoredRate), eventId: e.id });
+    ctx.body = rateBody({ ...(e.data as unknown as CostRate), eventId: e.id });
   });
 
   r.get('/upstream-costs', async (ctx) => {
@@ -96,7 +97,7 @@ export function adminCostRoutes(deps: CatalogueDeps, opts: { billToleranceMinor:
     };
   });
 
-  // Per call, by charge time then log position, for margin per call (revenue recognised less this cost).
+  // Per call, in log order, for margin per call (revenue recognised less this cost).
   r.get('/upstream-costs/calls', async (ctx) => {
     const q = windowQuery(ctx.query, ['limit', 'after']);
     const limit = ctx.query.limit === undefined ? 100 : Number(ctx.query.limit);
@@ -104,8 +105,7 @@ export function adminCostRoutes(deps: CatalogueDeps, opts: { billToleranceMinor:
     const after = ctx.query.after === undefined ? null : Number(ctx.query.after);
     if (after !== null && !Number.isSafeInteger(after)) throw badRequest("'after' must be the 'next' cursor of the page before.", 'after');
     await ledger.readYourWrites();
-    const calls = (await pricedCalls(ledger.readModels.db, ledger.rmSchema, q.from, q.to)).sort((a, b) => a.position - b.position);
-    const page = calls.filter((c) => after === null || c.position > after).slice(0, limit);
+    const { calls: page, hasMore } = await bookedCallsPage(ledger.readModels.db, ledger.rmSchema, q.from, q.to, after, limit);
     ctx.body = {
       object: 'list',
       currency: await settlement(),
@@ -124,7 +124,7 @@ export function adminCostRoutes(deps: CatalogueDeps, opts: { billToleranceMinor:
         cost_exact_minor: c.exact === null ? null : exactMinorText(c.exact),
         cost_minor: c.cost_minor === null ? null : c.cost_minor.toString(),
       })),
-      has_more: calls.length > 0 && page.length > 0 && page[page.length - 1].position < calls[calls.length - 1].position,
+      has_more: hasMore,
       next: page.length > 0 ? String(page[page.length - 1].position) : null,
     };
   });

@@ -3,7 +3,7 @@
 // provider's imported bill shows. Each line has its difference (Tollgate - bill) and whether it is
 // within the tolerance, and names the events behind it: the bill, the rates, the charges.
 import type { Ledger } from '../ledger/ledger.ts';
-import { pricedCalls } from '../../projections/catalogue/upstream-cost.ts';
+import { bookedCalls } from '../../projections/catalogue/upstream-cost.ts';
 import { billLinesBetween } from '../../projections/catalogue/upstream-bills.ts';
 import { csvCell } from './upstream-report.ts';
 
@@ -40,7 +40,7 @@ const abs = (n: bigint) => (n < 0n ? -n : n);
 /** Builds the lines: a day, channel and upstream model with calls or a bill line, or both. */
 export async function reconcileBills(ledger: Ledger, range: { from: string; to: string }, currency: string, toleranceMinor: number): Promise<Reconciliation> {
   const { db } = ledger.readModels;
-  const calls = await pricedCalls(db, ledger.rmSchema, range.from, range.to);
+  const calls = await bookedCalls(db, ledger.rmSchema, range.from, range.to);
   const bills = await billLinesBetween(db, ledger.rmSchema, range.from, range.to);
   type Acc = ReconciliationLine & { cost: bigint; charges: string[]; rates: Set<string> };
   const byKey = new Map<string, Acc>();

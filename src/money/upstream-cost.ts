@@ -71,3 +71,25 @@ export function exactMinorText(n: bigint): string {
   const frac = s.slice(-digits).replace(/0+$/, '');
   return frac ? `${s.slice(0, -digits)}.${frac}` : s.slice(0, -digits);
 }
+
+/**
+ * The rate in force at `at` among the rates of one channel and upstream model, given in effective
+ * time then log order: the latest effective at or before it (of two effective at the same time,
+ * the later set). Null: no rate covers it, and the call is unpriced, never free.
+ */
+export function rateInForce<R extends { effectiveAt: string }>(ordered: readonly R[], at: string): R | null {
+  const t = Date.parse(at);
+  let found: R | null = null;
+  for (const r of ordered) {
+    if (Date.parse(r.effectiveAt) > t) break;
+    found = r;
+  }
+  return found;
+}
+
+/** Where a rate goes among `ordered` (effective time, then log order: it is the latest set). */
+export function withRate<R extends { effectiveAt: string }>(ordered: readonly R[], rate: R): R[] {
+  const t = Date.parse(rate.effectiveAt);
+  const at = ordered.findIndex((r) => Date.parse(r.effectiveAt) > t);
+  return at < 0 ? [...ordered, rate] : [...ordered.slice(0, at), rate, ...ordered.slice(at)];
+}
