@@ -1,15 +1,16 @@
 // The fold the books' read models replaced, for the finance bench's side-by-side figures: what
 // every finance read did before (src/books/finance-fold.ts foldFinance: the log read from its
 // start, a page at a time, through the lot book, up to the window's end; then the window's upstream
-// cost), run in a process of its own on a seeded log, with nothing else in it. Prints one JSON
-// line: the fold's seconds (upstream cost included, as the report paid it), the upstream cost's
-// own seconds (priced once more after the fold), the report's totals and the process's peak RSS.
+// cost, priced when read: forEachPricedCall, which the cost fold replaced too), run in a process of
+// its own on a seeded log, with nothing else in it. Prints one JSON line: the fold's seconds with
+// the pricing (as the report paid it), the pricing's own seconds, the report's totals and the
+// process's peak RSS.
 //   node --import tsx bench/finance-old-fold.ts '{"url":"postgres://...","schema":"...","from":"YYYY-MM-DD","to":"YYYY-MM-DD"}'
 import { DEFAULT_PG_TIMEOUTS, openPostgres } from '../src/eventstore/db.ts';
 import { openLedger } from '../src/ledger/ledger.ts';
 import { foldFinance } from '../src/books/finance-fold.ts';
 import { financeRows, sumRows } from '../src/books/finance.ts';
-import { upstreamCostBetween } from '../src/catalogue/index.ts';
+import { forEachPricedCall } from '../projections/catalogue/upstream-cost.ts';
 import { readSide } from '../projections/runner/read-side.ts';
 import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
@@ -29,11 +30,14 @@ try {
   const w = { from: job.from, to: job.to };
   let t = performance.now();
   const folded = await foldFinance(ledger, w);
-  const seconds = (performance.now() - t) / 1000;
+  const foldSeconds = (performance.now() - t) / 1000;
   const totals = sumRows(financeRows(folded));
+  // foldFinance now reads the cost fold's days; the old path priced every call of the window.
   t = performance.now();
-  await upstreamCostBetween(db, ledger.rmSchema, w.from, w.to);
+  let calls = 0;
+  await forEachPricedCall(db, ledger.rmSchema, w.from, w.to, () => calls++);
   const costSeconds = (performance.now() - t) / 1000;
+  const seconds = foldSeconds + costSeconds;
   await ledger.close();
   const result: OldFoldResult = { seconds, costSeconds, totals, peakRssMiB: process.resourceUsage().maxRSS / 1024 };
   process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -181,13 +181,22 @@ test('the finance report, the reconciliation and the hledger journal agree to th
     console.log('finance.test: hledger is not installed (apt-get install hledger; .ci/run does); the journal is checked without it');
   }
   const j = await ok(`/finance/journal?${window()}&format=json`);
-  // Each upstream cost entry names the events behind it: the rates that priced its calls and the calls' charges.
-  const costIds = new Set(
-    (j.entries as JournalEntry[]).filter((e) => e.postings.some((p) => p.account === 'expenses:upstream-cost')).flatMap((e) => e.eventIds),
-  );
+  // Each upstream cost entry names the rates in force that day; each priced call of it (listed by
+  // the per-call cost list) was priced by one of them, and the entry's amount is the calls' sum.
+  const costEntriesOf = (j.entries as JournalEntry[]).filter((e) => e.postings.some((p) => p.account === 'expenses:upstream-cost'));
   const priced = (await ok(`/upstream-costs/calls?${window()}&limit=1000`)).data.filter((c: any) => c.priced);
   assert.ok(priced.length > 0);
-  for (const c of priced) assert.ok(costIds.has(c.charge_event_id) && costIds.has(c.rate_event_id), JSON.stringify(c));
+  for (const c of priced.filter((c: any) => c.cost_minor !== '0')) {
+    const entry = costEntriesOf.find(
+      (e) => e.date === c.at.slice(0, 10) && e.memo.includes(`account ${c.account_id},`) && e.memo.includes(`channel ${c.channel},`),
+    );
+    assert.ok(entry && entry.eventIds.includes(c.rate_event_id), JSON.stringify(c));
+  }
+  const entrySum = costEntriesOf.reduce((n, e) => n + e.postings.find((p) => p.account === 'expenses:upstream-cost')!.debit, 0);
+  assert.is(
+    entrySum,
+    priced.reduce((n: number, c: any) => n + Number(c.cost_minor), 0),
+  );
   const b = j.balances;
   const expected: Record<string, number> = {
     'assets:cash': t.payments - t.fees - t.refunds - t.disputes - t.dispute_fees,

@@ -13,7 +13,7 @@ import { bookedCalls, pricedCalls, upstreamCostBetween, type PricedCall, type Up
 import { upstreamCalls, upstreamCostDays, upstreamCostRates } from '../projections/catalogue/cost-tables.ts';
 import { upstreamCost } from '../projections/catalogue/cost-book.ts';
 import { testDatabases, type TestDatabase } from './support/db.ts';
-import { bookSeries, exactCost, exactMinorText } from '../src/money/upstream-cost.ts';
+import { bookSeries, exactCost, exactMinorText, rateInForce, ratesInForceDuring } from '../src/money/upstream-cost.ts';
 import { priceText, rateOf } from '../src/catalogue/cost-rates.ts';
 import { createRng } from '../src/upstream/seed.ts';
 import '../projections/read-models.ts'; // every read model, as the wiring registers them
@@ -184,6 +184,25 @@ test('pure: exact cost, the series booking and the price checks', () => {
   assert.is(exactCost(r, { input: 0, cacheRead: 0, cacheWrite5m: 0, cacheWrite1h: 0, output: 0, images: 1 }), null);
   // Three calls of 0.4 cents: 0, 1, 0 (the whole is 1.2 -> 1); an unpriced one leaves the total alone.
   const third = 4n * 10n ** 11n;
+  // The rates in force during a day: the one at its start, then those taking effect within it (of two at one time, the later set).
+  const at = (effectiveAt: string, id: string) => ({ effectiveAt, id });
+  const rates = [
+    at('2026-03-01T00:00:00Z', 'r1'),
+    at('2026-03-02T00:00:00Z', 'r2'),
+    at('2026-03-02T12:00:00Z', 'r3'),
+    at('2026-03-02T12:00:00Z', 'r4'),
+    at('2026-03-03T00:00:00Z', 'r5'),
+  ];
+  assert.equal(
+    ratesInForceDuring(rates, '2026-03-02T00:00:00.000Z', '2026-03-03T00:00:00.000Z').map((r) => r.id),
+    ['r2', 'r4'],
+  );
+  assert.equal(
+    ratesInForceDuring(rates, '2026-03-01T06:00:00.000Z', '2026-03-02T00:00:00.000Z').map((r) => r.id),
+    ['r1'],
+  );
+  assert.equal(ratesInForceDuring(rates, '2026-02-01T00:00:00.000Z', '2026-02-02T00:00:00.000Z'), []);
+  assert.is(rateInForce(rates, '2026-03-02T12:00:00.000Z')?.id, 'r4');
   assert.equal(bookSeries([third, third, null, third]), [0n, 1n, null, 0n]);
   assert.is(priceText('0.00000001', 'USD', 'input'), '0.00000001');
   assert.throws(() => priceText('0.000000001', 'USD', 'input'), /more than 8 decimals/);

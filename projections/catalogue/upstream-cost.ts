@@ -5,7 +5,7 @@
 // set, booked in its series in log order) stays as the reference the fold is tested against and
 // as the whole-log fold's. A call no rate prices is unpriced, never free.
 import type { Queryable } from '../../src/eventstore/db.ts';
-import { type CallUsage, COST_DENOMINATOR, exactCost, rateInForce } from '../../src/money/upstream-cost.ts';
+import { type CallUsage, COST_DENOMINATOR, exactCost, rateInForce, ratesInForceDuring } from '../../src/money/upstream-cost.ts';
 import { bookedExact } from '../../src/money/money.ts';
 import type { Row } from '../runner/row-projection.ts';
 import { q } from '../runner/sql.ts';
@@ -38,6 +38,16 @@ export async function allRates(db: Queryable, schema: string): Promise<StoredRat
     `SELECT * FROM ${q(schema, upstreamCostRates.table)} ORDER BY channel COLLATE "C", upstream_model COLLATE "C", effective_at, position`,
   );
   return rows.map(rateOfRow);
+}
+
+/** Every rate set, per channel and upstream model (key: both as JSON), in effective time then log order. */
+async function ratesByPair(db: Queryable, schema: string): Promise<Map<string, StoredRate[]>> {
+  const rates = new Map<string, StoredRate[]>();
+  for (const r of await allRates(db, schema)) {
+    const pair = JSON.stringify([r.channel, r.upstreamModel]);
+    rates.set(pair, [...(rates.get(pair) ?? []), r]);
+  }
+  return rates;
 }
 
 /** One call with its cost: the rate that priced it and the minor units booked for it (null: unpriced). */
@@ -90,11 +100,7 @@ const callOfRow = (r: Row): CallOf & { usage: CallUsage } => ({
  * Memory: one page, the rates and the series' totals.
  */
 export async function forEachPricedCall(db: Queryable, schema: string, fromDay: string, toDay: string, each: (c: PricedCall) => void): Promise<void> {
-  const rates = new Map<string, StoredRate[]>();
-  for (const r of await allRates(db, schema)) {
-    const pair = JSON.stringify([r.channel, r.upstreamModel]);
-    rates.set(pair, [...(rates.get(pair) ?? []), r]);
-  }
+  const rates = await ratesByPair(db, schema);
   const totals = new Map<string, bigint>();
   await forEachCallRow(db, schema, fromDay, toDay, (r) => {
     const call = callOfRow(r);
@@ -159,8 +165,10 @@ export interface UpstreamCostRow {
   unpriced_calls: number;
   /** Integer minor units of the ledger currency (the calls' booked costs; unpriced calls add nothing). */
   cost_minor: string;
-  /** With `withEvents`: the charge events of the calls and the rate events that priced them (the journal's trail). */
-  charge_event_ids?: string[];
+  /**
+   * With `withRates`: the rate events in force on the day for its channel and upstream model (the
+   * journal's trail; the calls themselves are listed by the per-call cost list).
+   */
   rate_event_ids?: string[];
 }
 
@@ -170,14 +178,14 @@ const ROW_COLUMNS = ['day', 'account_id', 'model', 'channel', 'upstream_model'];
 /**
  * Upstream cost per UTC day x account x model x channel x upstream model, for the days `fromDay`
  * to `toDay` (YYYY-MM-DD, both included), in that order (byte order): the cost fold's rows. With
- * `withEvents`, each row also names its calls' charge events and the rates that priced them.
+ * `withRates`, each row also names the rates in force on its day.
  */
 export async function upstreamCostBetween(
   db: Queryable,
   schema: string,
   fromDay: string,
   toDay: string,
-  opts: { withEvents?: boolean } = {},
+  opts: { withRates?: boolean } = {},
 ): Promise<UpstreamCostRow[]> {
   const rows = await db.query<Row>(
     `SELECT ${ROW_COLUMNS.join(', ')}, calls, unpriced_calls, cost_minor FROM ${q(schema, upstreamCostDays.table)}
@@ -194,17 +202,12 @@ export async function upstreamCostBetween(
     unpriced_calls: Number(r.unpriced_calls),
     cost_minor: String(r.cost_minor),
   }));
-  if (!opts.withEvents) return out;
-  const trail = new Map<string, { charges: string[]; rates: Set<string> }>();
-  await forEachCallRow(db, schema, fromDay, toDay, (r) => {
-    const key = JSON.stringify(ROW_COLUMNS.map((c) => String(r[c])));
-    let t = trail.get(key);
-    if (!t) trail.set(key, (t = { charges: [], rates: new Set() }));
-    t.charges.push(String(r.event_id));
-    if (r.exact !== null) t.rates.add(String(r.rate_event_id));
-  });
+  if (!opts.withRates) return out;
+  const rates = await ratesByPair(db, schema);
   return out.map((row) => {
-    const t = trail.get(JSON.stringify(ROW_COLUMNS.map((c) => row[c as keyof UpstreamCostRow]))) ?? { charges: [], rates: new Set<string>() };
-    return { ...row, charge_event_ids: t.charges, rate_event_ids: [...t.rates] };
+    const start = `${row.day}T00:00:00.000Z`;
+    const end = new Date(Date.parse(start) + 86_400_000).toISOString();
+    const inForce = ratesInForceDuring(rates.get(JSON.stringify([row.channel, row.upstream_model])) ?? [], start, end);
+    return { ...row, rate_event_ids: inForce.map((r) => r.eventId) };
   });
 }

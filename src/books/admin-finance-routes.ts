@@ -63,7 +63,7 @@ export function adminFinanceRoutes(deps: BooksDeps): Router {
 
   r.get('/journal', async (ctx) => {
     const q = windowQuery(ctx, ['hledger', 'csv', 'json']);
-    const f = await readBooks(ledger, q, { withCostEvents: true });
+    const f = await readBooks(ledger, q, { withCostRates: true });
     const { db, schema } = ledger.readModels;
     const entries = journalEntries(f, await bookedEntries(db, schema, q.from, q.to));
     if (q.format === 'json') ctx.body = { object: 'journal', from: q.from, to: q.to, entries, balances: accountBalances(entries) };

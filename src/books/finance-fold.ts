@@ -115,6 +115,6 @@ export async function foldFinance(ledger: Ledger, w: Window, opts: { keepBooking
     fold.add(page, adjusted.length > 0 ? await callChannels(db, schema, adjusted) : new Map());
     position = page[page.length - 1].position;
   }
-  const costs = await upstreamCostBetween(db, schema, w.from, w.to, { withEvents: !!opts.keepBookings });
+  const costs = await upstreamCostBetween(db, schema, w.from, w.to, { withRates: !!opts.keepBookings });
   return { ...fold.finish(), costs };
 }

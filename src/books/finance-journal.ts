@@ -91,8 +91,9 @@ export const costEntries = (f: Pick<Books, 'costs' | 'currency'>): JournalEntry[
       date: c.day,
       memo: `upstream cost, account ${c.account_id}, model ${c.model}, channel ${c.channel}, upstream model ${c.upstream_model}, ${c.calls} calls`,
       currency: f.currency,
-      // The rates that priced the calls, then the calls' charge events.
-      eventIds: [...(c.rate_event_ids ?? []), ...(c.charge_event_ids ?? [])],
+      // The rates in force that day. The calls, each with its rate and cost, are listed by
+      // GET /admin/v1/upstream-costs/calls for the day: too many to name here (as the uses).
+      eventIds: c.rate_event_ids ?? [],
       postings: [dr(ACCOUNTS.upstreamCost, Number(c.cost_minor)), cr(ACCOUNTS.upstreamPayable, Number(c.cost_minor))],
     }));
 

@@ -61,18 +61,18 @@ export function rowOf(rows: Map<string, FinanceRow>, day: string, account: strin
 }
 
 /** The books of a window, from the read models as of now (the log is read up to here first). */
-export async function readBooks(ledger: Ledger, w: Window, opts: { withCostEvents?: boolean } = {}): Promise<Books> {
+export async function readBooks(ledger: Ledger, w: Window, opts: { withCostRates?: boolean } = {}): Promise<Books> {
   await ledger.readYourWrites();
   return readBooksFrom(ledger.readModels.db, ledger.readModels.schema, w, opts);
 }
 
 /** The same, from a read-model schema as it stands. */
-export async function readBooksFrom(db: Queryable, schema: string, w: Window, opts: { withCostEvents?: boolean } = {}): Promise<Books> {
+export async function readBooksFrom(db: Queryable, schema: string, w: Window, opts: { withCostRates?: boolean } = {}): Promise<Books> {
   const [currency, days, deferred, costs] = await Promise.all([
     booksCurrency(db, schema),
     bookedDays(db, schema, w.from, w.to),
     deferredBalances(db, schema, w.from, w.to),
-    upstreamCostBetween(db, schema, w.from, w.to, { withEvents: !!opts.withCostEvents }),
+    upstreamCostBetween(db, schema, w.from, w.to, { withRates: !!opts.withCostRates }),
   ]);
   const rows = new Map<string, FinanceRow>();
   for (const d of days) Object.assign(rowOf(rows, d.day, d.account_id, d.model, d.channel), d);

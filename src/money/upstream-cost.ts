@@ -93,3 +93,23 @@ export function withRate<R extends { effectiveAt: string }>(ordered: readonly R[
   const at = ordered.findIndex((r) => Date.parse(r.effectiveAt) > t);
   return at < 0 ? [...ordered, rate] : [...ordered.slice(0, at), rate, ...ordered.slice(at)];
 }
+
+/**
+ * The rates among `ordered` (as rateInForce takes them) that are in force at some time from `from`
+ * up to `to` (excluded): the one in force at `from`, then each taking effect before `to` (of two
+ * at the same time, only the later set, which wins).
+ */
+export function ratesInForceDuring<R extends { effectiveAt: string }>(ordered: readonly R[], from: string, to: string): R[] {
+  const start = Date.parse(from);
+  const end = Date.parse(to);
+  const out: R[] = [];
+  for (const r of ordered) {
+    const t = Date.parse(r.effectiveAt);
+    if (t >= end) break;
+    // A rate effective at or before the start, or at the same time as the one before it, replaces it.
+    const last = out.at(-1);
+    if (last && (t <= start || Date.parse(last.effectiveAt) === t)) out.pop();
+    out.push(r);
+  }
+  return out;
+}
