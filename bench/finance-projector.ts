@@ -1,4 +1,4 @@
-// What the books' read models add to projecting (issue 41), measured two ways on the seeded log:
+// What the books' read models and the cost fold add to projecting (issue 41), measured two ways on the seeded log:
 //   - a replay of every read model but the books, by the same steps as replayInto (tables bare,
 //     folded on the same worker threads in the same groups, then made durable, indexed and
 //     analysed), to set beside the replay of them all; and the books' fold replayed alone;
@@ -10,6 +10,8 @@ import type { Database } from '../src/eventstore/db.ts';
 import type { EventReader, ProjectedEvent } from '../src/eventstore/port.ts';
 import { ALL_PROJECTIONS } from '../projections/read-models.ts';
 import { books } from '../projections/books/books.ts';
+import { upstreamCalls, upstreamCostDays, upstreamCostRates } from '../projections/catalogue/cost-tables.ts';
+import { upstreamCost } from '../projections/catalogue/cost-book.ts';
 import { bookAccounts, bookDays, bookDeferred, bookEntries, bookLots } from '../projections/books/book-tables.ts';
 import * as checkpoint from '../projections/runner/checkpoint.ts';
 import { finishDdl } from '../projections/runner/ddl.ts';
@@ -18,8 +20,23 @@ import { dropReadModels } from '../projections/runner/rebuild.ts';
 import type { RowProjection } from '../projections/runner/row-projection.ts';
 import { applyPage, ensureReadModels } from '../projections/runner/runner.ts';
 
-/** The books' fold and the tables it writes. */
-export const BOOK_PROJECTIONS: RowProjection[] = [bookAccounts, bookLots, bookDays, bookDeferred, bookEntries, books];
+/**
+ * Issue 41's read models: the cost fold with the rates it reads and the tables it writes (its
+ * upstream_calls was a plain row projection before: the baseline lacks that too), then the books'
+ * fold and its tables.
+ */
+export const BOOK_PROJECTIONS: RowProjection[] = [
+  upstreamCostRates,
+  upstreamCalls,
+  upstreamCostDays,
+  upstreamCost,
+  bookAccounts,
+  bookLots,
+  bookDays,
+  bookDeferred,
+  bookEntries,
+  books,
+];
 const isBook = new Set(BOOK_PROJECTIONS.map((p) => p.name));
 export const WITHOUT_BOOKS: RowProjection[] = ALL_PROJECTIONS.filter((p) => !isBook.has(p.name));
 

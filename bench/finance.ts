@@ -14,8 +14,9 @@
 //      then beside it: the report (JSON and CSV), the reconciliation, the journal (hledger) and the
 //      lots, each on REQUESTS random 31-day windows, then the report on the last 366 days; each
 //      read's time, the gateway's peak RSS while it ran, every answer checked;
-//   4. where a window's time goes: each read the report makes, timed from this process, and the
-//      query plans (EXPLAIN ANALYZE) of the window's booked days and of its upstream cost's first page.
+//   4. the console's Finance page on the last 31 days in chromium (bench/finance-page.ts);
+//   5. where a window's time goes: each read the report makes, timed from this process, and the
+//      query plans (EXPLAIN ANALYZE) of the window's booked days and of its upstream cost per day.
 // Every schema is dropped at the end.
 //
 // node --import tsx bench/finance.ts [--sizes 1000000,10000000 | --quick] [--write]   (or npm run bench -- --only finance)
@@ -42,6 +43,7 @@ import type { ClosedLoopResult } from './load.ts';
 import { processCpuSeconds, rssMiB, sampleRss, startLoad } from './processes.ts';
 import { gatewayMetrics, openBenchAccount, startMock, startTollgate, tollgateRequest, type Mock, type Tollgate } from './targets.ts';
 import { writeMarkedBlock } from './report.ts';
+import { timeFinancePage, type PageFigure } from './finance-page.ts';
 import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
 const DAYS = 400;
@@ -63,7 +65,7 @@ const LIVE_PAUSE_MS = 20;
 const IDLE_SPAN_MS = 10_000;
 
 /** Issue 41's targets. */
-export const FINANCE_TARGETS = { windowP99Ms: 200, longWindowMs: 2_000, liveP99Ratio: 1.5, liveExtraMs: 100 };
+export const FINANCE_TARGETS = { windowP99Ms: 200, longWindowMs: 2_000, liveP99Ratio: 1.5, liveExtraMs: 100, pageMs: 1_000 };
 
 export interface ReadFigure {
   name: string;
@@ -145,6 +147,8 @@ export interface FinanceSizeResult {
   parts: WindowParts[];
   plans: string[];
   oldFold: OldFoldFigure | null;
+  /** The console's Finance page on the last 31 days, or why it was not timed. */
+  financePage: PageFigure | string;
   freeDiskGiB: number;
   loadAverage: number;
   errors: string[];
@@ -503,6 +507,11 @@ async function oneSize(url: string, target: number, log: (l: string) => void, qu
       `finance ${target}: live calls idle p50 ${idleLive.p50.toFixed(1)} / p99 ${idleLive.p99.toFixed(1)} / max ${idleLive.max.toFixed(0)} ms (${idleLive.calls}); ` +
         `during the reads p50 ${duringLive.p50.toFixed(1)} / p99 ${duringLive.p99.toFixed(1)} / max ${duringLive.max.toFixed(0)} ms (${duringLive.calls})`,
     );
+    // The console's Finance page on the last 31 days (after the live load: it measures the page alone).
+    const page = await timeFinancePage(g.url, g.adminToken, dayPlus(seed.lastDay, -30), seed.lastDay);
+    if (typeof page === 'string') log(`finance ${target}: Finance page not timed: ${page}`);
+    else
+      log(`finance ${target}: Finance page ${page.window} (${page.rows} days): ${page.runs.map((ms) => ms.toFixed(0)).join(', ')} ms from Show to the table`);
     await g.stop();
     gw = null;
 
@@ -562,6 +571,7 @@ async function oneSize(url: string, target: number, log: (l: string) => void, qu
       parts,
       plans,
       oldFold,
+      financePage: page,
       freeDiskGiB,
       loadAverage: os.loadavg()[0],
       errors,
@@ -659,6 +669,11 @@ export function financeTable(rs: FinanceSizeResult[]): string {
       (r) => `${(r.duringLive.p99 / r.idleLive.p99).toFixed(2)}×; +${(r.duringLive.max - r.idleLive.p99).toFixed(0)} ms`,
     ),
     row("the gateway's longest event-loop delay, idle", (r) => `${r.idleLoopLagMaxMs.toFixed(0)} ms`),
+    row("the console's Finance page, last 31 days: Show to the table, each run (chromium)", (r) =>
+      typeof r.financePage === 'string'
+        ? `— (${r.financePage})`
+        : `${r.financePage.runs.map((ms) => ms.toFixed(0)).join(', ')} ms (${r.financePage.rows} days)`,
+    ),
     ...['report (JSON)', 'report (CSV)', 'reconciliation', 'journal (hledger)', 'lots', 'report (JSON), last 366 days'].map((name) =>
       row(`live calls during ${name}: p99 / max; longest event-loop delay`, (r) => {
         const f = read(r, name);
@@ -706,6 +721,12 @@ export function financeTargets(rs: FinanceSizeResult[]): string[] {
         `(${(r.duringLive.p99 / r.idleLive.p99).toFixed(2)}×); no call over idle + ${t.liveExtraMs} ms: ${mark(r.duringLive.max - r.idleLive.p99 <= t.liveExtraMs)} ` +
         `(longest ${msText(r.duringLive.max)}, idle p99 ${r.idleLive.p99.toFixed(1)} ms)`,
     );
+    const page = r.financePage;
+    out.push(
+      typeof page === 'string'
+        ? `- ${at(r)}: the Finance page within ${t.pageMs / 1000} s: **not measured** (${page})`
+        : `- ${at(r)}: the Finance page within ${t.pageMs / 1000} s: ${mark(Math.max(...page.runs) <= t.pageMs)} (slowest of ${page.runs.length}: ${msText(Math.max(...page.runs))})`,
+    );
   }
   if (rs.length > 1) {
     const [a, b] = [rs[0], rs[rs.length - 1]];
@@ -744,7 +765,9 @@ read a fold of the whole log): the reads now come from the books' read models. H
   comes from the real deciders, is checked by validateEvent, hashed by the store's own code and
   COPYed into the events table with the time it happens at; the position origin is then moved past it.
 - **Replay**: replayInto of every read model (two worker threads), then by the same steps every read
-  model but the books, then the books alone (one thread): wall clock, and this process's CPU (its
+  model but the books (here "the books" are issue 41's read models: the lot book's tables and the
+  cost fold with upstream_calls and the rates, which a plain row projection partly wrote before),
+  then the books alone (one thread): wall clock, and this process's CPU (its
   threads included), steadier on a shared machine.
 - **Projector**: the 2,000 events that follow the log (the same accounts going on) applied page
   after page with applyPage, as the projector applies a page, with every read model and without the
@@ -758,11 +781,15 @@ read a fold of the whole log): the reads now come from the books' read models. H
 - **Live calls**: idle are the calls made wholly within the idle spans; during, those that overlap a
   read. "Longest call − idle p99" is how much longer than idle a call waited. The gateway's longest
   event-loop delay (its nodejs_eventloop_lag_max_seconds, reset by each scrape) is read for each kind.
+- **The Finance page**: Debian's chromium (playwright-core) signed in to the console, the last 31
+  days asked for with Show, five times (each on a reloaded page): the time from the click to the
+  window's first day in the table (its two reads, their parsing and the render).
 - **Where the time goes**: each read a report makes, timed from the bench with nothing else running,
-  on the last 31 and 366 days (the plans of the two window queries are printed by the bench).
+  on the last 31 and 366 days (the plans of the two window queries are printed by the bench), and
+  the window's calls priced when read, as before the cost fold (forEachPricedCall).
 - **The old fold**: foldFinance, what every read did before, in a process of its own on the same
-  log: the last 31 days (it walks the whole log), and the last 366 (that walk plus their upstream
-  cost, timed apart). Above ${(EXTRAPOLATE_ABOVE / 1e6).toFixed(1)}M events it is timed on a 31-day window ending where ${(FOLD_EVENTS / 1e6).toFixed(0)}M events lie
+  log: the last 31 days (it walks the whole log, then prices the window's calls when read), and the
+  last 366 (that walk plus their calls priced when read, timed apart). Above ${(EXTRAPOLATE_ABOVE / 1e6).toFixed(1)}M events it is timed on a 31-day window ending where ${(FOLD_EVENTS / 1e6).toFixed(0)}M events lie
   behind it, and its walk extrapolated linearly to the whole log (it reads the log a page at a time,
   its work per event the same); its totals are checked equal to the read models' report on its window.
 - Two cores shared with other work: the load average is given beside the figures.`;
