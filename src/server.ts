@@ -44,6 +44,8 @@ import { startWebhooks } from './webhooks/service.ts';
 import { createPayments } from './books/payments.ts';
 import { createStripeGateway } from './books/stripe.ts';
 import { closedMonthEndingAfter } from './books/periods.ts';
+import { FINANCE_TASKS_MODULE, readTasks as financeReadTasks } from './books/finance-answers.ts';
+import { readsHere, readsOnThread } from './eventstore/read-thread.ts';
 import { NO_PUBLIC_ORIGIN_WARNING, originOf, publicOriginFor } from './http/public-origin.ts';
 import '../projections/read-models.ts'; // hands the runner every read model
 import { seedModels } from './catalogue/index.ts';
@@ -192,6 +194,11 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   warmTokenizer();
   warmValidators(['chat-completions', 'images']);
 
+  // The finance reports read on a thread of their own where another thread can reach the read models.
+  const readModelsDb = ledger.readModels.db;
+  const financeReads = readModelsDb.url
+    ? readsOnThread({ url: readModelsDb.url, timeouts: settings.pgTimeouts, poolSize: 2, tasks: FINANCE_TASKS_MODULE })
+    : readsHere(readModelsDb, financeReadTasks);
   const releaseRetry = createReleaseRetry(ledger, { max: settings.releaseRetryMax, log });
   metrics.watchLedger({ withdrawn: ledger.withdrawnCommands, voided: releaseRetry.voidedCount, confirmations: ledger.confirmations });
   const deps: GatewayDeps = {
@@ -206,6 +213,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     paymentSettings: settings.payments,
     settlementCurrency: async () => (await payments.priceList()).currency,
     closedMonthEndingAfter: (at) => closedMonthEndingAfter(ledger, at),
+    financeReads,
     stripe: await createStripeGateway(settings.payments.stripe, payments, ledger, log, settings.payments, { db, schema: settings.schema }),
     baseUrl: (ctx: Context) => settings.publicBaseUrl ?? `${publicOrigin ?? `${ctx.protocol}://${ctx.host}`}/v1`,
     publicOrigin: () => publicOrigin,
@@ -315,6 +323,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
       // the other processes' sweepers (or this process's next start) to release.
       await lease.end();
       await webhooks.close();
+      await financeReads.close();
       await keys.close();
       await channelStates.close();
       await catalog.close();

@@ -5,7 +5,8 @@
 // whatever was appended after it.
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker, type WorkerOptions } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../../src/eventstore/start-worker.ts';
 import type { StoredEvent } from '../../src/eventstore/port.ts';
 import type { ReplayMemory } from './replay-memory.ts';
 import type { RowProjection } from './row-projection.ts';
@@ -70,17 +71,6 @@ export function replayGroups(projections: RowProjection[], threads: number, obse
 // young generation they were promoted and swept as old objects (GC was a quarter of the fold).
 // Measured on 1M events, two workers: 48 MB 57,612 events/s, 192 MB 68,993-73,980, 384 MB 70,607.
 const WORKER_YOUNG_GENERATION_MB = 192;
-
-/**
- * The compiled build runs replay-worker.js as it is; the sources (replay-worker.ts) need tsx's
- * loader, which a worker thread does not inherit from the process's --import on Node 20.
- */
-export function startWorker(entry: URL, options: WorkerOptions): Worker {
-  if (entry.pathname.endsWith('.js')) return new Worker(entry, options);
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const boot = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(boot, { ...options, eval: true });
-}
 
 /**
  * Folds every event after 0 and up to `upTo` into `target`, one thread per group, and resolves

@@ -1,0 +1,25 @@
+// The worker thread of read-thread.ts: a pool of its own, the tasks of the module it is given,
+// each request answered with its result or its error.
+import { parentPort, workerData } from 'node:worker_threads';
+import { openPostgres } from './db.ts';
+import type { ReadTasks, ReadThreadJob, ReadThreadReply, ReadThreadRequest } from './read-thread.ts';
+
+const job = workerData as ReadThreadJob;
+const db = openPostgres(job.url, job.poolSize, job.timeouts);
+const { readTasks } = (await import(job.tasks)) as { readTasks: ReadTasks };
+const reply = (m: ReadThreadReply) => parentPort!.postMessage(m);
+
+parentPort!.on('message', async ({ id, task, args }: ReadThreadRequest) => {
+  try {
+    const f = readTasks[task];
+    if (!f) throw new Error(`no read task '${task}'`);
+    reply({ id, ok: true, value: await f(db, args as never) });
+  } catch (err) {
+    const e = err as { name?: unknown; message?: unknown; code?: unknown };
+    reply({
+      id,
+      ok: false,
+      error: { name: String(e?.name ?? 'Error'), message: String(e?.message ?? err), ...(typeof e?.code === 'string' ? { code: e.code } : {}) },
+    });
+  }
+});
