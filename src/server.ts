@@ -199,6 +199,8 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   const financeReads = readModelsDb.url
     ? readsOnThread({ url: readModelsDb.url, timeouts: settings.pgTimeouts, poolSize: 2, tasks: FINANCE_TASKS_MODULE })
     : readsHere(readModelsDb, financeReadTasks);
+  // Started beside the gateway (not awaited): the first report then finds it ready.
+  void financeReads.warm().catch(() => undefined);
   const releaseRetry = createReleaseRetry(ledger, { max: settings.releaseRetryMax, log });
   metrics.watchLedger({ withdrawn: ledger.withdrawnCommands, voided: releaseRetry.voidedCount, confirmations: ledger.confirmations });
   const deps: GatewayDeps = {

@@ -35,6 +35,8 @@ else
       tasks: TASKS,
     });
     try {
+      // Warmed: started and ready before the first read.
+      await reads.warm();
       const [a, b] = await Promise.all([
         reads.run<{ threadId: number; rows: Array<{ n: number }> }>('where', { n: 1 }),
         reads.run<{ threadId: number; rows: Array<{ n: number }> }>('where', { n: 2 }),

@@ -204,10 +204,17 @@ export async function upstreamCostBetween(
   }));
   if (!opts.withRates) return out;
   const rates = await ratesByPair(db, schema);
+  // Per channel, upstream model and day: a day has many rows (one per account and model).
+  const inForce = new Map<string, string[]>();
   return out.map((row) => {
-    const start = `${row.day}T00:00:00.000Z`;
-    const end = new Date(Date.parse(start) + 86_400_000).toISOString();
-    const inForce = ratesInForceDuring(rates.get(JSON.stringify([row.channel, row.upstream_model])) ?? [], start, end);
-    return { ...row, rate_event_ids: inForce.map((r) => r.eventId) };
+    const key = JSON.stringify([row.channel, row.upstream_model, row.day]);
+    let ids = inForce.get(key);
+    if (!ids) {
+      const start = `${row.day}T00:00:00.000Z`;
+      const end = new Date(Date.parse(start) + 86_400_000).toISOString();
+      ids = ratesInForceDuring(rates.get(JSON.stringify([row.channel, row.upstream_model])) ?? [], start, end).map((r) => r.eventId);
+      inForce.set(key, ids);
+    }
+    return { ...row, rate_event_ids: ids };
   });
 }

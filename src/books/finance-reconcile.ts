@@ -4,7 +4,7 @@
 // lots' deferred revenue at the window's two ends. Each line gives its difference and, when it is
 // not zero, the events whose own bookings do not balance.
 import type { Booking } from './lot-book.ts';
-import { financeRows, inWindow, sumRows, type Books, type Window } from './finance.ts';
+import { financeRows, inWindow, sumRows, type Books, type FinanceRow, type Window } from './finance.ts';
 import type { Folded } from './finance-fold.ts';
 
 export interface MoneyLine {
@@ -62,8 +62,14 @@ export interface MoneyReconciliation {
 export function reconcileMoney(f: Books, w: Window, eventsOf: (accountId: string) => string[] = () => []): MoneyReconciliation {
   const rows = financeRows(f);
   const accounts = new Set([...rows.map((r) => r.account_id), ...f.deferredBefore.keys(), ...(f.deferredAt.get(w.to)?.keys() ?? [])]);
+  const byAccount = new Map<string, FinanceRow[]>();
+  for (const r of rows) {
+    let list = byAccount.get(r.account_id);
+    if (!list) byAccount.set(r.account_id, (list = []));
+    list.push(r);
+  }
   const lines: MoneyLine[] = [...accounts].sort().map((account_id) => {
-    const s = sumRows(rows.filter((r) => r.account_id === account_id));
+    const s = sumRows(byAccount.get(account_id) ?? []);
     const deferred_start = f.deferredBefore.get(account_id) ?? 0;
     const deferred_end = f.deferredAt.get(w.to)?.get(account_id) ?? 0;
     const refunds = s.refunds + s.disputes;

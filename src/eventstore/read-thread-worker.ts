@@ -8,6 +8,9 @@ const job = workerData as ReadThreadJob;
 const db = openPostgres(job.url, job.poolSize, job.timeouts);
 const { readTasks } = (await import(job.tasks)) as { readTasks: ReadTasks };
 const reply = (m: ReadThreadReply) => parentPort!.postMessage(m);
+// Ready: the tasks are loaded and a connection is open (a database out of reach is met by the first read instead).
+await db.query('SELECT 1').catch(() => undefined);
+reply({ id: 0, ok: true, value: 'ready' });
 
 parentPort!.on('message', async ({ id, task, args }: ReadThreadRequest) => {
   try {

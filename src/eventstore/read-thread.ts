@@ -13,6 +13,8 @@ export type ReadTasks = Record<string, (db: Queryable, args: never) => Promise<u
 
 export interface ReadRunner {
   run<T>(task: string, args: unknown): Promise<T>;
+  /** Starts the thread now, so the first read does not wait for its modules and connections (resolves when it is ready). */
+  warm(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -26,6 +28,7 @@ export interface ReadThreadJob {
 }
 
 export type ReadThreadRequest = { id: number; task: string; args: unknown };
+/** Id 0 is the thread saying it is ready (its tasks loaded, a connection open). */
 export type ReadThreadReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { name: string; message: string; code?: string } };
 
 /** The reads on this thread, on `db`. */
@@ -36,6 +39,7 @@ export function readsHere(db: Queryable, tasks: ReadTasks): ReadRunner {
       if (!f) throw new Error(`no read task '${task}'`);
       return (await f(db, args as never)) as T;
     },
+    warm: async () => undefined,
     close: async () => undefined,
   };
 }
@@ -48,6 +52,7 @@ export function readsHere(db: Queryable, tasks: ReadTasks): ReadRunner {
 export function readsOnThread(job: ReadThreadJob): ReadRunner {
   const entry = new URL(`./read-thread-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
   let worker: Worker | null = null;
+  let ready: Promise<void> = Promise.resolve();
   let nextId = 0;
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   const failAll = (err: Error) => {
@@ -57,6 +62,16 @@ export function readsOnThread(job: ReadThreadJob): ReadRunner {
   const started = (): Worker => {
     if (worker) return worker;
     const w = startWorker(entry, { workerData: job });
+    ready = new Promise<void>((resolve) => {
+      const onReady = (m: ReadThreadReply) => {
+        if (m.id !== 0) return;
+        w.off('message', onReady);
+        resolve();
+      };
+      w.on('message', onReady);
+      // A thread that stops before it is ready has nothing to warm.
+      w.once('exit', () => resolve());
+    });
     w.on('message', (m: ReadThreadReply) => {
       const p = pending.get(m.id);
       if (!p) return;
@@ -83,6 +98,12 @@ export function readsOnThread(job: ReadThreadJob): ReadRunner {
         pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
         w.postMessage({ id, task, args } satisfies ReadThreadRequest);
       });
+    },
+    async warm() {
+      const w = started();
+      w.ref();
+      await ready;
+      if (pending.size === 0) w.unref();
     },
     async close() {
       const w = worker;
