@@ -733,7 +733,7 @@ export function financeTargets(rs: FinanceSizeResult[]): string[] {
     out.push(
       typeof page === 'string'
         ? `- ${at(r)}: the Finance page within ${t.pageMs / 1000} s: **not measured** (${page})`
-        : `- ${at(r)}: the Finance page within ${t.pageMs / 1000} s: ${mark(Math.max(...page.runs) <= t.pageMs)} (slowest of ${page.runs.length}: ${msText(Math.max(...page.runs))})`,
+        : `- ${at(r)}: the Finance page within ${t.pageMs / 1000} s: ${mark(Math.max(...(page.opens ?? page.runs)) <= t.pageMs)} (slowest of ${page.runs.length} opens: ${msText(Math.max(...(page.opens ?? page.runs)))}; a 31-day window by Show: slowest ${msText(Math.max(...page.runs))})`,
     );
   }
   if (rs.length > 1) {
@@ -789,9 +789,10 @@ read a fold of the whole log): the reads now come from the books' read models. H
 - **Live calls**: idle are the calls made wholly within the idle spans; during, those that overlap a
   read. "Longest call − idle p99" is how much longer than idle a call waited. The gateway's longest
   event-loop delay (its nodejs_eventloop_lag_max_seconds, reset by each scrape) is read for each kind.
-- **The Finance page**: Debian's chromium (playwright-core) signed in to the console, the last 31
-  days asked for with Show, five times (each on a reloaded page): the time from the click to the
-  window's first day in the table (its two reads, their parsing and the render).
+- **The Finance page**: Debian's chromium (playwright-core) signed in to the console, five times:
+  the page reloaded and timed to its day table (it opens on the last 30 days: the bundle from the
+  cache, its two reads, their parsing and the render), then, once idle, the last 31 days of the
+  log asked for with Show and timed to that window's first day in the table.
 - **Where the time goes**: each read a report makes, timed from the bench with nothing else running,
   on the last 31 and 366 days (the plans of the two window queries are printed by the bench), and
   the window's calls priced when read, as before the cost fold (forEachPricedCall).
