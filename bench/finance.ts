@@ -36,6 +36,7 @@ import { upstreamCostBetween } from '../src/catalogue/index.ts';
 import { forEachPricedCall } from '../projections/catalogue/upstream-cost.ts';
 import { replayInto } from '../projections/runner/rebuild.ts';
 import { bookedDays, bookedEntries, bookedLots, deferredRows } from '../projections/books/book-reads.ts';
+import { DAY_COLUMNS } from '../projections/books/books.ts';
 import { seedFinanceYear, type FinanceSeedResult } from './finance-seed.ts';
 import { BOOK_PROJECTIONS, livePageCost, replayOnly, WITHOUT_BOOKS, type PageCost } from './finance-projector.ts';
 import type { OldFoldResult } from './finance-old-fold.ts';
@@ -255,19 +256,7 @@ async function windowPlans(db: Database, rm: string, from: string, to: string): 
   ];
 }
 
-const TOTALS_COMPARED = [
-  'payments',
-  'fees',
-  'refunds',
-  'disputes',
-  'dispute_fees',
-  'revenue',
-  'refunded_revenue',
-  'breakage',
-  'promotional_tokens',
-  'upstream_cost',
-  'unpriced_calls',
-];
+const TOTALS_COMPARED = [...DAY_COLUMNS, 'upstream_cost', 'unpriced_calls'];
 
 async function oneSize(url: string, target: number, log: (l: string) => void, quick: boolean): Promise<FinanceSizeResult> {
   const schema = `bench_fin_${Math.random().toString(16).slice(2, 10)}`;

@@ -94,6 +94,27 @@ function keyCap(s: AccountState, hold: Hold): number {
   return balance.keyChargeCap(keyControlsOf(s, hold.keyId)?.spendLimit ?? null, keySpendOf(s, hold.keyId), hold.amount, hold.at ? new Date(hold.at) : null);
 }
 
+/** What every charge names first: the account, its hold as it was opened, and the price multiplier. */
+function chargeHead(s: AccountState, c: { holdId: string; multiplierMilli: number }, hold: Hold) {
+  return {
+    accountId: s.accountId,
+    holdId: c.holdId,
+    requestId: hold.requestId,
+    keyId: hold.keyId,
+    model: hold.model,
+    multiplierMilli: c.multiplierMilli,
+    reserved: hold.amount,
+  };
+}
+
+/** The upstream that answered a charged call (what is set of it; a failover list only when there was one). */
+const upstreamOf = (c: UpstreamTrail) => ({
+  channel: c.channel,
+  upstreamModel: c.upstreamModel,
+  upstreamId: c.upstreamId,
+  failovers: c.failovers?.length ? c.failovers : undefined,
+});
+
 function requireHold(s: AccountState, holdId: string): Hold {
   const hold = s.holds.get(holdId);
   if (!hold) throw new DomainError('conflict', `hold ${holdId} is not open (already settled, released or unknown)`);
@@ -182,13 +203,7 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
         {
           type: 'ChatCharged',
           data: {
-            accountId: s.accountId,
-            holdId: c.holdId,
-            requestId: hold.requestId,
-            keyId: hold.keyId,
-            model: hold.model,
-            multiplierMilli: c.multiplierMilli,
-            reserved: hold.amount,
+            ...chargeHead(s, c, hold),
             promptTokens: c.promptTokens,
             completionTokens: c.completionTokens,
             // The request's schema admits only the event's values; the event's schema checks them again at the append.
@@ -204,10 +219,7 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
               reasoningTokens: c.reasoningTokens || undefined,
               cacheReadMilli: c.cacheReadMilli,
               cacheWriteMilli: c.cacheWriteMilli,
-              channel: c.channel,
-              upstreamModel: c.upstreamModel,
-              upstreamId: c.upstreamId,
-              failovers: c.failovers?.length ? c.failovers : undefined,
+              ...upstreamOf(c),
             }),
           },
         },
@@ -220,23 +232,14 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
         {
           type: 'ImageCharged',
           data: {
-            accountId: s.accountId,
-            holdId: c.holdId,
-            requestId: hold.requestId,
-            keyId: hold.keyId,
-            model: hold.model,
-            multiplierMilli: c.multiplierMilli,
-            reserved: hold.amount,
+            ...chargeHead(s, c, hold),
             images: c.images,
             tokensPerImage: c.tokensPerImage,
             size: c.size as EventDataByType['ImageCharged']['size'],
             edit: c.edit,
             ...split,
             ...definedOnly({
-              channel: c.channel,
-              upstreamModel: c.upstreamModel,
-              upstreamId: c.upstreamId,
-              failovers: c.failovers?.length ? c.failovers : undefined,
+              ...upstreamOf(c),
             }),
           },
         },

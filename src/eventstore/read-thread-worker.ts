@@ -2,7 +2,7 @@
 // each request answered with its result or its error.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openPostgres } from './db.ts';
-import type { ReadTasks, ReadThreadJob, ReadThreadReply, ReadThreadRequest } from './read-thread.ts';
+import { runTask, type ReadTasks, type ReadThreadJob, type ReadThreadReply, type ReadThreadRequest } from './read-thread.ts';
 
 const job = workerData as ReadThreadJob;
 const db = openPostgres(job.url, job.poolSize, job.timeouts);
@@ -14,9 +14,7 @@ reply({ id: 0, ok: true, value: 'ready' });
 
 parentPort!.on('message', async ({ id, task, args }: ReadThreadRequest) => {
   try {
-    const f = readTasks[task];
-    if (!f) throw new Error(`no read task '${task}'`);
-    reply({ id, ok: true, value: await f(db, args as never) });
+    reply({ id, ok: true, value: await runTask(readTasks, db, task, args) });
   } catch (err) {
     const e = err as { name?: unknown; message?: unknown; code?: unknown };
     reply({

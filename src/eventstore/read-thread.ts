@@ -31,14 +31,17 @@ export type ReadThreadRequest = { id: number; task: string; args: unknown };
 /** Id 0 is the thread saying it is ready (its tasks loaded, a connection open). */
 export type ReadThreadReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { name: string; message: string; code?: string } };
 
+/** Runs one named task (on whichever thread calls it). */
+export async function runTask(tasks: ReadTasks, db: Queryable, task: string, args: unknown): Promise<unknown> {
+  const f = tasks[task];
+  if (!f) throw new Error(`no read task '${task}'`);
+  return f(db, args as never);
+}
+
 /** The reads on this thread, on `db`. */
 export function readsHere(db: Queryable, tasks: ReadTasks): ReadRunner {
   return {
-    run: async <T>(task: string, args: unknown) => {
-      const f = tasks[task];
-      if (!f) throw new Error(`no read task '${task}'`);
-      return (await f(db, args as never)) as T;
-    },
+    run: async <T>(task: string, args: unknown) => (await runTask(tasks, db, task, args)) as T,
     warm: async () => undefined,
     close: async () => undefined,
   };
