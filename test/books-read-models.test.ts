@@ -15,8 +15,19 @@ import { UNRECORDED } from '../projections/catalogue/upstream-report.ts';
 import { books } from '../projections/books/books.ts';
 import { bookAccounts, bookDays, bookDeferred, bookEntries, bookLots } from '../projections/books/book-tables.ts';
 import { bookedEntries, bookedLots } from '../projections/books/book-reads.ts';
+import { upstreamCostBetween } from '../projections/catalogue/upstream-cost.ts';
 import { FinanceFold } from '../src/books/finance-fold.ts';
-import { nextDay, readBooksFrom, type FinanceRow, type Window } from '../src/books/finance.ts';
+import {
+  financeRows,
+  journalBooksFrom,
+  moneyBooksFrom,
+  moneyBooksOf,
+  nextDay,
+  readBooksFrom,
+  reportFrom,
+  type FinanceRow,
+  type Window,
+} from '../src/books/finance.ts';
 import { reconcileMoney } from '../src/books/finance-reconcile.ts';
 import type { Booking } from '../src/books/lot-book.ts';
 import { createRng } from '../src/upstream/seed.ts';
@@ -60,6 +71,19 @@ function history(seed: number, size: number): ProjectedEvent[] {
     return events[events.length - 1];
   };
   push('SettlementCurrencySet', { currency: 'EUR' });
+  // Calls on channel alpha are priced, those on beta are not (the report's unpriced calls).
+  push('UpstreamCostRateSet', {
+    channel: 'alpha',
+    upstreamModel: 'u-1',
+    currency: 'EUR',
+    effectiveAt: '2026-01-01T00:00:00.000Z',
+    input: '137',
+    cacheRead: '0',
+    cacheWrite5m: '0',
+    cacheWrite1h: '0',
+    output: '0',
+    image: null,
+  });
   const accounts: SimAccount[] = Array.from({ length: 4 }, (_, i) => ({ id: `acct-${i}`, plan: null, extra: [], extraUsed: 0, charges: [], payments: 0 }));
   const pay = (a: SimAccount, amount: number): string => {
     const paymentId = `pay-${a.id}-${++a.payments}`;
@@ -152,6 +176,7 @@ function history(seed: number, size: number): ProjectedEvent[] {
         accountId: a.id,
         model: pick(['m-1', 'm-2']),
         channel,
+        upstreamModel: channel ? 'u-1' : '',
         requestId: `req-${events.length + 1}`,
         fromQuota,
         fromExtra,
@@ -255,7 +280,39 @@ for (const target of testDatabases()) {
         const entries = await bookedEntries(t.db, schema, w.from, w.to);
         const foldedEntries = folded.book.bookings.filter((b) => b.kind !== 'use' && inW(dayOf(b.at)));
         assert.equal(entries.map(entryOf), [...foldedEntries].sort((x, y) => dayOf(x.at).localeCompare(dayOf(y.at))).map(entryOf), `bookings ${label}`);
-        const rec = reconcileMoney(read, w);
+        // The report's rows as the database joins and sorts them, against the same join in memory on the fold's rows.
+        const foldedInWindow = { rows: new Map([...folded.rows].filter(([, r]) => inW(r.day))), costs: await upstreamCostBetween(t.db, schema, w.from, w.to) };
+        const report = await reportFrom(t.db, schema, w);
+        assert.equal(report.rows, financeRows(foldedInWindow), `the report's rows ${label}`);
+        if (w === whole) {
+          assert.ok(
+            report.rows.some((r) => r.upstream_cost > 0),
+            'priced calls ' + JSON.stringify(report.rows.slice(0, 3)),
+          );
+          assert.ok(
+            report.rows.some((r) => r.unpriced_calls > 0),
+            'unpriced calls',
+          );
+          assert.ok(
+            report.rows.some((r) => r.margin !== r.revenue),
+            'the margin takes the cost off',
+          );
+        }
+        const money = await moneyBooksFrom(t.db, schema, w);
+        const foldedMoney = moneyBooksOf({ ...folded, rows: foldedInWindow.rows }, w);
+        assert.equal(sortedEntries(money.deferredAtEnd), sortedEntries(foldedMoney.deferredAtEnd), `deferred at the end of ${label}`);
+        assert.equal(
+          [...money.perAccount].sort(([x], [y]) => x.localeCompare(y)),
+          [...foldedMoney.perAccount].sort(([x], [y]) => x.localeCompare(y)),
+          `bookings per account ${label}`,
+        );
+        const revenue = (await journalBooksFrom(t.db, schema, w)).uses.map((u) => [u.day, u.account_id, u.model, u.channel, u.revenue]);
+        assert.equal(
+          revenue,
+          report.rows.filter((r) => r.revenue !== 0).map((r) => [r.day, r.account_id, r.model, r.channel, r.revenue]),
+          `the journal's uses ${label}`,
+        );
+        const rec = reconcileMoney(money, w);
         assert.equal(
           rec.lines.filter((l) => l.difference !== 0),
           [],

@@ -5,7 +5,8 @@ import type { Booking, Lot } from '../../src/books/lot-book.ts';
 import { DEFAULT_CURRENCY } from '../../src/money/money.ts';
 import { fromTable, q } from '../runner/sql.ts';
 import type { Row } from '../runner/row-projection.ts';
-import { books, type DayFigures } from './books.ts';
+import { upstreamCostPerRowSql } from '../../src/catalogue/index.ts';
+import { books, DAY_COLUMNS, type DayFigures } from './books.ts';
 import { bookAccounts, bookDays, bookDeferred, bookEntries, bookLots } from './book-tables.ts';
 
 export interface DayRow extends Row, DayFigures {
@@ -25,6 +26,57 @@ export async function booksCurrency(db: Queryable, schema: string): Promise<stri
 export async function bookedDays(db: Queryable, schema: string, from: string, to: string): Promise<DayRow[]> {
   const rows = await db.query<Row>(`SELECT * FROM ${q(schema, bookDays.table)} WHERE day >= $1 AND day <= $2`, [from, to]);
   return rows.map((r) => fromTable<DayRow>(r));
+}
+
+/** A report row as stored: the day's bookings with the upstream cost of its calls (finance.ts adds the margin). */
+export interface CostedDayRow extends DayRow {
+  upstream_cost: number;
+  unpriced_calls: number;
+}
+
+const ROW_KEYS = ['day', 'account_id', 'model', 'channel'];
+
+/**
+ * The bookings of the UTC days `from` to `to` per day, account, model and channel, joined with the
+ * upstream cost of the same calls (a row may have either), in byte order of those four: the
+ * finance report's rows, summed and sorted by the database (a year's report is tens of thousands
+ * of rows). financeRows (src/books/finance.ts) is the same join in memory, for the whole-log fold.
+ */
+export async function bookedDaysWithCost(db: Queryable, schema: string, from: string, to: string): Promise<CostedDayRow[]> {
+  const either = (c: string) => `coalesce(b.${c}, c.${c}) AS ${c}`;
+  const figure = (c: string) => `coalesce(b.${c}, 0) AS ${c}`;
+  return db.query<CostedDayRow>(
+    `SELECT ${ROW_KEYS.map(either).join(', ')}, ${DAY_COLUMNS.map(figure).join(', ')},
+       coalesce(c.upstream_cost, 0) AS upstream_cost, coalesce(c.unpriced_calls, 0) AS unpriced_calls
+     FROM (SELECT * FROM ${q(schema, bookDays.table)} WHERE day >= $1 AND day <= $2) b
+     FULL JOIN (${upstreamCostPerRowSql(schema)}) c USING (${ROW_KEYS.join(', ')})
+     ORDER BY ${ROW_KEYS.map((c) => `${c} COLLATE "C"`).join(', ')}`,
+    [from, to],
+  );
+}
+
+/** The bookings of the UTC days `from` to `to` summed per account (the money reconciliation's left and right sides). */
+export async function bookedPerAccount(db: Queryable, schema: string, from: string, to: string): Promise<Map<string, DayFigures>> {
+  const rows = await db.query<Row>(
+    `SELECT account_id, ${DAY_COLUMNS.map((c) => `sum(${c})::bigint AS ${c}`).join(', ')} FROM ${q(schema, bookDays.table)}
+     WHERE day >= $1 AND day <= $2 GROUP BY account_id`,
+    [from, to],
+  );
+  return new Map(rows.map(({ account_id, ...figures }) => [String(account_id), figures as DayFigures]));
+}
+
+/** The days, accounts, models and channels of the UTC days `from` to `to` whose uses moved revenue (the journal's use entries). */
+export async function bookedRevenue(
+  db: Queryable,
+  schema: string,
+  from: string,
+  to: string,
+): Promise<Array<{ day: string; account_id: string; model: string; channel: string; revenue: number }>> {
+  return db.query(
+    `SELECT day, account_id, model, channel, revenue FROM ${q(schema, bookDays.table)} WHERE day >= $1 AND day <= $2 AND revenue <> 0
+     ORDER BY ${ROW_KEYS.map((c) => `${c} COLLATE "C"`).join(', ')}`,
+    [from, to],
+  );
 }
 
 /**

@@ -172,6 +172,15 @@ export interface UpstreamCostRow {
   rate_event_ids?: string[];
 }
 
+/**
+ * The upstream cost of the days $1 to $2 summed per day, account, model and channel (the finance
+ * report's rows), as a query for another read to join: columns day, account_id, model, channel,
+ * upstream_cost (minor units) and unpriced_calls.
+ */
+export const upstreamCostPerRowSql = (schema: string): string =>
+  `SELECT day, account_id, model, channel, sum(cost_minor)::bigint AS upstream_cost, sum(unpriced_calls)::bigint AS unpriced_calls
+   FROM ${q(schema, upstreamCostDays.table)} WHERE day >= $1 AND day <= $2 AND calls > 0 GROUP BY day, account_id, model, channel`;
+
 const BYTE_ORDER = (cols: string[], alias = '') => cols.map((c) => `${alias}${c} COLLATE "C"`).join(', ');
 const ROW_COLUMNS = ['day', 'account_id', 'model', 'channel', 'upstream_model'];
 
@@ -204,10 +213,11 @@ export async function upstreamCostBetween(
   }));
   if (!opts.withRates) return out;
   const rates = await ratesByPair(db, schema);
-  // Per channel, upstream model and day: a day has many rows (one per account and model).
+  // Per channel, upstream model and day: a day has many rows (one per account and model). Keys
+  // joined with a character no id holds (thousands of rows a window).
   const inForce = new Map<string, string[]>();
-  return out.map((row) => {
-    const key = JSON.stringify([row.channel, row.upstream_model, row.day]);
+  for (const row of out) {
+    const key = `${row.channel}\u0000${row.upstream_model}\u0000${row.day}`;
     let ids = inForce.get(key);
     if (!ids) {
       const start = `${row.day}T00:00:00.000Z`;
@@ -215,6 +225,7 @@ export async function upstreamCostBetween(
       ids = ratesInForceDuring(rates.get(JSON.stringify([row.channel, row.upstream_model])) ?? [], start, end).map((r) => r.eventId);
       inForce.set(key, ids);
     }
-    return { ...row, rate_event_ids: ids };
-  });
+    row.rate_event_ids = ids;
+  }
+  return out;
 }

@@ -7,7 +7,7 @@ import Router from '@koa/router';
 import type { BooksDeps } from './books-deps.ts';
 import { badRequest } from '../http/errors.ts';
 import { upstreamReportQuery } from '../catalogue/index.ts';
-import { readBooks, type Window } from './finance.ts';
+import { readMoneyBooks, type Window } from './finance.ts';
 import { foldFinance } from './finance-fold.ts';
 import { reconcileMoney, unbalancedEvents } from './finance-reconcile.ts';
 import type { FinanceAnswer, FinanceQuery, FinanceTask } from './finance-answers.ts';
@@ -50,7 +50,7 @@ export function adminFinanceRoutes(deps: BooksDeps): Router {
     // A difference breaks an invariant: the events behind it come from a fold of the log that keeps its bookings.
     const q = windowQuery(ctx, ['json']);
     const folded = await foldFinance(ledger, q, { keepBookings: true });
-    const rec = reconcileMoney(await readBooks(ledger, q), q, (account) => unbalancedEvents(folded, q, account));
+    const rec = reconcileMoney(await readMoneyBooks(ledger, q), q, (account) => unbalancedEvents(folded, q, account));
     ctx.body = { object: 'money_reconciliation', ...rec, periods: periodsOf(await listPeriods(ledger), q) };
   });
   r.get('/journal', async (ctx) => send(ctx, await answer(ctx, 'journal', ['hledger', 'csv', 'json'])));

@@ -7,7 +7,7 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Queryable } from '../eventstore/db.ts';
 import type { ReadTasks } from '../eventstore/read-thread.ts';
-import { deferredRows, financeRows, readBooksFrom, sumRows, type FinanceRow, type Window } from './finance.ts';
+import { deferredRows, journalBooksFrom, moneyBooksFrom, reportFrom, sumRows, type FinanceRow, type Window } from './finance.ts';
 import { reconcileMoney } from './finance-reconcile.ts';
 import { accountBalances, journalCsv, journalEntries, journalHledger } from './finance-journal.ts';
 import { bookedEntries, bookedLots } from '../../projections/books/book-reads.ts';
@@ -34,8 +34,8 @@ export interface FinanceAnswer {
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 async function report(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
-  const f = await readBooksFrom(db, q.schema, q.window);
-  const rows = financeRows(f);
+  const f = await reportFrom(db, q.schema, q.window);
+  const rows = f.rows;
   if (q.format === 'csv')
     return { type: 'text/csv', text: `${[REPORT_COLUMNS.join(','), ...rows.map((row) => REPORT_COLUMNS.map((c) => row[c]).join(','))].join('\n')}\n` };
   const body = {
@@ -53,14 +53,14 @@ async function report(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
 
 /** The reconciliation when it balances; one that does not is answered by the caller, with the events behind it. */
 async function reconciliation(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
-  const rec = reconcileMoney(await readBooksFrom(db, q.schema, q.window), q.window);
+  const rec = reconcileMoney(await moneyBooksFrom(db, q.schema, q.window), q.window);
   const balanced = rec.lines.every((l) => l.difference === 0);
   return { type: JSON_TYPE, balanced, text: balanced ? JSON.stringify({ object: 'money_reconciliation', ...rec, periods: q.periods }) : '' };
 }
 
 async function journal(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
-  const f = await readBooksFrom(db, q.schema, q.window, { withCostRates: true });
-  const entries = journalEntries(f, await bookedEntries(db, q.schema, q.window.from, q.window.to));
+  const [books, bookings] = await Promise.all([journalBooksFrom(db, q.schema, q.window), bookedEntries(db, q.schema, q.window.from, q.window.to)]);
+  const entries = journalEntries(books, bookings);
   if (q.format === 'json')
     return { type: JSON_TYPE, text: JSON.stringify({ object: 'journal', from: q.window.from, to: q.window.to, entries, balances: accountBalances(entries) }) };
   return q.format === 'csv' ? { type: 'text/csv', text: journalCsv(entries) } : { type: 'text/plain', text: journalHledger(entries) };

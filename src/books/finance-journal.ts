@@ -10,7 +10,7 @@
 import { InvariantViolation } from '../ledger/errors.ts';
 import { formatMoney } from '../money/money.ts';
 import type { Booking } from './lot-book.ts';
-import type { Books, FinanceRow } from './finance.ts';
+import type { JournalBooks } from './finance.ts';
 
 export const ACCOUNTS = {
   cash: 'assets:cash',
@@ -84,7 +84,7 @@ export function assertBalanced(entries: JournalEntry[]): void {
 }
 
 /** An upstream's calls of a day, channel and model: Dr upstream cost, Cr upstream payable. */
-export const costEntries = (f: Pick<Books, 'costs' | 'currency'>): JournalEntry[] =>
+export const costEntries = (f: Pick<JournalBooks, 'costs' | 'currency'>): JournalEntry[] =>
   f.costs
     .filter((c) => c.cost_minor !== '0')
     .map((c) => ({
@@ -107,7 +107,7 @@ export const bookingEntry = (b: Booking): JournalEntry => ({
 });
 
 /** A day's uses of an account, model and channel: revenue recognised (or moved back to deferred). */
-const usesEntry = (r: FinanceRow, currency: string): JournalEntry => ({
+const usesEntry = (r: JournalBooks['uses'][number], currency: string): JournalEntry => ({
   date: r.day,
   memo: ['uses', `account ${r.account_id}`, r.model ? `model ${r.model}` : '', r.channel ? `channel ${r.channel}` : ''].filter(Boolean).join(', '),
   currency,
@@ -119,10 +119,10 @@ const usesEntry = (r: FinanceRow, currency: string): JournalEntry => ({
  * The journal of a window: each booking other than a use (`bookings`, in log order), the uses of
  * each day, account, model and channel (the report's rows), and the upstream cost; by date.
  */
-export function journalEntries(f: Books, bookings: Booking[]): JournalEntry[] {
+export function journalEntries(f: JournalBooks, bookings: Booking[]): JournalEntry[] {
   const entries: JournalEntry[] = [
     ...bookings.filter((b) => b.kind !== 'use').map(bookingEntry),
-    ...[...f.rows.values()].filter((r) => r.revenue !== 0).map((r) => usesEntry(r, f.currency)),
+    ...f.uses.filter((r) => r.revenue !== 0).map((r) => usesEntry(r, f.currency)),
   ].filter((e) => e.postings.length > 0);
   // Stable: within a day, bookings in log order, then the uses, then the costs.
   const all = [...entries, ...costEntries(f)].sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
@@ -140,7 +140,19 @@ export function accountBalances(entries: JournalEntry[]): Record<string, number>
 const csvCell = (v: string): string => (/[",\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
 const decimal = (amount: number, currency: string): string => (amount < 0 ? '-' : '') + formatMoney({ amount: Math.abs(amount), currency });
 
+/** decimal() remembered for one rendering: each entry's debit and credit are the same amount, and a journal has tens of thousands. */
+function decimals(): (amount: number, currency: string) => string {
+  const seen = new Map<string, string>();
+  return (amount, currency) => {
+    const key = `${amount} ${currency}`;
+    let text = seen.get(key);
+    if (text === undefined) seen.set(key, (text = decimal(amount, currency)));
+    return text;
+  };
+}
+
 export function journalCsv(entries: JournalEntry[]): string {
+  const decimal = decimals();
   const lines = ['date,account,debit,credit,currency,memo,event_ids'];
   for (const e of entries)
     for (const p of e.postings)
@@ -162,6 +174,7 @@ export function journalCsv(entries: JournalEntry[]): string {
 
 /** An hledger journal: one transaction per entry, its events in a comment tag. */
 export function journalHledger(entries: JournalEntry[]): string {
+  const decimal = decimals();
   const out: string[] = [];
   for (const e of entries) {
     out.push(`${e.date} ${e.memo.replace(/[;\n]/g, ' ')}  ; events: ${e.eventIds.join(' ')}`);

@@ -4,8 +4,9 @@
 // lots' deferred revenue at the window's two ends. Each line gives its difference and, when it is
 // not zero, the events whose own bookings do not balance.
 import type { Booking } from './lot-book.ts';
-import { financeRows, inWindow, sumRows, type Books, type FinanceRow, type Window } from './finance.ts';
+import { inWindow, type MoneyBooks, type Window } from './finance.ts';
 import type { Folded } from './finance-fold.ts';
+import { noFigures } from '../../projections/books/books.ts';
 
 export interface MoneyLine {
   account_id: string;
@@ -59,19 +60,12 @@ export interface MoneyReconciliation {
 }
 
 /** The reconciliation of the window's books; `eventsOf` names the events behind an account's difference. */
-export function reconcileMoney(f: Books, w: Window, eventsOf: (accountId: string) => string[] = () => []): MoneyReconciliation {
-  const rows = financeRows(f);
-  const accounts = new Set([...rows.map((r) => r.account_id), ...f.deferredBefore.keys(), ...(f.deferredAt.get(w.to)?.keys() ?? [])]);
-  const byAccount = new Map<string, FinanceRow[]>();
-  for (const r of rows) {
-    let list = byAccount.get(r.account_id);
-    if (!list) byAccount.set(r.account_id, (list = []));
-    list.push(r);
-  }
+export function reconcileMoney(f: MoneyBooks, w: Window, eventsOf: (accountId: string) => string[] = () => []): MoneyReconciliation {
+  const accounts = new Set([...f.perAccount.keys(), ...f.deferredBefore.keys(), ...f.deferredAtEnd.keys()]);
   const lines: MoneyLine[] = [...accounts].sort().map((account_id) => {
-    const s = sumRows(byAccount.get(account_id) ?? []);
+    const s = f.perAccount.get(account_id) ?? noFigures();
     const deferred_start = f.deferredBefore.get(account_id) ?? 0;
-    const deferred_end = f.deferredAt.get(w.to)?.get(account_id) ?? 0;
+    const deferred_end = f.deferredAtEnd.get(account_id) ?? 0;
     const refunds = s.refunds + s.disputes;
     const deferred_change = deferred_end - deferred_start;
     const difference = s.payments - refunds - (s.revenue + s.refunded_revenue + s.breakage + deferred_change);

@@ -6,8 +6,16 @@
 import type { Ledger } from '../ledger/ledger.ts';
 import type { Queryable } from '../eventstore/db.ts';
 import { upstreamCostBetween, type UpstreamCostRow } from '../catalogue/index.ts';
-import { bookedDays, booksCurrency, deferredRows as deferredBalances } from '../../projections/books/book-reads.ts';
-import { noFigures, type DayFigures } from '../../projections/books/books.ts';
+import {
+  bookedDays,
+  bookedDaysWithCost,
+  bookedPerAccount,
+  bookedRevenue,
+  booksCurrency,
+  deferredRows as deferredBalances,
+  type CostedDayRow,
+} from '../../projections/books/book-reads.ts';
+import { DAY_COLUMNS, noFigures, type DayFigures } from '../../projections/books/books.ts';
 import { dayOf, nextDay } from './lot-fold.ts';
 
 export { nextDay } from './lot-fold.ts';
@@ -61,23 +69,79 @@ export function rowOf(rows: Map<string, FinanceRow>, day: string, account: strin
   return r;
 }
 
-/** The books of a window, from the read models as of now (the log is read up to here first). */
-export async function readBooks(ledger: Ledger, w: Window, opts: { withCostRates?: boolean } = {}): Promise<Books> {
-  await ledger.readYourWrites();
-  return readBooksFrom(ledger.readModels.db, ledger.readModels.schema, w, opts);
-}
-
-/** The same, from a read-model schema as it stands. */
-export async function readBooksFrom(db: Queryable, schema: string, w: Window, opts: { withCostRates?: boolean } = {}): Promise<Books> {
+/** The books of a window from a read-model schema as it stands: every row of the window, as the whole-log fold gives them (the read models' test compares them). */
+export async function readBooksFrom(db: Queryable, schema: string, w: Window): Promise<Books> {
   const [currency, days, deferred, costs] = await Promise.all([
     booksCurrency(db, schema),
     bookedDays(db, schema, w.from, w.to),
     deferredBalances(db, schema, w.from, w.to),
-    upstreamCostBetween(db, schema, w.from, w.to, { withRates: !!opts.withCostRates }),
+    upstreamCostBetween(db, schema, w.from, w.to),
   ]);
   const rows = new Map<string, FinanceRow>();
   for (const d of days) Object.assign(rowOf(rows, d.day, d.account_id, d.model, d.channel), d);
   return { currency, ...deferredByDay(deferred, w), costs, rows };
+}
+
+/** The finance report of a window from the read models: its rows joined and sorted by the database, and each day's deferred revenue. */
+export async function reportFrom(db: Queryable, schema: string, w: Window): Promise<Pick<Books, 'currency' | 'deferredAt'> & { rows: FinanceRow[] }> {
+  const [currency, rows, deferred] = await Promise.all([
+    booksCurrency(db, schema),
+    bookedDaysWithCost(db, schema, w.from, w.to),
+    deferredBalances(db, schema, w.from, w.to),
+  ]);
+  return { currency, rows: rows.map(withMargin), deferredAt: deferredByDay(deferred, w).deferredAt };
+}
+
+/** What the money reconciliation stands on: each account's bookings summed over the window, and its deferred revenue at the window's two ends. */
+export interface MoneyBooks {
+  currency: string;
+  perAccount: Map<string, DayFigures>;
+  deferredBefore: Map<string, number>;
+  deferredAtEnd: Map<string, number>;
+}
+
+/** A window's money books from the read models (summed per account by the database). */
+export async function moneyBooksFrom(db: Queryable, schema: string, w: Window): Promise<MoneyBooks> {
+  const [currency, perAccount, deferred] = await Promise.all([
+    booksCurrency(db, schema),
+    bookedPerAccount(db, schema, w.from, w.to),
+    deferredBalances(db, schema, w.from, w.to),
+  ]);
+  const d = deferredByDay(deferred, w);
+  return { currency, perAccount, deferredBefore: d.deferredBefore, deferredAtEnd: d.deferredAt.get(w.to) ?? new Map() };
+}
+
+/** The same, as of now (the log is read up to here first). */
+export async function readMoneyBooks(ledger: Ledger, w: Window): Promise<MoneyBooks> {
+  await ledger.readYourWrites();
+  return moneyBooksFrom(ledger.readModels.db, ledger.readModels.schema, w);
+}
+
+/** A window's money books from its rows (a fold's, or readBooksFrom's). */
+export function moneyBooksOf(f: Pick<Books, 'currency' | 'rows' | 'deferredAt' | 'deferredBefore'>, w: Window): MoneyBooks {
+  const perAccount = new Map<string, DayFigures>();
+  for (const r of f.rows.values()) {
+    let sum = perAccount.get(r.account_id);
+    if (!sum) perAccount.set(r.account_id, (sum = noFigures()));
+    for (const c of DAY_COLUMNS) sum[c] += r[c];
+  }
+  return { currency: f.currency, perAccount, deferredBefore: f.deferredBefore, deferredAtEnd: f.deferredAt.get(w.to) ?? new Map() };
+}
+
+/** What the journal books of a window: the uses' revenue per day, account, model and channel, and the upstream cost with the rates in force. */
+export interface JournalBooks {
+  currency: string;
+  uses: Array<{ day: string; account_id: string; model: string; channel: string; revenue: number }>;
+  costs: UpstreamCostRow[];
+}
+
+export async function journalBooksFrom(db: Queryable, schema: string, w: Window): Promise<JournalBooks> {
+  const [currency, uses, costs] = await Promise.all([
+    booksCurrency(db, schema),
+    bookedRevenue(db, schema, w.from, w.to),
+    upstreamCostBetween(db, schema, w.from, w.to, { withRates: true }),
+  ]);
+  return { currency, uses, costs };
 }
 
 /** Each day's end balances of the window: a day without a row keeps the balance of the day before. */
@@ -102,7 +166,14 @@ export function deferredByDay(
 
 export const inWindow = (w: Window, at: string): boolean => dayOf(at) >= w.from && dayOf(at) <= w.to;
 
-/** The report's rows: one per day, account, model and channel that moved money (usage rows carry model and channel). */
+/** A report row's margin: its revenue less its upstream cost. */
+export const withMargin = (r: CostedDayRow): FinanceRow => Object.assign(r, { margin: r.revenue - r.upstream_cost });
+
+/**
+ * The report's rows: one per day, account, model and channel that moved money (usage rows carry
+ * model and channel), from a fold's or readBooksFrom's rows and costs; reportFrom has the database do
+ * the same join.
+ */
 export function financeRows(f: Pick<Books, 'rows' | 'costs'>): FinanceRow[] {
   const rows = new Map([...f.rows].map(([k, r]) => [k, { ...r }]));
   for (const c of f.costs) {
@@ -111,17 +182,15 @@ export function financeRows(f: Pick<Books, 'rows' | 'costs'>): FinanceRow[] {
     r.unpriced_calls += c.unpriced_calls;
   }
   // Each row's sort key made once, not at every comparison.
-  const keyed = [...rows.values()].map((r) => {
-    r.margin = r.revenue - r.upstream_cost;
-    return { r, key: r.day + r.account_id + r.model + r.channel };
-  });
+  const keyed = [...rows.values()].map((r) => ({ r: withMargin(r), key: `${r.day}\u0000${r.account_id}\u0000${r.model}\u0000${r.channel}` }));
   return keyed.sort((a, b) => (a.key < b.key ? -1 : 1)).map((k) => k.r);
 }
 
+const SUMMED = [...DAY_COLUMNS, 'upstream_cost', 'unpriced_calls', 'margin'] as const;
+
 export const sumRows = (rows: FinanceRow[]): Omit<FinanceRow, 'day' | 'account_id' | 'model' | 'channel'> => {
-  const t = zeroRow('', '', '', '');
-  for (const r of rows) for (const k of Object.keys(t) as Array<keyof FinanceRow>) if (typeof t[k] === 'number') (t[k] as number) += r[k] as number;
-  const { day: _d, account_id: _a, model: _m, channel: _c, ...sums } = t;
+  const { day: _d, account_id: _a, model: _m, channel: _c, ...sums } = zeroRow('', '', '', '');
+  for (const r of rows) for (const k of SUMMED) sums[k] += r[k];
   return sums;
 };
 

@@ -5,7 +5,7 @@ import { streams } from '../ledger/events.ts';
 import { metadataFor, type Ledger } from '../ledger/ledger.ts';
 import { reconcileBills } from '../catalogue/index.ts';
 import { periodDays, periodDecider, requirePeriod } from './period-decider.ts';
-import { readBooks } from './finance.ts';
+import { readMoneyBooks } from './finance.ts';
 import { reconcileMoney } from './finance-reconcile.ts';
 
 /** A month's state and history, as the reports and the console show it. */
@@ -70,7 +70,7 @@ export async function closePeriod(
 ): Promise<PeriodView> {
   const period = requirePeriod(input.period);
   const w = periodDays(period);
-  const money = reconcileMoney(await readBooks(ledger, w), w);
+  const money = reconcileMoney(await readMoneyBooks(ledger, w), w);
   const bills = await reconcileBills(ledger, w, money.currency, input.billToleranceMinor);
   await ledger.command(
     periodDecider,
