@@ -120,14 +120,34 @@ const usesEntry = (r: JournalBooks['uses'][number], currency: string): JournalEn
  * each day, account, model and channel (the report's rows), and the upstream cost; by date.
  */
 export function journalEntries(f: JournalBooks, bookings: Booking[]): JournalEntry[] {
-  const entries: JournalEntry[] = [
-    ...bookings.filter((b) => b.kind !== 'use').map(bookingEntry),
-    ...f.uses.filter((r) => r.revenue !== 0).map((r) => usesEntry(r, f.currency)),
-  ].filter((e) => e.postings.length > 0);
-  // Stable: within a day, bookings in log order, then the uses, then the costs.
-  const all = [...entries, ...costEntries(f)].sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
+  // Within a day, the bookings in log order, then the uses, then the costs: each list comes by date.
+  const all = byDate([
+    bookings
+      .filter((b) => b.kind !== 'use')
+      .map(bookingEntry)
+      .filter((e) => e.postings.length > 0),
+    f.uses.filter((r) => r.revenue !== 0).map((r) => usesEntry(r, f.currency)),
+    costEntries(f),
+  ]);
   assertBalanced(all);
   return all;
+}
+
+/** Lists each in date order, merged by date: within a day, the first list's entries, then the next's. */
+function byDate(lists: JournalEntry[][]): JournalEntry[] {
+  const out: JournalEntry[] = [];
+  const next = lists.map(() => 0);
+  for (;;) {
+    let day: string | null = null;
+    lists.forEach((l, i) => {
+      if (next[i] < l.length && (day === null || l[next[i]].date < day)) day = l[next[i]].date;
+    });
+    if (day === null) return out;
+    lists.forEach((l, i) => {
+      while (next[i] < l.length && l[next[i]].date === day) out.push(l[next[i]++]);
+      if (next[i] < l.length && l[next[i]].date < day!) throw new InvariantViolation(`journal entries out of date order: ${l[next[i]].date} after ${day}`);
+    });
+  }
 }
 
 /** Balance of each journal account (debits - credits), in minor units. */
