@@ -46,6 +46,7 @@ import { gatewayMetrics, openBenchAccount, startMock, startTollgate, tollgateReq
 import { writeMarkedBlock } from './report.ts';
 import { timeFinancePage, type PageFigure } from './finance-page.ts';
 import { ensureTables as ensureWebhookTables } from '../src/webhooks/storage.ts';
+import { quiesce } from './quiesce.ts';
 import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
 const DAYS = 400;
@@ -336,17 +337,14 @@ async function oneSize(url: string, target: number, log: (l: string) => void, qu
     if (old)
       log(`finance ${target}: old fold ${old.seconds.toFixed(1)} s (upstream cost ${old.costSeconds.toFixed(1)} s), peak RSS ${old.peakRssMiB.toFixed(0)} MiB`);
 
-    // The seeding and the replays leave gigabytes of dirty pages at 10M events; a ledger that grew
-    // to this size has long had them written. Written out now, so the reads do not share the
-    // machine with the checkpoint's writes (its time is logged).
     // The log was written without a gateway, so the webhook dispatcher's checkpoint would start at
     // 0 and its first start walk the whole log (at 10M events, minutes beside the reads); in a
     // gateway that grew to this size it has kept up with the log.
     await ensureWebhookTables(db, schema);
     await db.query(`UPDATE "${schema}".webhook_checkpoint SET position = (SELECT max(position) FROM "${schema}".events) WHERE name = 'dispatcher'`);
     t = performance.now();
-    await db.exec('CHECKPOINT');
-    log(`finance ${target}: CHECKPOINT after the seeding and the replays ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    await quiesce(db);
+    log(`finance ${target}: PostgreSQL quiesced (CHECKPOINT, autovacuum waited for) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     mock = await startMock();
     // BENCH_CPU_PROF=dir: the gateway writes a CPU profile there when it stops (bench/profile-summary.ts reads it).
     gw = await startTollgate({
@@ -784,8 +782,8 @@ read a fold of the whole log): the reads now come from the books' read models. H
 - **Projector**: the 2,000 events that follow the log (the same accounts going on) applied page
   after page with applyPage, as the projector applies a page, with every read model and without the
   books, in a transaction rolled back at the end; the median page's microseconds per event.
-- **Reads**: after a CHECKPOINT (the seeding and the replays leave gigabytes of dirty pages at 10M
-  events, which a ledger that grew to that size has long had written) and with the webhook
+- **Reads**: after PostgreSQL is quiesced as before the gateway bench's phases (a CHECKPOINT,
+  autovacuum workers waited for; 0.1 s at 10M events) and with the webhook
   dispatcher's checkpoint at the log's head (it has kept up in such a gateway; from 0, its first
   start walks the whole log beside the reads), the compiled gateway on the seeded schema, with a closed loop of chat calls through it
   (${LIVE_CALLERS} callers, ${LIVE_PAUSE_MS} ms pause, in a process of their own). Before each kind of read, the calls run alone for

@@ -2,6 +2,7 @@
 // and the peer gateway, measured in the same run with the same load generator. After every
 // phase the ledger is checked: each successful Tollgate response must be exactly one durable
 // charge of the exact price, with no hold left open.
+import { quiesce } from './quiesce.ts';
 import os from 'node:os';
 import { openPostgres, type Database } from '../src/eventstore/db.ts';
 import { streams } from '../src/ledger/events.ts';
@@ -155,21 +156,6 @@ async function ledgerCheck(db: Database, schema: string, phase: string, account:
   };
   c.ok = c.charged === expected && c.reserved === expected && c.released === 0 && c.billed === c.expectedBilled;
   return c;
-}
-
-/**
- * Lets PostgreSQL settle before a measured phase: a CHECKPOINT writes out what earlier phases (and
- * earlier runs' multi-million-event seeds) left dirty, and autovacuum workers still busy on their
- * tables are waited for (up to a minute), so a phase is not charged for another one's I/O. Run
- * before Portkey's phases too, although it has no database, so every target starts alike.
- */
-async function quiesce(db: Database): Promise<void> {
-  await db.query('CHECKPOINT');
-  for (const until = Date.now() + 60_000; Date.now() < until;) {
-    const [{ n }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'`);
-    if (n === 0) return;
-    await new Promise((r) => setTimeout(r, 1000));
-  }
 }
 
 export async function runGatewayBench(o: GatewayBenchOptions): Promise<GatewayBenchResult> {
