@@ -187,7 +187,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   const channelStates = await followChannelStates({ registry: routes.registry, ledger, feed, localEvents: ledger.appended });
   // The views hold the whole log before the server listens (bounded: a long backlog is read on
   // while /readyz says so).
-  await caughtUpWithin({ caughtUp: () => feed.settled(), close: async () => undefined }, VIEWS_START_WAIT_MS);
+  await caughtUpWithin({ caughtUp: () => feed.settled() }, VIEWS_START_WAIT_MS);
   // Everything committed before the start is in the views: a change another gateway made meanwhile need not wait for this one.
   seenHere.announce(startHead);
   metrics.watchChannels(routes.registry);

@@ -5,8 +5,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { threadId } from 'node:worker_threads';
-import { isDatabaseUnavailable } from '../src/eventstore/db.ts';
-import { readsHere, readsOnThread } from '../src/eventstore/read-thread.ts';
+import { isDatabaseUnavailable, openPostgres } from '../src/eventstore/db.ts';
+import { movedBuffers, readsHere, readsOnThread } from '../src/eventstore/read-thread.ts';
 import { openTestPglite } from './support/db.ts';
 import { readTasks } from './support/read-tasks-fixture.ts';
 
@@ -23,6 +23,14 @@ test('on the embedded database a task runs on the calling thread', async () => {
   } finally {
     await t.cleanup();
   }
+});
+
+test("a result's own byte arrays are moved, never a slice of a shared buffer", () => {
+  const own = new TextEncoder().encode('a report');
+  const pooled = Buffer.from('small'); // a slice of Node's shared pool: moving it would detach the pool
+  const view = new Uint8Array(new ArrayBuffer(16), 4, 8);
+  assert.equal(movedBuffers({ type: 'text/plain', body: own, pooled, view, nested: { own } }), [own.buffer]);
+  assert.equal([movedBuffers('text'), movedBuffers(null), movedBuffers([own])], [[], [], [own.buffer]]);
 });
 
 if (!url) test.skip('on a PostgreSQL server (DATABASE_URL not set)');
@@ -43,6 +51,13 @@ else
       ]);
       assert.ok(a.threadId !== threadId && a.threadId === b.threadId, `${a.threadId} ${b.threadId} ${threadId}`);
       assert.equal([a.rows[0].n, b.rows[0].n], [2, 3]);
+      // Bytes arrive whole (moved, not copied), the rest of the result beside them.
+      const text = 'Ünïcödé report '.repeat(10_000);
+      const sent = await reads.run<{ type: string; body: Uint8Array }>('bytes', { text });
+      assert.ok(sent.body instanceof Uint8Array && sent.type === 'text/plain');
+      assert.is(new TextDecoder().decode(sent.body), text);
+      // Every session has JIT off (a short statement on a large log compiled for longer than it ran), with its own timeout.
+      assert.equal(await reads.run('settings', {}), { jit: 'off', timeout: '300ms' });
       const missing = (await reads.run('missingTable', {}).catch((e) => e)) as Error & { code?: string };
       assert.equal([missing.code, isDatabaseUnavailable(missing)], ['42P01', false]);
       const slow = (await reads.run('tooLong', {}).catch((e) => e)) as Error & { code?: string };
@@ -52,6 +67,18 @@ else
       assert.ok(again.threadId !== a.threadId && again.threadId !== threadId, 'a new thread');
     } finally {
       await reads.close();
+    }
+  });
+
+if (url)
+  test("a pool's sessions have JIT off, and keep the options the URL sets", async () => {
+    const withOptions = new URL(url);
+    withOptions.searchParams.set('options', '-c work_mem=5MB');
+    const db = openPostgres(withOptions.href, 1);
+    try {
+      assert.equal(await db.query(`SELECT current_setting('jit') AS jit, current_setting('work_mem') AS work_mem`), [{ jit: 'off', work_mem: '5MB' }]);
+    } finally {
+      await db.close();
     }
   });
 

@@ -238,7 +238,7 @@ test('key lookups use the SHA-256 hash only; the admin token compare is constant
   const fakeStore = {
     headPosition: async () => 0,
     readableHead: async () => 0,
-    subscribe: () => ({ caughtUp: async () => undefined, close: async () => undefined }),
+    subscribe: () => ({ caughtUp: async () => undefined, expect: () => undefined, close: async () => undefined }),
   } as unknown as EventStore;
   const directory = await createKeyDirectory({ db: fakeDb, store: fakeStore, rmSchema: 'rm', waitForProjections: async () => undefined });
   const secret = `sk_svc_${'Q'.repeat(43)}`;

@@ -198,8 +198,10 @@ export async function startProjectionRunner(opts: {
     caughtUp: () => subscription.caughtUp(),
     waitFor(target, timeoutMs = 5000) {
       if (target <= position) return Promise.resolve(true);
-      // Someone is waiting for these rows: project now rather than after the linger.
-      subscription.caughtUp().catch(() => undefined);
+      // Someone is waiting for these rows: project them at the usual pace (they may be another
+      // process's, not yet notified). Not at once: a page cut short for every operator's read
+      // competed with the calls' appends (at 10M events, live p99 12 -> 40 ms beside the finance reads).
+      subscription.expect(target);
       return new Promise((resolve) => {
         const w = { target, resolve };
         waiters.add(w);

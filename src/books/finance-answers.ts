@@ -24,20 +24,26 @@ export interface FinanceQuery {
   periods: PeriodView[];
 }
 
-/** An answer: its content type and text; a reconciliation also says whether it balanced. */
+/** An answer: its content type and body (UTF-8, moved to the thread that sends it); a reconciliation also says whether it balanced. */
 export interface FinanceAnswer {
   type: string;
-  text: string;
+  body: Uint8Array;
   balanced?: boolean;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+const utf8 = new TextEncoder();
+const answer = (type: string, text: string, balanced?: boolean): FinanceAnswer => ({
+  type,
+  body: utf8.encode(text),
+  ...(balanced === undefined ? {} : { balanced }),
+});
 
 async function report(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
   const f = await reportFrom(db, q.schema, q.window);
   const rows = f.rows;
   if (q.format === 'csv')
-    return { type: 'text/csv', text: `${[REPORT_COLUMNS.join(','), ...rows.map((row) => REPORT_COLUMNS.map((c) => row[c]).join(','))].join('\n')}\n` };
+    return answer('text/csv', `${[REPORT_COLUMNS.join(','), ...rows.map((row) => REPORT_COLUMNS.map((c) => row[c]).join(','))].join('\n')}\n`);
   const body = {
     object: 'finance_report',
     currency: f.currency,
@@ -48,27 +54,27 @@ async function report(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
     totals: sumRows(rows),
     periods: q.periods,
   };
-  return { type: JSON_TYPE, text: JSON.stringify(body) };
+  return answer(JSON_TYPE, JSON.stringify(body));
 }
 
 /** The reconciliation when it balances; one that does not is answered by the caller, with the events behind it. */
 async function reconciliation(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
   const rec = reconcileMoney(await moneyBooksFrom(db, q.schema, q.window), q.window);
   const balanced = rec.lines.every((l) => l.difference === 0);
-  return { type: JSON_TYPE, balanced, text: balanced ? JSON.stringify({ object: 'money_reconciliation', ...rec, periods: q.periods }) : '' };
+  return answer(JSON_TYPE, balanced ? JSON.stringify({ object: 'money_reconciliation', ...rec, periods: q.periods }) : '', balanced);
 }
 
 async function journal(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
   const [books, bookings] = await Promise.all([journalBooksFrom(db, q.schema, q.window), bookedEntries(db, q.schema, q.window.from, q.window.to)]);
   const entries = journalEntries(books, bookings);
   if (q.format === 'json')
-    return { type: JSON_TYPE, text: JSON.stringify({ object: 'journal', from: q.window.from, to: q.window.to, entries, balances: accountBalances(entries) }) };
-  return q.format === 'csv' ? { type: 'text/csv', text: journalCsv(entries) } : { type: 'text/plain', text: journalHledger(entries) };
+    return answer(JSON_TYPE, JSON.stringify({ object: 'journal', from: q.window.from, to: q.window.to, entries, balances: accountBalances(entries) }));
+  return q.format === 'csv' ? answer('text/csv', journalCsv(entries)) : answer('text/plain', journalHledger(entries));
 }
 
 async function lots(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
   const data = (await bookedLots(db, q.schema, q.window.to)).map((l) => ({ object: 'lot', ...l }));
-  return { type: JSON_TYPE, text: JSON.stringify({ object: 'list', data }) };
+  return answer(JSON_TYPE, JSON.stringify({ object: 'list', data }));
 }
 
 export const readTasks = { report, reconciliation, journal, lots } satisfies ReadTasks;

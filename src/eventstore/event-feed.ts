@@ -132,6 +132,7 @@ export function pollingEventFeed(
             await readNow();
           }
         },
+        expect: () => wake(),
         async close() {
           followers.delete(follower);
         },
@@ -165,7 +166,7 @@ export function pollingEventFeed(
  * for a cache asked about something it does not know (a key or a model added through another
  * process a moment ago). A failed read counts as done: the caller then answers from what it has.
  */
-export async function caughtUpWithin(subscription: Subscription, boundMs: number): Promise<void> {
+export async function caughtUpWithin(subscription: Pick<Subscription, 'caughtUp'>, boundMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([subscription.caughtUp().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, boundMs)))]);
   clearTimeout(timer);

@@ -90,8 +90,13 @@ export interface Snapshot {
 }
 
 export interface Subscription {
-  /** Resolves once the handler has seen every event committed before this call. */
+  /** Resolves once the handler has seen every event committed before this call: reads at once, cutting the linger short. */
   caughtUp(): Promise<void>;
+  /**
+   * Says that events up to `position` exist (another process appended them): the subscription
+   * reads them at its own pace, after its linger, without waiting for a notification or a poll.
+   */
+  expect(position: number): void;
   close(): Promise<void>;
 }
 

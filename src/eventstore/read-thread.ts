@@ -8,7 +8,11 @@ import type { Worker } from 'node:worker_threads';
 import type { PgTimeouts, Queryable } from './db.ts';
 import { startWorker } from './start-worker.ts';
 
-/** Named reads: each takes the database and its arguments (structured-cloneable) and returns a result that is. */
+/**
+ * Named reads: each takes the database and its arguments (structured-cloneable) and returns a
+ * result that is. A result's top-level Uint8Array fields are moved to the caller, not copied: a
+ * report of megabytes reaches the calling thread as bytes to send, never as a string to keep.
+ */
 export type ReadTasks = Record<string, (db: Queryable, args: never) => Promise<unknown>>;
 
 export interface ReadRunner {
@@ -30,6 +34,15 @@ export interface ReadThreadJob {
 export type ReadThreadRequest = { id: number; task: string; args: unknown };
 /** Id 0 is the thread saying it is ready (its tasks loaded, a connection open). */
 export type ReadThreadReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { name: string; message: string; code?: string } };
+
+/** The buffers a result moves to the calling thread (see ReadTasks); each owned by its array alone. */
+export function movedBuffers(value: unknown): ArrayBuffer[] {
+  if (!value || typeof value !== 'object') return [];
+  const out: ArrayBuffer[] = [];
+  for (const v of Object.values(value))
+    if (v instanceof Uint8Array && v.buffer instanceof ArrayBuffer && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) out.push(v.buffer);
+  return out;
+}
 
 /** Runs one named task (on whichever thread calls it). */
 export async function runTask(tasks: ReadTasks, db: Queryable, task: string, args: unknown): Promise<unknown> {

@@ -123,6 +123,7 @@ export function pollingSubscription(opts: {
         cutLinger?.();
       });
     },
+    expect: (at) => onAppend(at),
     async close() {
       closed = true;
       clearInterval(timer);
