@@ -2,7 +2,6 @@
 // and the peer gateway, measured in the same run with the same load generator. After every
 // phase the ledger is checked: each successful Tollgate response must be exactly one durable
 // charge of the exact price, with no hold left open.
-import { quiesce } from './quiesce.ts';
 import os from 'node:os';
 import { openPostgres, type Database } from '../src/eventstore/db.ts';
 import { streams } from '../src/ledger/events.ts';
@@ -13,6 +12,7 @@ import { freePort, processCpuSeconds, runLoad, sampleRss, type Child } from './p
 import { commitLatency, withApplicationName, cpuMeter } from './machine.ts';
 import { type AutocannonResult, type SequentialResult, type Summary, type TargetRequest } from './load.ts';
 import { ensureWrk, runWrk, type WrkResult } from './wrk.ts';
+import { quiesce } from './quiesce.ts';
 import {
   BENCH_MODEL,
   BENCH_RPM,

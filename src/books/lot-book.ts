@@ -1,6 +1,8 @@
 // The lot book: which lot every token an account uses comes from, and what that use is worth.
 // Pure: a fold over the log in order (`applyEvent`), kept out of the account decider so the
-// decider's state stays small (issue #31); the finance reports fold it at read time. Its memory is
+// decider's state stays small (issue #31). The books' read models (projections/books/books.ts)
+// fold it a page at a time as the projector applies the log; the whole-log fold (finance-fold.ts)
+// is their reference and names a reconciliation's unbalanced events. Its memory is
 // the lots and accounts, not the log: bookings go to a sink (and are kept only in a window), and a
 // correction finds its charge's channel through `channelOf` (the upstream_calls read model).
 // Each paid grant is a lot (tokens, money paid); free grants are lots with no value (promotional).
