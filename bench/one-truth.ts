@@ -15,21 +15,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
-import { type AutocannonResult, type SequentialResult } from './load.ts';
-import { runLoad } from './processes.ts';
 import { writeMarkedBlock } from './report.ts';
-import { directRequest, gatewayMetrics, openBenchAccount, startMock, startTollgate, tollgateRequest, type Mock, type Tollgate } from './targets.ts';
+import { gatewayMetrics, startMock, startTollgate, type Mock, type Tollgate } from './targets.ts';
+import { runSideBySide, sideBySideRows, type SideBySide } from './side-by-side.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** The commit before the rule: the last one whose gateways answered refusals from their caches. */
 export const ONE_TRUTH_BASELINE = '1dc0bc8';
 
-export interface OneTruthResult {
+export interface OneTruthResult extends SideBySide {
   baseline: string;
   head: string;
-  c1: { samples: number; directP50: number; before: { p50: number; p99: number }; after: { p50: number; p99: number } };
-  c64: Array<{ round: number; target: 'before' | 'after'; perSecond: number; ok: number; failed: number; p99: number }>;
   confirmations: { calls: number; checked: number; moved: number };
   load: number;
 }
@@ -51,8 +48,6 @@ export async function runOneTruthBench(o: { databaseUrl: string; quick?: boolean
   const log = o.log ?? ((l: string) => console.log(l));
   const baseline = o.baseline ?? ONE_TRUTH_BASELINE;
   const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
-  const samples = o.quick ? 600 : 3000;
-  const c64Requests = o.quick ? 6000 : 20_000;
   const tree = exportTree(baseline);
   let mock: Mock | null = null;
   const gateways: Tollgate[] = [];
@@ -63,46 +58,28 @@ export async function runOneTruthBench(o: { databaseUrl: string; quick?: boolean
     const after = await startTollgate({ databaseUrl: o.databaseUrl, mock });
     gateways.push(after);
     log(`one truth: baseline ${baseline} pid ${before.proc.pid}, this checkout (${head}) pid ${after.proc.pid}, mock pid ${mock.proc.pid}`);
-    const accounts = { before: await openBenchAccount(before, 'c1'), after: await openBenchAccount(after, 'c1') };
-    const heavyAccounts = { before: await openBenchAccount(before, 'c64'), after: await openBenchAccount(after, 'c64') };
-    const target = (name: 'before' | 'after', account = accounts[name]) => ({ ...tollgateRequest(name === 'before' ? before : after, account, false), name });
-    for (const name of ['before', 'after'] as const)
-      await runLoad<AutocannonResult>({ kind: 'autocannon', target: target(name), connections: 16, amount: o.quick ? 1500 : 4000 });
-
-    const checked0 = await counter(after, 'tollgate_ledger_confirmations_total');
-    const moved0 = await counter(after, 'tollgate_ledger_confirmations_moved_total');
-    const seq = await runLoad<SequentialResult>({
-      kind: 'sequential',
-      targets: [directRequest(mock, false), target('before'), target('after')],
-      samples,
-      warmup: 100,
-      block: 100,
-      stream: false,
+    let checked0 = 0;
+    let moved0 = 0;
+    let checked = 0;
+    let moved = 0;
+    const { c1, c64 } = await runSideBySide({
+      mock,
+      gateways: { before, after },
+      names: { before: 'baseline', after: 'this checkout' },
+      quick: o.quick,
+      log,
+      aroundC1: {
+        before: async () => {
+          checked0 = await counter(after, 'tollgate_ledger_confirmations_total');
+          moved0 = await counter(after, 'tollgate_ledger_confirmations_moved_total');
+        },
+        after: async () => {
+          checked = (await counter(after, 'tollgate_ledger_confirmations_total')) - checked0;
+          moved = (await counter(after, 'tollgate_ledger_confirmations_moved_total')) - moved0;
+        },
+      },
     });
-    const checked = (await counter(after, 'tollgate_ledger_confirmations_total')) - checked0;
-    const moved = (await counter(after, 'tollgate_ledger_confirmations_moved_total')) - moved0;
-    const p = (name: string) => ({ p50: seq.perTarget[name].total.p50, p99: seq.perTarget[name].total.p99 });
-    const c1 = { samples, directP50: seq.perTarget.direct.total.p50, before: p('before'), after: p('after') };
-    for (const name of ['before', 'after']) {
-      const failures = seq.perTarget[name].failures;
-      if (failures) throw new Error(`c=1: ${name} had ${failures} failed calls (${JSON.stringify(seq.perTarget[name].statuses)})`);
-    }
-    log(
-      `c=1 added p50: baseline +${(c1.before.p50 - c1.directP50).toFixed(3)} ms, this checkout +${(c1.after.p50 - c1.directP50).toFixed(3)} ms (direct p50 ${c1.directP50.toFixed(3)} ms, ${samples} calls each)`,
-    );
-
-    const c64: OneTruthResult['c64'] = [];
-    for (const round of [1, 2]) {
-      for (const name of round === 1 ? (['before', 'after'] as const) : (['after', 'before'] as const)) {
-        const r = await runLoad<AutocannonResult>({ kind: 'autocannon', target: target(name, heavyAccounts[name]), connections: 64, amount: c64Requests });
-        const failed = r.non2xx + r.errors + r.timeouts;
-        c64.push({ round, target: name, perSecond: r.perSecond, ok: r.ok, failed, p99: r.latencyMs.p99 });
-        log(
-          `c=64 round ${round} ${name === 'before' ? 'baseline' : 'this checkout'}: ${Math.round(r.perSecond)} req/s, ${r.ok} ok, ${failed} failed, p99 ${r.latencyMs.p99} ms`,
-        );
-      }
-    }
-    return { baseline, head, c1, c64, confirmations: { calls: samples, checked, moved }, load: os.loadavg()[0] };
+    return { baseline, head, c1, c64, confirmations: { calls: c1.samples, checked, moved }, load: os.loadavg()[0] };
   } finally {
     for (const g of gateways) await g.stop().catch(() => undefined);
     await mock?.proc.stop().catch(() => undefined);
@@ -112,20 +89,7 @@ export async function runOneTruthBench(o: { databaseUrl: string; quick?: boolean
 
 /** The section's table for BENCHMARKS.md: ratios of this checkout to the baseline, with the method beside them. */
 export function oneTruthTable(r: OneTruthResult): string {
-  const added = (x: { p50: number }) => x.p50 - r.c1.directP50;
-  const mean = (t: 'before' | 'after') => r.c64.filter((f) => f.target === t).reduce((n, f) => n + f.perSecond, 0) / 2;
-  const rows = [
-    `| | baseline ${r.baseline} | this checkout ${r.head} | ratio |`,
-    '|---|---:|---:|---:|',
-    `| c=1 added p50 (ms) | +${added(r.c1.before).toFixed(3)} | +${added(r.c1.after).toFixed(3)} | ${(added(r.c1.after) / added(r.c1.before)).toFixed(2)}× |`,
-    `| c=1 p99 (ms) | ${r.c1.before.p99.toFixed(3)} | ${r.c1.after.p99.toFixed(3)} | ${(r.c1.after.p99 / r.c1.before.p99).toFixed(2)}× |`,
-    ...[1, 2].map((round) => {
-      const b = r.c64.find((f) => f.round === round && f.target === 'before')!;
-      const a = r.c64.find((f) => f.round === round && f.target === 'after')!;
-      return `| c=64 req/s, round ${round} | ${Math.round(b.perSecond)} | ${Math.round(a.perSecond)} | ${(a.perSecond / b.perSecond).toFixed(2)}× |`;
-    }),
-    `| c=64 req/s, mean | ${Math.round(mean('before'))} | ${Math.round(mean('after'))} | ${(mean('after') / mean('before')).toFixed(2)}× |`,
-  ];
+  const rows = sideBySideRows(r, { before: `baseline ${r.baseline}`, after: `this checkout ${r.head}` });
   return [
     ...rows,
     '',

@@ -10,6 +10,8 @@
 //      they replaced (bench/finance.ts; its own block in BENCHMARKS.md)
 //   6. one-truth: c=1 added latency and c=64 throughput of this checkout beside the commit before
 //      the one-truth rule (bench/one-truth.ts; its own block in BENCHMARKS.md)
+//   7. tracing: the same, this checkout with OpenTelemetry tracing off and on (bench/tracing.ts;
+//      its own block in BENCHMARKS.md)
 //
 // npm run bench -- [--quick] [--only gateway,growth,ledger] [--no-peer] [--pglite]
 //                  [--cpu-profile DIR] [--no-write] [--json] [--projector]
@@ -29,6 +31,7 @@ import { ledgerCheckLines, mainTable, writeBenchmarksFile, describeRun, type Ben
 import { correctionsTable, runCorrectionsBench, writeCorrectionsBlock, type CorrectionSizeResult } from './corrections.ts';
 import { financeTable, financeTargets, runFinanceBench, writeFinanceBlock, type FinanceSizeResult } from './finance.ts';
 import { oneTruthTable, runOneTruthBench, writeOneTruthBlock, type OneTruthResult } from './one-truth.ts';
+import { runTracingBench, tracingTable, writeTracingBlock, type TracingResult } from './tracing.ts';
 
 const { values } = parseArgs({
   options: {
@@ -43,7 +46,7 @@ const { values } = parseArgs({
   },
 });
 const quick = !!values.quick;
-const sections = new Set((values.only ?? 'gateway,growth,ledger,corrections,finance,one-truth').split(','));
+const sections = new Set((values.only ?? 'gateway,growth,ledger,corrections,finance,one-truth,tracing').split(','));
 const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const started = Date.now();
 const log = (line: string) => console.log(line);
@@ -96,6 +99,11 @@ if (sections.has('one-truth')) {
   log('\n== one truth: this checkout beside the commit before the rule (issue 38) ==');
   oneTruth = await runOneTruthBench({ databaseUrl: url, quick, log });
 }
+let tracing: TracingResult | null = null;
+if (sections.has('tracing')) {
+  log('\n== tracing: OpenTelemetry off and on, side by side (issue 44) ==');
+  tracing = await runTracingBench({ databaseUrl: url, quick, log });
+}
 run.seconds = (Date.now() - started) / 1000;
 
 log(`\n${describeRun(run)}\n`);
@@ -106,6 +114,7 @@ if (run.ledger) log(`\nEvent store appends and rebuilds:\n${formatLedgerTable(ru
 if (corrections) log(`\nCorrections:\n${correctionsTable(corrections)}`);
 if (finance) log(`\nFinance reads:\n${financeTable(finance)}\n\n${financeTargets(finance).join('\n')}`);
 if (oneTruth) log(`\nOne truth across processes:\n${oneTruthTable(oneTruth)}`);
+if (tracing) log(`\nTracing off and on:\n${tracingTable(tracing)}`);
 const errors = [
   ...(run.gateway?.errors ?? []),
   ...(run.growth?.errors ?? []),
@@ -122,6 +131,7 @@ if (!values['no-write']) {
   if (corrections) writeCorrectionsBlock(path, corrections, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
   if (finance) writeFinanceBlock(path, finance, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
   if (oneTruth) writeOneTruthBlock(path, oneTruth, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
+  if (tracing) writeTracingBlock(path, tracing, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
   log(`\nwritten to ${path}`);
 }
 if (values.json) log(JSON.stringify(run, null, 2));

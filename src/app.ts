@@ -34,6 +34,7 @@ import { sameOriginWrites } from './http/public-origin.ts';
 import { keyManagementRouter } from './keys/key-management-routes.ts';
 import { metricsEndpoint, readiness, type ViewsBehind } from './wiring/health-routes.ts';
 import type { Metrics } from './wiring/metrics.ts';
+import { callSpans } from './http/call-spans.ts';
 
 /** Paths the /v1 router may match (it is case-insensitive) and the admin API: their routes read bodies after authentication. */
 const READS_BODIES = /^\/(v1|admin\/v1|app\/api)(\/|$)/i;
@@ -69,6 +70,8 @@ export function createApp(
     metrics?: Metrics;
     /** /metrics is on the public port only behind this token (else on its own port, see metricsApp, or nowhere). */
     metricsToken?: string;
+    /** The account and key ids on a call's span (TOLLGATE_TRACE_ACCOUNTS). */
+    traceAccounts?: boolean;
     trustProxy?: boolean;
     readyMaxLag?: { events: number; seconds: number };
     readyTimeoutMs?: number;
@@ -147,6 +150,7 @@ export function createApp(
   app.use(securityHeaders);
   app.use(apiCors);
   if (opts.metrics) app.use(requestMetrics(opts.metrics));
+  app.use(callSpans({ accountAttributes: opts.traceAccounts ?? false }));
   app.use(accessLog(deps.log));
   // Anthropic clients call /v1/messages: even failures before the route runs come in their shape.
   app.use(errorHandler([{ path: /^\/v1\/messages(\/count_tokens)?\/?$/, body: anthropicErrorBody }]));

@@ -30,6 +30,11 @@ export interface Settings {
   adminFailuresPerMinute: number;
   /** TOLLGATE_METRICS_TOKEN: /metrics on the public port, for `Authorization: Bearer <token>` only. */
   metricsToken?: string;
+  /**
+   * OpenTelemetry traces: exported when the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set
+   * (src/tracing/sdk.ts); TOLLGATE_TRACE_ACCOUNTS=on adds the account and key ids to a call's span.
+   */
+  traceAccounts: boolean;
   /** TOLLGATE_METRICS_PORT (and TOLLGATE_METRICS_HOST, default HOST): /metrics on a port of its own, without a token. */
   metricsPort?: number;
   metricsHost?: string;
@@ -211,6 +216,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     adminToken: env.TOLLGATE_ADMIN_TOKEN || undefined,
     adminFailuresPerMinute: Number(env.TOLLGATE_ADMIN_AUTH_FAILURES_PER_MINUTE ?? ADMIN_GUESSES_PER_MINUTE),
     metricsToken: env.TOLLGATE_METRICS_TOKEN || undefined,
+    traceAccounts: env.TOLLGATE_TRACE_ACCOUNTS === 'on',
     metricsPort: env.TOLLGATE_METRICS_PORT ? Number(env.TOLLGATE_METRICS_PORT) : undefined,
     metricsHost: env.TOLLGATE_METRICS_HOST || undefined,
     idempotencyTtlHours: Number(env.TOLLGATE_IDEMPOTENCY_TTL_HOURS ?? 24),

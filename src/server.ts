@@ -31,6 +31,7 @@ import { startSweeper, sweepStaleHolds } from './calls/sweeper.ts';
 import { createReleaseRetry } from './calls/release-retry.ts';
 import { revokeRotatedKey } from './keys/key-rotation.ts';
 import { createApp, metricsApp } from './app.ts';
+import { startTracing } from './tracing/sdk.ts';
 import { createSignIn } from './customers/sign-in.ts';
 import { createMailer } from './customers/mailer.ts';
 import { createOidc } from './customers/oidc.ts';
@@ -124,6 +125,9 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
     dataDir = join(settings.dataDir, 'pglite');
   }
+  // Registered before the first request, so every call's spans go to the collector.
+  const tracing = await startTracing(process.env);
+  if (tracing.endpoint) log.info({ endpoint: tracing.endpoint }, 'traces: exported by OTLP over HTTP');
   const store = await openSelectedEventStore(settings, validateEvent);
   const db = await openDatabase({ url: settings.databaseUrl, dataDir, poolSize: settings.pgPoolSize, timeouts: settings.pgTimeouts });
   const metrics = createMetrics();
@@ -244,6 +248,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     idempotencyTtlHours: settings.idempotencyTtlHours,
     metrics,
     metricsToken: settings.metricsToken,
+    traceAccounts: settings.traceAccounts,
     trustProxy: settings.trustProxy,
     readyMaxLag: settings.readyMaxLag,
     readyTimeoutMs: settings.readyTimeoutMs,
@@ -333,6 +338,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
       await seenHere.close();
       await ledger.close();
       await db.close();
+      await tracing.shutdown().catch(() => undefined);
     },
   };
 }

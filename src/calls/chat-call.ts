@@ -31,6 +31,7 @@ import { eventWithBilledTokens, withBilledTokens } from './billed-usage.ts';
 import type { CatalogModel, Route } from '../catalogue/index.ts';
 import { failedAttemptsOf, failureCode, openWithFailover, withFailover, type FailedAttempt } from '../upstream/channels/failover.ts';
 import type { Channel } from '../upstream/channels/registry.ts';
+import { inSpan, noteUsage, type TraceContext } from '../tracing/spans.ts';
 
 export interface ChatRequest {
   api: Dialect;
@@ -69,6 +70,8 @@ export interface CallRequest {
   baseUrl: string;
   /** Told as the call goes, for the answer's headers, the access log and the metrics. */
   notes: CallNotes;
+  /** The call's span: the parent of its steps' spans (hold, upstream attempts, charge). */
+  trace: TraceContext;
 }
 
 export interface CallNotes {
@@ -152,12 +155,15 @@ export async function callChat(deps: CallDeps, call: CallRequest, req: ChatReque
   // A streamed reply commits its status with its first byte, so its hold is committed first; a
   // whole reply is only sent once settled, so its upstream call may start as soon as the hold is
   // decided (wholeReply below).
-  const takeHold = async (early: boolean) => {
-    const hold = await deps.metering.reserveChat(caller, model.id, model, promptTokens, req.maxTokens, { early });
-    call.notes.rate(hold.rate);
-    return hold;
-  };
-  const run: ChatRun = { deps, call, req, model, promptTokens, hold: await takeHold(!req.stream), takeHold };
+  const traceContext = call.trace;
+  const takeHold = (early: boolean) =>
+    inSpan('tollgate.hold', { 'tollgate.prompt_tokens_counted': promptTokens }, traceContext, async (span) => {
+      const hold = await deps.metering.reserveChat(caller, model.id, model, promptTokens, req.maxTokens, { early });
+      span.setAttribute('tollgate.hold.tokens', hold.amount);
+      call.notes.rate(hold.rate);
+      return hold;
+    });
+  const run: ChatRun = { deps, call, req, model, promptTokens, hold: await takeHold(!req.stream), takeHold, traceContext };
   return req.stream ? openStream(run) : wholeReply(run);
 }
 
@@ -170,6 +176,8 @@ interface ChatRun {
   promptTokens: number;
   hold: Hold;
   takeHold(early: boolean): Promise<Hold>;
+  /** The call's span: its steps (a stream's charge too, settled as the stream is read) are its children. */
+  traceContext: TraceContext;
 }
 
 const nativeOf = (run: ChatRun, channel: Channel): NativeProvider | null =>
@@ -196,11 +204,16 @@ const chatCall = (run: ChatRun, channel: Channel, signal: AbortSignal): ChatCall
   signal,
 });
 
-const failover = (run: ChatRun, signal: AbortSignal) => ({ registry: run.deps.channels, signal });
+const failover = (run: ChatRun, signal: AbortSignal) => ({ registry: run.deps.channels, signal, trace: run.traceContext });
 
 async function settle(run: ChatRun, usage: Usage, streamed: boolean, aborted: boolean, trail: UpstreamTrail): Promise<Billing> {
   const effort = run.req.reasoningEffort ?? null;
-  const b = await run.deps.metering.settleChat(run.hold, usage, { reasoningEffort: effort, api: run.req.api, streamed, aborted, trail });
+  const b = await inSpan('tollgate.charge', { 'tollgate.channel': trail.channel }, run.traceContext, async (span) => {
+    const billing = await run.deps.metering.settleChat(run.hold, usage, { reasoningEffort: effort, api: run.req.api, streamed, aborted, trail });
+    span.setAttribute('tollgate.billed_tokens', billing.billed);
+    return billing;
+  });
+  noteUsage(run.traceContext, usage, b.billed);
   run.call.notes.billed(b.billed);
   return b;
 }

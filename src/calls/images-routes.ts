@@ -14,6 +14,8 @@ import { resolveImageField, MAX_SOURCE_BYTES } from './image-source.ts';
 import { setBillingHeaders } from '../http/billing-headers.ts';
 import { assertSourceImage } from '../upstream/image-source.ts';
 import { keyCallerOf } from '../http/state.ts';
+import { inSpan } from '../tracing/spans.ts';
+import { callTraceOf } from '../http/call-spans.ts';
 import type { ImagesRequest } from './shapes/request-shapes.ts';
 
 /** The body as its schema declares it (src/calls/shapes/request-shapes.ts). */
@@ -71,7 +73,12 @@ export function images(deps: CallDeps, mode: 'generations' | 'edits') {
     // Bytes that are no decodable image are refused before any hold: a bad request never reaches the ledger.
     if (source) await assertSourceImage(source.bytes);
     const size: ImageSize = body.size ?? '1024x1024';
-    const hold = await deps.metering.reserveImage(caller, model.id, model.multiplierMilli);
+    const traceContext = callTraceOf(ctx);
+    const hold = await inSpan('tollgate.hold', {}, traceContext, async (span) => {
+      const h = await deps.metering.reserveImage(caller, model.id, model.multiplierMilli);
+      span.setAttribute('tollgate.hold.tokens', h.amount);
+      return h;
+    });
     applyRateHeaders(ctx, hold.rate);
     // Aborted at once if the client already left while the call was prepared.
     const abort = abortWhenClientGone(ctx);
@@ -80,7 +87,7 @@ export function images(deps: CallDeps, mode: 'generations' | 'edits') {
       // Channels whose upstream makes no images are passed over.
       made = await withFailover(
         model.route.channels,
-        { registry: deps.channels, signal: abort.signal, capable: (c) => c.provider.images !== false },
+        { registry: deps.channels, signal: abort.signal, capable: (c) => c.provider.images !== false, operation: 'image_generation', trace: traceContext },
         (channel) => channel.provider.image({ upstreamModel: channel.upstreamModel, prompt: body.prompt, size, source, signal: abort.signal }),
       );
     } catch (err) {
@@ -89,11 +96,15 @@ export function images(deps: CallDeps, mode: 'generations' | 'edits') {
     }
     const { jpeg } = made.value;
     // Charged only once the image exists, and durably before the caller receives it.
-    const billing = await deps.metering.settleImage(
-      hold,
-      { size, edit: !!source },
-      { channel: made.channel.id, upstreamModel: made.channel.upstreamModel, upstreamId: null, failovers: made.failed },
-    );
+    const billing = await inSpan('tollgate.charge', { 'tollgate.channel': made.channel.id }, traceContext, async (span) => {
+      const b = await deps.metering.settleImage(
+        hold,
+        { size, edit: !!source },
+        { channel: made.channel.id, upstreamModel: made.channel.upstreamModel, upstreamId: null, failovers: made.failed },
+      );
+      span.setAttribute('tollgate.billed_tokens', b.billed);
+      return b;
+    });
     setBillingHeaders(ctx, billing.billed, billing.remaining);
     // What the call cost: a top-level field, as OpenAI's `usage` of an image reply requires token
     // counts (input, output, text and image tokens) that a per-image price does not have.

@@ -9,6 +9,7 @@ import { setBillingHeaders, setRemainingHeader } from '../http/billing-headers.t
 import { clientGone } from '../http/client-gone.ts';
 import { openSse, type SseWriter } from '../http/sse.ts';
 import { keyCallerOf } from '../http/state.ts';
+import { callTraceOf } from '../http/call-spans.ts';
 
 /** The call for the request's API key; a whole reply's billing headers are set before it returns. */
 export async function chatCall(deps: CallDeps, ctx: Context, req: ChatRequest): Promise<ChatResult> {
@@ -18,6 +19,7 @@ export async function chatCall(deps: CallDeps, ctx: Context, req: ChatRequest): 
       caller: keyCallerOf(ctx),
       clientGone: clientGone(ctx),
       baseUrl: deps.baseUrl(ctx),
+      trace: callTraceOf(ctx),
       notes: {
         model: (id) => {
           ctx.state.model = id;

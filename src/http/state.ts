@@ -4,6 +4,7 @@
 import type { Context } from 'koa';
 import type { ApiError } from './errors.ts';
 import type { Caller, KeyCaller } from './caller.ts';
+import type { TraceContext } from '../tracing/spans.ts';
 
 /** A signed-in person, on the session API (routes/customer-auth.ts). */
 export interface SignedInPerson {
@@ -29,6 +30,8 @@ declare module 'koa' {
     /** For the access log and metrics: the model called, what it was charged, why it failed. */
     model?: string;
     billed?: number;
+    /** The model call's span (http/call-spans.ts), the parent of its steps' spans. */
+    traceContext?: TraceContext;
     errorCode?: string | null;
     internalError?: unknown;
     /** The route's error body (the Anthropic routes' shape); OpenAI's when unset. */

@@ -5,6 +5,7 @@
 import { isAbortError } from '../abort.ts';
 import { UpstreamError } from '../port.ts';
 import type { Channel, ChannelRegistry } from './registry.ts';
+import { inSpan, NO_TRACE, SpanKind, type TraceContext } from '../../tracing/spans.ts';
 
 /** One channel that was tried and failed: its id and a short, secret-free reason. */
 export interface FailedAttempt {
@@ -82,6 +83,10 @@ export interface FailoverOptions {
   /** Channels that cannot take this call (no images, say) are left out. */
   capable?: (c: Channel) => boolean;
   random?: () => number;
+  /** The GenAI operation each attempt's span names (default chat). */
+  operation?: string;
+  /** The call's span: each attempt's span is its child. */
+  trace?: TraceContext;
 }
 
 export interface Succeeded<T> {
@@ -100,12 +105,30 @@ export async function withFailover<T>(channels: readonly Channel[], opts: Failov
   const failed: FailedAttempt[] = [];
   let last: UpstreamError | null = null;
   let previous: Channel | null = null;
+  const operation = opts.operation ?? 'chat';
+  // Each attempt a client span under the call's (a failover is one more span).
+  const traceContext = opts.trace ?? NO_TRACE;
+  const traced = (channel: Channel) =>
+    inSpan(
+      `${operation} ${channel.upstreamModel}`,
+      {
+        'gen_ai.operation.name': operation,
+        'gen_ai.request.model': channel.upstreamModel,
+        'gen_ai.provider.name': channel.provider.name,
+        'tollgate.channel': channel.id,
+        'tollgate.failover': previous !== null,
+      },
+      traceContext,
+      () => attempt(channel),
+      SpanKind.CLIENT,
+      failureCode,
+    );
 
   const tryChannel = async (channel: Channel): Promise<Succeeded<T> | null> => {
     // The call moves on from the channel that failed before this one.
     if (previous) opts.registry.recordFailover(previous);
     try {
-      const value = await attempt(channel);
+      const value = await traced(channel);
       channel.health.breaker.success();
       opts.registry.recordAttempt(channel, 'ok');
       return { value, channel, failed };
