@@ -23,6 +23,7 @@ import { anthropicErrors, countTokens, messages } from './calls/messages-routes.
 import { anthropicErrorBody } from './calls/dialects/anthropic-messages/render.ts';
 import { responses } from './calls/responses-routes.ts';
 import { images } from './calls/images-routes.ts';
+import { embeddings } from './calls/embeddings-routes.ts';
 import { listModels, subscription, usage } from './calls/account-routes.ts';
 import { adminRouter } from './wiring/admin-router.ts';
 import { paymentRoutes } from './books/payments-routes.ts';
@@ -106,6 +107,7 @@ export function createApp(
   v1.post('/messages/count_tokens', anthropicErrors, auth, invalid, body, countTokens(deps));
   v1.post('/responses', ...metered('responses'), responses(deps));
   v1.post('/images/generations', ...metered('images'), images(deps, 'generations'));
+  v1.post('/embeddings', ...metered('embeddings'), embeddings(deps));
   v1.post('/images/edits', auth, invalid, withUploads, idempotent(), images(deps, 'edits'));
   v1.get('/models', auth, listModels(deps));
   v1.get('/subscription', auth, subscription(deps));

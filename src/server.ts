@@ -196,7 +196,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   seenHere.announce(startHead);
   metrics.watchChannels(routes.registry);
   warmTokenizer();
-  warmValidators(['chat-completions', 'images']);
+  warmValidators(['chat-completions', 'images', 'embeddings']);
 
   // The finance reports read on a thread of their own where another thread can reach the read models.
   const readModelsDb = ledger.readModels.db;

@@ -153,6 +153,15 @@ test('an image', async () => {
   assert.is(r.size, '1024x1536');
 });
 
+test('embeddings, as floats and as base64', async () => {
+  const floats = ok(await post('/v1/embeddings', { model: CLAUDE_MODEL, input: ['a red kite', 'over a field'], encoding_format: 'float' }), 'embeddings');
+  assertShape('embeddings', floats);
+  assert.is((floats.data as unknown[]).length, 2);
+  const b64 = ok(await post('/v1/embeddings', { model: CLAUDE_MODEL, input: 'a red kite', encoding_format: 'base64', dimensions: 8 }), 'embeddings');
+  assertShape('embeddings', b64);
+  assert.type((b64.data as Array<{ embedding: unknown }>)[0].embedding, 'string');
+});
+
 test('/v1/messages (text and a tool call) and /v1/messages/count_tokens', async () => {
   const message = ok(
     await post('/v1/messages', { model: CLAUDE_MODEL, max_tokens: 60, messages: [{ role: 'user', content: 'Describe a lighthouse.' }] }),
@@ -288,6 +297,20 @@ const REQUEST_CASES = (): Record<string, { path: string; anthropic: boolean; val
       { body: { model: CLAUDE_MODEL, prompt: 'a boat', size: '512x512' }, field: 'size' },
       { body: { model: CLAUDE_MODEL, prompt: 'a boat', n: 2 }, field: 'n' },
       { body: { model: CLAUDE_MODEL, prompt: 'a boat', response_format: 'url' }, field: 'response_format' },
+    ],
+  },
+  embeddings: {
+    path: '/v1/embeddings',
+    anthropic: false,
+    valid: [
+      { body: { model: CLAUDE_MODEL, input: ['two', 'texts'], encoding_format: 'base64', dimensions: 4 } },
+      { body: { model: CLAUDE_MODEL, input: [[1, 2], [3]] } },
+    ],
+    invalid: [
+      { body: { model: CLAUDE_MODEL, input: [] }, field: 'input' },
+      { body: { model: CLAUDE_MODEL, input: [''] }, field: 'input' },
+      { body: { model: CLAUDE_MODEL, input: 'x', encoding_format: 'int8' }, field: 'encoding_format' },
+      { body: { model: CLAUDE_MODEL, input: 'x', dimensions: 0 }, field: 'dimensions' },
     ],
   },
   messages: {

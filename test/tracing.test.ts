@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import OpenAI from 'openai';
 import { spawnGateway, type GatewayProcess } from './support/gateway.ts';
+import { closedPort } from './support/http.ts';
 import { tracesEndpoint } from '../src/tracing/sdk.ts';
 
 // ---- The receiver -----------------------------------------------------------------------------
@@ -91,21 +92,13 @@ const PROMPT = 'Name three toll roads; the secret word is periwinkle.';
 let receiver: Receiver;
 let gw: GatewayProcess;
 let configDir: string;
-let closedPort: number;
-
-async function freePort(): Promise<number> {
-  const s = http.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
+let deadPort: number;
 
 /** The default models, with MODEL served by a channel nobody listens on and then by the simulated upstream. */
 function writeFailoverConfig(): string {
   const config = JSON.parse(readFileSync(new URL('../config/models.json', import.meta.url), 'utf8'));
   delete config.$schema;
-  config.providers.nowhere = { type: 'openai-compatible', baseURL: `http://127.0.0.1:${closedPort}/v1`, connectTimeoutMs: 200 };
+  config.providers.nowhere = { type: 'openai-compatible', baseURL: `http://127.0.0.1:${deadPort}/v1`, connectTimeoutMs: 200 };
   config.models[MODEL] = {
     channels: [
       { provider: 'nowhere', upstreamModel: 'gen-6-terra', id: 'nowhere/gen-6-terra' },
@@ -128,7 +121,7 @@ const startTraced = (extra: Record<string, string> = {}) =>
 
 test.before(async () => {
   configDir = mkdtempSync(join(tmpdir(), 'tollgate-tracing-'));
-  closedPort = await freePort();
+  deadPort = await closedPort();
   receiver = await startReceiver();
   // uvu reports a failing hook badly: say what went wrong before rethrowing.
   gw = await startTraced().catch((err: Error) => {
@@ -244,6 +237,25 @@ test('a streamed call: the charge committed while the stream is read is still th
   assert.is(a['tollgate.billed_tokens'], usage!.billed_tokens);
   assertFailoverChildren(t, usage!.billed_tokens!);
   assertNothingSecret([PROMPT, text, gw.key]);
+});
+
+test('an embeddings call: its span, the same steps, the input tokens the upstream counted', async () => {
+  const client = new OpenAI({ apiKey: gw.key, baseURL: gw.baseUrl, maxRetries: 0 });
+  const tp = traceparent();
+  const res = await client.embeddings.create({ model: MODEL, input: [PROMPT, 'another text'] }, { headers: { traceparent: tp.header } });
+  const usage = res.usage as OpenAI.CreateEmbeddingResponse.Usage & { billed_tokens: number };
+  const t = tree(await spansOf(receiver, tp.traceId, 5), tp.parentId);
+  assert.is(t.call.name, `embeddings ${MODEL}`);
+  const a = attributesOf(t.call.attributes);
+  assert.is(a['gen_ai.operation.name'], 'embeddings');
+  assert.is(a['gen_ai.usage.input_tokens'], usage.prompt_tokens);
+  assert.is(a['tollgate.billed_tokens'], usage.billed_tokens);
+  const attempts = t.named('embeddings gen-6-terra');
+  assert.is(attempts.length, 2, 'the refused channel, then the failover');
+  assert.is(attempts[0].status?.code, STATUS_ERROR);
+  assert.is(t.named('tollgate.hold').length, 1);
+  assert.is(attributesOf(t.named('tollgate.charge')[0].attributes)['tollgate.billed_tokens'], usage.billed_tokens);
+  assertNothingSecret([PROMPT, gw.key]);
 });
 
 test('a refused call (unknown model) is a span with its error type, and nothing upstream', async () => {

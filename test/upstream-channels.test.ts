@@ -18,7 +18,7 @@ import type { StoredEvent } from '../src/eventstore/port.ts';
 import { countMessageTokens, countTextTokens } from '../src/upstream/tokenizer.ts';
 import { toCanonical, type MessagesBody } from '../src/calls/dialects/anthropic-messages/render.ts';
 import type { TestGateway } from './support/gateway.ts';
-import { call, eventually, openAccount, startGatewayWithRoutes, type TestAccount } from './support/http.ts';
+import { call, closedPort, eventually, openAccount, startGatewayWithRoutes, type TestAccount } from './support/http.ts';
 import { assertNeverBelowZero } from './support/ledger-checks.ts';
 import {
   ANTHROPIC_DEFAULT_REPLY,
@@ -54,7 +54,7 @@ let claudeB: AnthropicDouble; // a second Anthropic upstream (channel 2)
 let gptDouble: OpenAIDouble;
 let dead: AnthropicDouble; // never answers (hang)
 let tap: Tap; // records what claudeA sends back to the gateway for CLAUDE
-let closedPort: number;
+let deadPort: number;
 let gw: TestGateway; // breaker: 3 failures in a row, out for 30 s
 let gw2: TestGateway; // breaker: 1 failure, out for 1.5 s
 
@@ -99,15 +99,6 @@ async function startTap(target: string): Promise<Tap> {
   };
 }
 
-/** A port nothing listens on (connections are refused). */
-async function freePort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 const anthropicProvider = (baseURL: string, extra: Record<string, unknown> = {}) => ({
   type: 'anthropic',
   baseURL,
@@ -126,7 +117,7 @@ test.before(async () => {
     dead = await startAnthropicDouble();
     dead.setDefault({ hang: true });
     tap = await startTap(claudeA.url);
-    closedPort = await freePort();
+    deadPort = await closedPort();
     const providers = {
       claudeTap: anthropicProvider(tap.url),
       claudeA: anthropicProvider(claudeA.url),
@@ -134,7 +125,7 @@ test.before(async () => {
       claudeB: anthropicProvider(claudeB.url),
       claudeBadKey: anthropicProvider(claudeA.url, { apiKeyEnv: 'TG_CHANNELS_WRONG_ANTHROPIC_KEY' }),
       dead: anthropicProvider(dead.url, { timeoutMs: 2000, connectTimeoutMs: 150, firstByteTimeoutMs: DOWN_FIRST_BYTE_TIMEOUT_MS }),
-      closed: anthropicProvider(`http://127.0.0.1:${closedPort}`, { connectTimeoutMs: 200 }),
+      closed: anthropicProvider(`http://127.0.0.1:${deadPort}`, { connectTimeoutMs: 200 }),
       gpt: { type: 'openai', baseURL: `${gptDouble.url}/v1`, apiKeyEnv: 'TG_CHANNELS_OPENAI_KEY', timeoutMs: 5000 },
       gptBadKey: { type: 'openai', baseURL: `${gptDouble.url}/v1`, apiKeyEnv: 'TG_CHANNELS_WRONG_OPENAI_KEY', timeoutMs: 5000 },
     };

@@ -2,6 +2,7 @@
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { redactSecretShapes } from '../secret-shapes.ts';
+import { whenResponseEnds } from './response-end.ts';
 
 export function accessLog(log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -32,8 +33,7 @@ export function accessLog(log: Logger) {
         else log.info(entry, 'request');
       };
       // Streams finish after the middleware returns; log when the response really ends.
-      if (ctx.res.writableFinished || !ctx.body || typeof (ctx.body as { pipe?: unknown }).pipe !== 'function') done();
-      else ctx.res.once('close', done);
+      whenResponseEnds(ctx, done);
     }
   };
 }

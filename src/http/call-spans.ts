@@ -3,6 +3,7 @@
 import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Context, Next } from 'koa';
 import { NO_TRACE, tracer, type TraceContext } from '../tracing/spans.ts';
+import { whenResponseEnds } from './response-end.ts';
 
 /** The call's trace context (its span), for the call's steps to hang under. */
 export const callTraceOf = (ctx: Context): TraceContext => ctx.state.traceContext ?? NO_TRACE;
@@ -11,6 +12,7 @@ export const callTraceOf = (ctx: Context): TraceContext => ctx.state.traceContex
 const OPERATIONS: Array<[RegExp, string]> = [
   [/^\/v1\/(chat\/completions|messages|responses)\/?$/i, 'chat'],
   [/^\/v1\/images\/(generations|edits)\/?$/i, 'image_generation'],
+  [/^\/v1\/embeddings\/?$/i, 'embeddings'],
 ];
 
 const operationOf = (method: string, path: string): string | null =>
@@ -42,11 +44,12 @@ export function callSpans(opts: { accountAttributes: boolean }) {
       span.end();
     };
     ctx.state.traceContext = trace.setSpan(parent, span);
+    // Tracing off (the API's no-op) or not sampled: nothing to note, and no hook on the response.
+    if (!span.isRecording()) return next();
     try {
       await next();
     } finally {
-      if (ctx.res.writableFinished || !ctx.body || typeof (ctx.body as { pipe?: unknown }).pipe !== 'function') end();
-      else ctx.res.once('close', end);
+      whenResponseEnds(ctx, end);
     }
   };
 }

@@ -1,6 +1,7 @@
 // Requests and their latency for the metrics (gateway/metrics.ts keeps the counters): each request
 // is recorded once its response has really ended, so a stream counts its whole length.
 import type { Context, Next } from 'koa';
+import { whenResponseEnds } from './response-end.ts';
 
 /** One request as the metrics count it: its route's pattern (never the raw path), what it billed on which model. */
 export interface RequestRecord {
@@ -28,8 +29,7 @@ export function requestMetrics(metrics: { timeRequest: RequestTimer }) {
           model: ctx.state.model,
           billed: ctx.state.billed,
         });
-      if (ctx.res.writableFinished || !ctx.body || typeof (ctx.body as { pipe?: unknown }).pipe !== 'function') record();
-      else ctx.res.once('close', record);
+      whenResponseEnds(ctx, record);
     }
   };
 }

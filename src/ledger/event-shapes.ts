@@ -122,7 +122,9 @@ export const EVENT_SHAPES = {
         Type.Literal('none'),
         Type.Null(),
       ]),
-      api: Type.Union([Type.Literal('chat.completions'), Type.Literal('messages'), Type.Literal('responses')]),
+      api: Type.Union([Type.Literal('chat.completions'), Type.Literal('messages'), Type.Literal('responses'), Type.Literal('embeddings')], {
+        description: 'The endpoint called: an embeddings call is charged like a chat call without completion tokens.',
+      }),
       streamed: Bool,
       aborted: Bool,
       cachedTokens: Type.Optional(Described(Count, 'Prompt tokens the upstream served from its cache (within promptTokens).')),

@@ -146,6 +146,26 @@ export interface NativeProvider {
   countTokens?(call: Omit<NativeCall, 'maxTokens'>): Promise<number>;
 }
 
+/** What the caller asked to embed: text (one or many), or token ids (one list or many). */
+export type EmbeddingInput = string | string[] | number[] | number[][];
+
+export interface EmbedCall {
+  upstreamModel: string;
+  input: EmbeddingInput;
+  /** base64: each vector as its float32 values' little-endian bytes, base64-encoded (OpenAI's format). */
+  encodingFormat: 'float' | 'base64';
+  dimensions?: number;
+  user?: string;
+  signal: AbortSignal;
+}
+
+export interface EmbedOutcome {
+  /** One vector per input, in input order. */
+  vectors: Array<number[] | string>;
+  /** The input tokens the upstream counted (what the call is charged). */
+  promptTokens: number;
+}
+
 export interface Provider {
   readonly name: string;
   chat(call: ChatCall): Promise<ChatOutcome>;
@@ -155,6 +175,8 @@ export interface Provider {
   native?: NativeProvider;
   /** false for upstreams that cannot make images (they are skipped for image calls). */
   readonly images?: boolean;
+  /** Present when the upstream makes embeddings (channels without it are skipped for those calls). */
+  embed?(call: EmbedCall): Promise<EmbedOutcome>;
 }
 
 /**

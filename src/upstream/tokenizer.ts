@@ -167,9 +167,14 @@ function sliceEnd(text: string, from: number): number {
  * between words), yielding the event loop after every SLICE characters counted.
  */
 export async function countMessageTokensYielding(messages: ChatMessage[], tools?: ToolDefinition[]): Promise<number> {
+  return countPartsYielding(promptParts(messages, tools));
+}
+
+/** Counts each text part in slices (a number part is a count already), yielding between slices. */
+async function countPartsYielding(parts: Iterable<string | number>): Promise<number> {
   let total = 0;
   let sinceYield = 0;
-  for (const part of promptParts(messages, tools)) {
+  for (const part of parts) {
     if (typeof part === 'number') {
       total += part;
       continue;
@@ -186,4 +191,11 @@ export async function countMessageTokensYielding(messages: ChatMessage[], tools?
     }
   }
   return total;
+}
+
+/** The tokens of an embeddings input: each text counted in slices, as a prompt is; each list of token ids by its length. */
+export function countEmbeddingTokensYielding(input: string | string[] | number[] | number[][]): Promise<number> {
+  if (typeof input === 'string') return countPartsYielding([input]);
+  const items: Array<string | number[]> = input.length > 0 && typeof input[0] === 'number' ? [input as number[]] : (input as Array<string | number[]>);
+  return countPartsYielding(items.map((item) => (typeof item === 'string' ? item : item.length)));
 }

@@ -1,5 +1,7 @@
 // Small helpers for gateway tests over real HTTP: calls with a key, accounts set up through the
 // ledger, and what the ledger holds for an account (charges, holds, the accounts read model).
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -242,4 +244,13 @@ export async function readSse(res: Response): Promise<unknown[]> {
     )
     .filter(Boolean)
     .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
+}
+
+/** A port nothing listens on (connections are refused): an upstream that is down. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

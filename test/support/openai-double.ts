@@ -1,7 +1,9 @@
 // A local upstream speaking OpenAI's native API as the `openai` package expects it:
 // chat completions and Responses (plain and SSE), image generations and edits (JSON and
 // multipart), Bearer auth and errors as {error:{message, type, param, code}}. `double.url` is
-// the origin; the SDK's baseURL is `${double.url}/v1`.
+// the origin; the SDK's baseURL is `${double.url}/v1`. Embeddings too: each text input costs
+// ceil(length / 4) tokens (at least 1), a list of token ids its length; a vector has
+// OPENAI_EMBEDDING_DIMENSIONS (or `dimensions`) values, floats or base64 float32 bytes.
 //
 // Token rules (see double-http.ts): the prompt is a list of segments: the tools array (one
 // segment, when present), then for chat each message, for Responses the instructions and each
@@ -64,6 +66,21 @@ export function openaiSegmentTokens(body: Body): number[] {
   return promptSegments(body).map(jsonTokens);
 }
 
+/** Dimensions of the double's embeddings when the request names none. */
+export const OPENAI_EMBEDDING_DIMENSIONS = 8;
+
+/** The tokens the double counts for an embeddings input. */
+export function openaiEmbeddingTokens(input: unknown): number {
+  const items = typeof input === 'string' ? [input] : Array.isArray(input) && typeof input[0] === 'number' ? [input] : asArray(input);
+  return items.reduce((n: number, item) => n + (typeof item === 'string' ? Math.max(1, Math.ceil(item.length / 4)) : Array.isArray(item) ? item.length : 0), 0);
+}
+
+/** The double's vector for one input: values from its characters, the same every time. */
+export function openaiEmbeddingOf(item: unknown, dimensions: number): number[] {
+  const text = typeof item === 'string' ? item : JSON.stringify(item);
+  return Array.from({ length: dimensions }, (_, i) => ((text.charCodeAt(i % text.length) * (i + 1)) % 97) / 97);
+}
+
 /** All prompt tokens: prompt_tokens (chat) or input_tokens (Responses), cached ones included. */
 export function openaiPromptTokens(body: Body): number {
   return openaiSegmentTokens(body).reduce((a, b) => a + b, 0);
@@ -100,6 +117,7 @@ export async function startOpenAIDouble(options: OpenAIDoubleOptions = {}): Prom
       '/v1/responses': responses,
       '/v1/images/generations': imageCall,
       '/v1/images/edits': imageCall,
+      '/v1/embeddings': embeddingsCall,
     };
     const route = req.method === 'POST' ? routes[path] : undefined;
     if (!route) return ex.json(404, errorBody(`Invalid URL (${req.method} ${path})`, 'invalid_request_error'));
@@ -356,6 +374,25 @@ export async function startOpenAIDouble(options: OpenAIDoubleOptions = {}): Prom
   }
 
   // ---- Images -----------------------------------------------------------------------------
+
+  async function embeddingsCall(ex: Exchange): Promise<void> {
+    const { body } = ex;
+    const input = body.input;
+    const items = typeof input === 'string' ? [input] : Array.isArray(input) && typeof input[0] === 'number' ? [input] : asArray(input);
+    if (typeof body.model !== 'string' || items.length === 0 || items.some((i) => i === '' || (Array.isArray(i) && i.length === 0)))
+      return ex.json(400, errorBody("'input' : input must be a non-empty string or array", 'invalid_request_error', 'input'));
+    const dimensions = typeof body.dimensions === 'number' ? body.dimensions : OPENAI_EMBEDDING_DIMENSIONS;
+    const base64 = body.encoding_format === 'base64';
+    const data = items.map((item, index) => {
+      const v = openaiEmbeddingOf(item, dimensions);
+      if (!base64) return { object: 'embedding', index, embedding: v };
+      const bytes = Buffer.alloc(v.length * 4);
+      v.forEach((x, i) => bytes.writeFloatLE(x, i * 4));
+      return { object: 'embedding', index, embedding: bytes.toString('base64') };
+    });
+    const tokens = openaiEmbeddingTokens(input);
+    return ex.json(200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
+  }
 
   async function imageCall(ex: Exchange): Promise<void> {
     const { body, path } = ex;

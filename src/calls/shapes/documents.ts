@@ -4,6 +4,7 @@
 import {
   ANTHROPIC_DEFINITIONS,
   ChatCompletionsRequest,
+  EmbeddingsRequest,
   ImageUrl,
   ImagesRequest,
   MessagesCountTokensRequest,
@@ -18,6 +19,11 @@ const DRAFT_07 = 'http://json-schema.org/draft-07/schema#';
 /** The request bodies, by the name validate.ts knows them by. */
 const REQUESTS: Record<string, SchemaDocument> = {
   'chat-completions': { title: 'CreateChatCompletion', shape: ChatCompletionsRequest, definitions: { imageUrl: ImageUrl } },
+  embeddings: {
+    title: 'CreateEmbedding',
+    description: 'Body of /v1/embeddings: text or token ids, one input or up to 2,048.',
+    shape: EmbeddingsRequest,
+  },
   images: {
     title: 'CreateImage',
     description: 'Body of /v1/images/generations and /v1/images/edits (JSON, or multipart for edits).',

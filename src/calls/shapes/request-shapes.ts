@@ -125,6 +125,25 @@ export const ImagesRequest = Type.Object({
   user: Type.Optional(EndUser),
 });
 
+// ------------------------------------------------------------------ POST /v1/embeddings
+
+/** OpenAI's limits: at most 2,048 inputs a call, none empty. */
+const EMBEDDING_INPUTS = 2048;
+const TokenId = Type.Integer({ minimum: 0 });
+
+export const EmbeddingsRequest = Type.Object({
+  model: ModelName,
+  input: Type.Union([
+    Type.String({ minLength: 1 }),
+    Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: EMBEDDING_INPUTS }),
+    Type.Array(TokenId, { minItems: 1 }),
+    Type.Array(Type.Array(TokenId, { minItems: 1 }), { minItems: 1, maxItems: EMBEDDING_INPUTS }),
+  ]),
+  encoding_format: Type.Optional(OneOf(['float', 'base64'])),
+  dimensions: Type.Optional(Type.Integer({ minimum: 1, maximum: 65536 })),
+  user: Type.Optional(EndUser),
+});
+
 // ------------------------------------------------------------------ POST /v1/messages and /v1/messages/count_tokens
 
 /** An image's source: base64 data of a known type, or a URL (other kinds, such as file ids, pass unchecked). */
@@ -234,6 +253,7 @@ export type ChatContentPart = Static<typeof ChatContentPart>;
 export type ChatToolCall = Static<typeof ChatToolCall>;
 export type ChatTool = Static<typeof ChatTool>;
 export type ImagesRequest = Static<typeof ImagesRequest>;
+export type EmbeddingsRequest = Static<typeof EmbeddingsRequest>;
 export type MessagesRequest = Static<typeof MessagesRequest>;
 export type MessagesCountTokensRequest = Static<typeof MessagesCountTokensRequest>;
 export type ResponsesRequest = Static<typeof ResponsesRequest>;

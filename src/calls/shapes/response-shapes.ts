@@ -108,6 +108,25 @@ export const ImagesReply = Closed(
   { description: 'POST /v1/images/generations and /v1/images/edits: one JPEG, in base64.' },
 );
 
+export const EmbeddingsReply = Closed(
+  {
+    object: Type.Literal('list'),
+    data: Type.Array(
+      Closed({
+        object: Type.Literal('embedding'),
+        index: Count,
+        embedding: Type.Union([Type.Array(Type.Number(), { minItems: 1 }), Base64], {
+          description: 'The vector: floats, or with encoding_format base64 its float32 values as little-endian bytes in base64.',
+        }),
+      }),
+      { minItems: 1 },
+    ),
+    model: Type.String({ minLength: 1 }),
+    usage: Closed({ prompt_tokens: Count, total_tokens: Count, billed_tokens: Billed }),
+  },
+  { description: 'POST /v1/embeddings: one vector per input, in input order.' },
+);
+
 // ------------------------------------------------------------------ Anthropic Messages
 
 const STOP_REASONS = ['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'pause_turn', 'refusal', 'model_context_window_exceeded'] as const;
@@ -352,6 +371,7 @@ export const RESPONSE_SHAPES: Record<string, SchemaDocument> = {
   'chat-completions': { title: 'ChatCompletion', shape: ChatCompletion },
   'chat-completions-chunk': { title: 'ChatCompletionChunk', shape: ChatCompletionChunk },
   images: { title: 'ImagesResponse', shape: ImagesReply },
+  embeddings: { title: 'CreateEmbeddingResponse', shape: EmbeddingsReply },
   messages: { title: 'Message (Anthropic Messages API)', shape: MessageReply },
   'messages-count-tokens': { title: 'MessageTokensCount (Anthropic Messages API)', shape: CountTokensReply },
   responses: { title: 'Response (OpenAI Responses API)', shape: ResponsesReply },
@@ -364,6 +384,7 @@ export const RESPONSE_SHAPES: Record<string, SchemaDocument> = {
 export type ChatCompletion = Static<typeof ChatCompletion>;
 export type ChatCompletionChunk = Static<typeof ChatCompletionChunk>;
 export type ImagesReply = Static<typeof ImagesReply>;
+export type EmbeddingsReply = Static<typeof EmbeddingsReply>;
 export type MessageReply = Static<typeof MessageReply>;
 export type CountTokensReply = Static<typeof CountTokensReply>;
 export type ResponsesReply = Static<typeof ResponsesReply>;

@@ -15,6 +15,7 @@ import { readSse } from '../sse.ts';
 import { assertSourceImage } from '../image-source.ts';
 import { normaliseUpstreamImage } from '../image-output.ts';
 import { jsonBytes } from '../json-slices.ts';
+import { embedOverOpenAIWire } from '../openai-embeddings.ts';
 
 export { InvalidImageError } from '../image-error.ts';
 
@@ -137,7 +138,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     return { jpeg: await normaliseUpstreamImage(Buffer.from(b64, 'base64'), call.size) };
   }
 
-  return { name: 'openai-compatible', chat, chatStream, image };
+  return { name: 'openai-compatible', chat, chatStream, image, embed: (call) => embedOverOpenAIWire(target, call) };
 }
 
 interface StreamChunk {

@@ -6,6 +6,7 @@ import type { UpstreamTarget } from '../upstream-http.ts';
 import { chat, chatStream } from './chat.ts';
 import { image } from './images.ts';
 import { createNativeOpenAI } from './native.ts';
+import { embedOverOpenAIWire } from '../openai-embeddings.ts';
 
 export { InvalidImageError } from '../image-error.ts';
 export { OPENAI_DIALECTS } from './native.ts';
@@ -52,6 +53,7 @@ export function createOpenAIProvider(options: OpenAIOptions): Provider {
     chat: (call: ChatCall) => chat(target, call),
     chatStream: (call: ChatCall) => chatStream(target, call),
     image: (call: ImageCall) => image(target, call),
+    embed: (call) => embedOverOpenAIWire(target, call),
     native: createNativeOpenAI(target),
   };
 }

@@ -1,5 +1,6 @@
 // The default, fully offline upstream: deterministic chat and real JPEG images.
-import type { ChatCall, ChatOutcome, ChatStreamPart, ImageCall, ImageOutcome, Provider } from '../port.ts';
+import type { ChatCall, ChatOutcome, ChatStreamPart, EmbedCall, ImageCall, ImageOutcome, Provider } from '../port.ts';
+import { simulatedEmbeddings } from './embeddings.ts';
 import { pause, throwIfAborted } from '../abort.ts';
 import { planReply } from './text.ts';
 import { drawImage, editImage } from './image.ts';
@@ -49,5 +50,11 @@ export function createSimulatedProvider(options: SimulatedOptions = {}): Provide
     return { jpeg };
   }
 
-  return { name: 'simulated', chat, chatStream, image };
+  // No pause: an embedding takes the upstream milliseconds, and nothing streams.
+  const embed = async (call: EmbedCall) => {
+    throwIfAborted(call.signal);
+    return simulatedEmbeddings(call);
+  };
+
+  return { name: 'simulated', chat, chatStream, image, embed };
 }
