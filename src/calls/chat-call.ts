@@ -4,19 +4,17 @@
 // A channel that speaks the caller's dialect gets the caller's own body (pass-through); any
 // other is called in the canonical chat shape, which the dialect renders back.
 import type { CallDeps } from './call-deps.ts';
+import type { Billing, CanonicalItem, ChatReply, ChatResult, NativeItem, StreamedChat, StreamFailure, WholeChat } from './chat-results.ts';
 import { resolveCallerModel } from './model-access.ts';
 import { countMessageTokensYielding, countTextTokens } from '../upstream/tokenizer.ts';
 import {
   UpstreamError,
   type ChatCall,
   type ChatMessage,
-  type ChatOutcome,
   type ChatStreamPart,
   type Dialect,
-  type FinishReason,
   type NativeCall,
   type NativeProvider,
-  type NativeReply,
   type NativeStreamEvent,
   type ToolDefinition,
   type Usage,
@@ -53,14 +51,6 @@ export interface ChatRequest {
 /** What a dialect translates its request into, before the gateway adds model and limits. */
 export type CanonicalRequest = Pick<ChatRequest, 'messages' | 'tools' | 'toolChoice' | 'reasoningEffort' | 'params'>;
 
-export interface Billing {
-  billed: number;
-  remaining: number;
-}
-
-/** A whole reply: the upstream's own body (pass-through) or the canonical outcome to render. */
-export type ChatReply = { native: NativeReply } | { canonical: ChatOutcome };
-
 /** What the HTTP side hands a call: who calls, and plain values of the request it came with. */
 export interface CallRequest {
   caller: KeyCaller;
@@ -81,54 +71,6 @@ export interface CallNotes {
   rate(decision: RateDecision | null): void;
   /** What the call was charged, once the charge is committed. */
   billed(tokens: number): void;
-}
-
-/** A whole reply, already settled. */
-export interface WholeChat {
-  stream: false;
-  model: CatalogModel & { route: Route };
-  promptTokens: number;
-  reply: ChatReply;
-  billing: Billing;
-}
-
-/**
- * A stream that began (a channel answered). Its items say what to send; it settles before the
- * item that completes the reply, and ends, with the hold settled or released, when it is done.
- * A pass-through channel's stream (`native`) carries the upstream's own events; any other the
- * canonical parts the dialect renders (its opening events first, written before the first item).
- */
-export type StreamedChat = { stream: true; model: CatalogModel & { route: Route }; promptTokens: number } & (
-  { native: true; items: AsyncIterable<NativeItem | StreamFailure> } | { native: false; items: AsyncIterable<CanonicalItem | StreamFailure> }
-);
-
-export type ChatResult = WholeChat | StreamedChat;
-
-/** An upstream event of a pass-through stream, to forward as it is (its usage says what the call cost). */
-export interface NativeItem {
-  type: 'event';
-  event?: string;
-  data: string;
-}
-
-export type CanonicalItem =
-  | { type: 'text'; text: string }
-  | { type: 'tool_call'; part: Extract<ChatStreamPart, { type: 'tool_call' }> }
-  /** The last item of a reply that completed: charged already. */
-  | { type: 'finish'; reason: FinishReason; usage: Usage; billing: Billing };
-
-/** The stream failed after it began: the dialect's error event says `message`; `code` is why (for the log). */
-export interface StreamFailure {
-  type: 'failed';
-  code: 'ledger_unavailable' | 'upstream_error';
-  message: string;
-}
-
-export interface StreamRenderer {
-  text(text: string): void;
-  toolCall(part: Extract<ChatStreamPart, { type: 'tool_call' }>): void;
-  finish(reason: FinishReason, usage: Usage, billing: Billing): void;
-  error(message: string): void;
 }
 
 const trailOf = (channel: Channel, failed: FailedAttempt[], upstreamId: string | undefined): UpstreamTrail => ({

@@ -3,7 +3,8 @@
 // rate, the charge) onto the response and ctx.state, and its stream out as server-sent events.
 import type { Context } from 'koa';
 import type { CallDeps } from './call-deps.ts';
-import { callChat, type ChatRequest, type ChatResult, type StreamedChat, type StreamFailure, type StreamRenderer } from './chat-call.ts';
+import { callChat, type ChatRequest } from './chat-call.ts';
+import type { ChatResult, StreamedChat, StreamFailure, StreamRenderer } from './chat-results.ts';
 import { applyRateHeaders } from '../http/rate-limit.ts';
 import { setBillingHeaders, setRemainingHeader } from '../http/billing-headers.ts';
 import { clientGone } from '../http/client-gone.ts';

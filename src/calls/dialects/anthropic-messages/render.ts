@@ -1,7 +1,8 @@
 // The Anthropic Messages dialect: translates a /v1/messages body into the canonical chat shape,
 // and renders replies, streams and errors the way Anthropic's API does. Metering lives in
 // chat-call.ts; nothing here touches the ledger.
-import type { CanonicalRequest, StreamRenderer } from '../../chat-call.ts';
+import type { CanonicalRequest } from '../../chat-call.ts';
+import type { StreamRenderer } from '../../chat-results.ts';
 import { REASONING_EFFORTS } from '../../../catalogue/index.ts';
 import { randomUUID } from 'node:crypto';
 import type { ApiError } from '../../../http/errors.ts';

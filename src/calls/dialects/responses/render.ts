@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ChatOutcome, ChatStreamPart, FinishReason, Usage } from '../../../upstream/port.ts';
 import type { SseWriter } from '../../../http/sse.ts';
-import type { StreamRenderer } from '../../chat-call.ts';
+import type { StreamRenderer } from '../../chat-results.ts';
 import { withBilledTokens } from '../../billed-usage.ts';
 import { isObject, toCanonicalTools, toolChoiceOf, type ResponsesBody } from './request.ts';
 
