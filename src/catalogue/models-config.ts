@@ -9,6 +9,7 @@ import { createOpenAICompatibleProvider } from '../upstream/openai-compatible/in
 import { createAnthropicProvider } from '../upstream/anthropic/index.ts';
 import { createOpenAIProvider } from '../upstream/openai/index.ts';
 import { azureEndpointOf, createAzureOpenAIProvider } from '../upstream/azure-openai/index.ts';
+import { createGeminiProvider } from '../upstream/gemini/index.ts';
 import { ChannelRegistry, type Channel } from '../upstream/channels/registry.ts';
 import { DEFAULT_BREAKER_POLICY } from '../upstream/channels/breaker.ts';
 
@@ -26,7 +27,8 @@ type ProviderConfig =
   | ({ type: 'azure-openai'; endpoint?: string; resource?: string; deployment?: string; apiVersion: string; apiKeyEnv: string } & Omit<
       Timeouts,
       'connectTimeoutMs'
-    >);
+    >)
+  | ({ type: 'gemini'; baseURL?: string; apiVersion?: string; apiKeyEnv: string } & Omit<Timeouts, 'connectTimeoutMs'>);
 
 interface ChannelConfig {
   id?: string;
@@ -153,6 +155,14 @@ function createProvider(name: string, p: ProviderConfig, env: SecretSource, mode
         apiKey: requiredSecret(env, p.apiKeyEnv, name, models),
         apiVersion: p.apiVersion,
         deployment: p.deployment,
+        timeoutMs: p.timeoutMs,
+        firstByteTimeoutMs: p.firstByteTimeoutMs,
+      });
+    case 'gemini':
+      return createGeminiProvider({
+        baseURL: p.baseURL,
+        apiKey: requiredSecret(env, p.apiKeyEnv, name, models),
+        apiVersion: p.apiVersion,
         timeoutMs: p.timeoutMs,
         firstByteTimeoutMs: p.firstByteTimeoutMs,
       });

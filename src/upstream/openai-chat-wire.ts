@@ -49,6 +49,15 @@ export function requestTexts(call: ChatCall): string[] {
   return texts;
 }
 
+/** The request's texts (prompt, image URLs, tool arguments), for scrubbing error messages. */
+export function chatSecrets(call: ChatCall): string[] {
+  const texts = requestTexts(call);
+  for (const message of call.messages) {
+    for (const toolCall of message.tool_calls ?? []) texts.push(toolCall.function.arguments);
+  }
+  return texts;
+}
+
 export function finishReasonOf(raw: unknown, sawToolCalls: boolean): FinishReason {
   if (raw === 'length') return 'length';
   if (raw === 'tool_calls' || raw === 'function_call') return 'tool_calls';

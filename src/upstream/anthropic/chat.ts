@@ -4,7 +4,8 @@ import { readJson, send, type UpstreamTarget } from '../upstream-http.ts';
 import { isObject } from './json.ts';
 import { answerText } from './structured.ts';
 import { anthropicEvents } from './stream.ts';
-import { chatOutcomeOf, chatSecrets, finishReasonOf, messagesRequest } from './translate.ts';
+import { chatOutcomeOf, finishReasonOf, messagesRequest } from './translate.ts';
+import { chatSecrets } from '../openai-chat-wire.ts';
 import { UsageTracker } from './usage.ts';
 import { jsonBytes } from '../json-slices.ts';
 

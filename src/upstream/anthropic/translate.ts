@@ -1,10 +1,10 @@
 // Canonical chat (the OpenAI chat shape of port.ts) ⇄ Anthropic Messages, for callers who speak
 // another dialect than the upstream.
 import { UpstreamError, type ChatCall, type ChatMessage, type ChatOutcome, type ContentPart, type FinishReason, type ToolCall } from '../port.ts';
-import { requestTexts } from '../openai-chat-wire.ts';
 import { isObject, type Json } from './json.ts';
 import { usageOf } from './usage.ts';
 import { answerText, structuredRequest, type AnswerTool } from './structured.ts';
+import { messageText, systemPrompt, toolArguments } from '../canonical-messages.ts';
 
 /** Anthropic's smallest thinking budget. */
 export const MIN_THINKING_BUDGET = 1024;
@@ -45,7 +45,7 @@ export interface MessagesRequest {
  */
 export function messagesRequest(call: ChatCall, stream: boolean, structuredOutputModels: readonly string[]): MessagesRequest {
   const body: Json = { model: call.upstreamModel, max_tokens: call.maxTokens };
-  const system = systemOf(call.messages);
+  const system = systemPrompt(call.messages);
   if (system) body.system = system;
   body.messages = turnsOf(call.messages);
 
@@ -107,29 +107,6 @@ function answerChoice(choice: Json | undefined, callerTools: boolean, name: stri
   return { type: 'tool', name, ...parallel };
 }
 
-/** The request's texts (prompt, image URLs, tool arguments), for scrubbing error messages. */
-export function chatSecrets(call: ChatCall): string[] {
-  const texts = requestTexts(call);
-  for (const message of call.messages) {
-    for (const toolCall of message.tool_calls ?? []) texts.push(toolCall.function.arguments);
-  }
-  return texts;
-}
-
-function textOf(content: ChatMessage['content']): string {
-  if (typeof content === 'string') return content;
-  return (content ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
-}
-
-/** System and developer messages, wherever they are, become the top-level system prompt. */
-function systemOf(messages: ChatMessage[]): string {
-  return messages
-    .filter((m) => m.role === 'system' || m.role === 'developer')
-    .map((m) => textOf(m.content))
-    .filter((text) => text !== '')
-    .join('\n\n');
-}
-
 interface Turn {
   role: 'user' | 'assistant';
   /** tool_result blocks: Anthropic wants them first in their user turn. */
@@ -160,7 +137,7 @@ function turnsOf(messages: ChatMessage[]): Json[] {
         break;
       case 'assistant': {
         // Images have no place in an assistant turn; only its text and tool calls go along.
-        const text = textOf(message.content);
+        const text = messageText(message.content);
         const blocks: Json[] = text !== '' ? [{ type: 'text', text }] : [];
         for (const toolCall of message.tool_calls ?? []) blocks.push(toolUseBlock(toolCall));
         add('assistant', blocks);
@@ -236,18 +213,7 @@ function percentDecode(text: string): Buffer {
 }
 
 function toolUseBlock(toolCall: ToolCall): Json {
-  return { type: 'tool_use', id: toolCall.id, name: toolCall.function.name, input: toolInput(toolCall.function.arguments) };
-}
-
-/** Tool arguments as the object Anthropic requires: unparsable → {}, a non-object → { value }. */
-function toolInput(args: string): Json {
-  let value: unknown;
-  try {
-    value = JSON.parse(args === '' ? '{}' : args);
-  } catch {
-    return {};
-  }
-  return isObject(value) ? value : { value };
+  return { type: 'tool_use', id: toolCall.id, name: toolCall.function.name, input: toolArguments(toolCall.function.arguments) };
 }
 
 /** OpenAI's tool_choice in Anthropic's shape; parallel_tool_calls: false disables parallel use. */

@@ -3,6 +3,7 @@
 import type { EmbedCall, EmbedOutcome } from '../port.ts';
 import { createRng, seedFrom } from '../seed.ts';
 import { countEmbeddingTokensYielding } from '../tokenizer.ts';
+import { base64Of } from '../embedding-vector.ts';
 
 /** Dimensions when the caller names none (OpenAI's small model gives 1,536; a double needs fewer). */
 export const SIMULATED_EMBEDDING_DIMENSIONS = 256;
@@ -18,13 +19,6 @@ function vectorOf(model: string, item: string, dimensions: number): Float32Array
   const scale = 1 / Math.sqrt(norm || 1);
   for (let i = 0; i < dimensions; i++) v[i] *= scale;
   return v;
-}
-
-/** OpenAI's base64 format: the float32 values' little-endian bytes. */
-function base64Of(v: Float32Array): string {
-  const bytes = Buffer.alloc(v.length * 4);
-  v.forEach((x, i) => bytes.writeFloatLE(x, i * 4));
-  return bytes.toString('base64');
 }
 
 export async function simulatedEmbeddings(call: EmbedCall): Promise<EmbedOutcome> {
