@@ -10,6 +10,7 @@ import { createAnthropicProvider } from '../upstream/anthropic/index.ts';
 import { createOpenAIProvider } from '../upstream/openai/index.ts';
 import { azureEndpointOf, createAzureOpenAIProvider } from '../upstream/azure-openai/index.ts';
 import { createGeminiProvider } from '../upstream/gemini/index.ts';
+import { createBedrockProvider } from '../upstream/bedrock/index.ts';
 import { ChannelRegistry, type Channel } from '../upstream/channels/registry.ts';
 import { DEFAULT_BREAKER_POLICY } from '../upstream/channels/breaker.ts';
 
@@ -28,7 +29,11 @@ type ProviderConfig =
       Timeouts,
       'connectTimeoutMs'
     >)
-  | ({ type: 'gemini'; baseURL?: string; apiVersion?: string; apiKeyEnv: string } & Omit<Timeouts, 'connectTimeoutMs'>);
+  | ({ type: 'gemini'; baseURL?: string; apiVersion?: string; apiKeyEnv: string } & Omit<Timeouts, 'connectTimeoutMs'>)
+  | ({ type: 'bedrock'; region: string; endpoint?: string; accessKeyIdEnv?: string; secretAccessKeyEnv?: string; sessionTokenEnv?: string } & Omit<
+      Timeouts,
+      'connectTimeoutMs'
+    >);
 
 interface ChannelConfig {
   id?: string;
@@ -163,6 +168,22 @@ function createProvider(name: string, p: ProviderConfig, env: SecretSource, mode
         baseURL: p.baseURL,
         apiKey: requiredSecret(env, p.apiKeyEnv, name, models),
         apiVersion: p.apiVersion,
+        timeoutMs: p.timeoutMs,
+        firstByteTimeoutMs: p.firstByteTimeoutMs,
+      });
+    case 'bedrock':
+      // The schema asks for both key variables or neither (then the SDK's own credential chain).
+      return createBedrockProvider({
+        region: p.region,
+        endpoint: p.endpoint,
+        credentials:
+          p.accessKeyIdEnv && p.secretAccessKeyEnv
+            ? {
+                accessKeyId: requiredSecret(env, p.accessKeyIdEnv, name, models),
+                secretAccessKey: requiredSecret(env, p.secretAccessKeyEnv, name, models),
+                ...(p.sessionTokenEnv && { sessionToken: requiredSecret(env, p.sessionTokenEnv, name, models) }),
+              }
+            : undefined,
         timeoutMs: p.timeoutMs,
         firstByteTimeoutMs: p.firstByteTimeoutMs,
       });

@@ -1,6 +1,6 @@
 // Reading a canonical call's messages, for the adapters that translate it into another wire
-// (Anthropic Messages, Gemini contents): a message's text, the system prompt, a tool call's
-// arguments as an object.
+// (Anthropic Messages, Gemini contents, Bedrock Converse): a message's text, the system prompt, a
+// tool call's arguments as an object, the messages without the caller's cache marks.
 import type { ChatMessage } from './port.ts';
 
 type Json = Record<string, unknown>;
@@ -30,4 +30,10 @@ export function toolArguments(args: string): Json {
     return {};
   }
   return isObject(value) ? value : { value };
+}
+
+/** The messages without the caller's cache marks, for wires that have none (and for seeds that must not change with them). */
+export function withoutCacheMarks(messages: ChatMessage[]): ChatMessage[] {
+  if (!messages.some((m) => m.cacheBreakpoint)) return messages;
+  return messages.map(({ cacheBreakpoint: _mark, ...message }) => message);
 }

@@ -1,6 +1,7 @@
 // Chat completions wire format: the request body we send and how replies map onto the port.
 import { UpstreamError, type ChatCall, type ChatOutcome, type FinishReason, type ToolCall, type Usage } from './port.ts';
 import { countMessageTokens, countTextTokens } from './tokenizer.ts';
+import { withoutCacheMarks } from './canonical-messages.ts';
 
 export type MaxTokensField = 'max_tokens' | 'max_completion_tokens';
 
@@ -25,7 +26,8 @@ export function chatRequestBody(call: ChatCall, stream: boolean, maxTokensField:
     if (!CONTROLLED.has(key) && value !== undefined) body[key] = value;
   }
   body.model = call.upstreamModel;
-  body.messages = call.messages;
+  // OpenAI caches by itself: the caller's cache marks are not part of its wire.
+  body.messages = withoutCacheMarks(call.messages);
   body[maxTokensField] = call.maxTokens;
   if (call.reasoningEffort) body.reasoning_effort = call.reasoningEffort;
   if (call.tools && call.tools.length > 0) {

@@ -23,6 +23,11 @@ export interface ChatMessage {
   name?: string;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
+  /**
+   * The caller asked for the prompt to be cached up to the end of this message (Anthropic's
+   * cache_control): upstreams whose caching is explicit (Bedrock's cache points) mark it there.
+   */
+  cacheBreakpoint?: true;
 }
 
 /**

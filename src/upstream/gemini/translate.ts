@@ -15,7 +15,7 @@ export interface GenerateRequest {
 }
 
 // Thinking budgets for OpenAI's reasoning efforts (Gemini 2.5 takes a budget; Gemini 3 accepts it too).
-const THINKING_BUDGETS: Record<string, number> = { none: 0, minimal: 0, low: 1024, medium: 8192, high: 24576 };
+const THINKING_BUDGETS: Record<string, number> = { none: 0, minimal: 0, low: 1024, medium: 8192, high: 24576, xhigh: 32768, max: 32768 };
 
 /** data: URLs become inline bytes; Gemini's API fetches no arbitrary URL, so others are refused. */
 function imagePart(url: string): Part {

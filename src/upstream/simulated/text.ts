@@ -5,6 +5,7 @@ import type { ChatCall, ChatMessage, FinishReason, ToolCall, ToolDefinition } fr
 import { countTextTokens, tokenPieces } from '../tokenizer.ts';
 import { createRng, digestHex, seedFrom, seedJson } from '../seed.ts';
 import { responseFormatOf } from '../response-format.ts';
+import { withoutCacheMarks } from '../canonical-messages.ts';
 import { structuredText } from './structured.ts';
 
 export interface ReplyPlan {
@@ -144,7 +145,7 @@ function toolArguments(tool: ToolDefinition, text: string): string {
 }
 
 export function planReply(call: ChatCall): ReplyPlan {
-  const seed = seedFrom('chat', call.upstreamModel, seedJson(call.messages));
+  const seed = seedFrom('chat', call.upstreamModel, seedJson(withoutCacheMarks(call.messages)));
   const last = call.messages.at(-1);
   const lastUser = [...call.messages].reverse().find((message) => message.role === 'user');
   if (last?.role === 'user') {

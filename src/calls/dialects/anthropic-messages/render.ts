@@ -99,14 +99,15 @@ function blocksOf(content: unknown, where: string): Json[] {
   throw badRequest(`${where}.content: must be a string or a list of content blocks.`, `${where}.content`);
 }
 
+const hasCacheControl = (blocks: unknown): boolean => Array.isArray(blocks) && blocks.some((b) => isObject(b) && isObject(b.cache_control));
+
 /** Anthropic messages (with system, tool_use and tool_result blocks) as canonical chat messages. */
 export function toCanonicalMessages(body: Pick<MessagesBody, 'system' | 'messages'>): ChatMessage[] {
   const out: ChatMessage[] = [];
   const system = systemText(body.system);
-  if (system) out.push({ role: 'system', content: system });
-  body.messages.forEach((message, m) => {
+  if (system) out.push({ role: 'system', content: system, ...(hasCacheControl(body.system) && { cacheBreakpoint: true as const }) });
+  const addTurn = (message: MessagesBody['messages'][number], m: number, blocks: Json[]): void => {
     const where = `messages[${m}]`;
-    const blocks = blocksOf(message.content, where);
     if (message.role === 'assistant') {
       const text = blocks
         .filter((b) => b.type === 'text' && typeof b.text === 'string')
@@ -144,6 +145,13 @@ export function toCanonicalMessages(body: Pick<MessagesBody, 'system' | 'message
     });
     const parts = [...resultImages, ...rest];
     if (parts.length) out.push({ role: 'user', content: simplify(parts) });
+  };
+  body.messages.forEach((message, m) => {
+    const blocks = blocksOf(message.content, `messages[${m}]`);
+    const before = out.length;
+    addTurn(message, m, blocks);
+    // A cache_control anywhere in the turn marks the end of what the turn became.
+    if (hasCacheControl(blocks) && out.length > before) out[out.length - 1]!.cacheBreakpoint = true;
   });
   return out;
 }
