@@ -4,6 +4,7 @@
 import type { Decider } from '../ledger/decider.ts';
 import type { DomainEvent, StreamEvents } from '../ledger/events.ts';
 import { invalid } from '../ledger/errors.ts';
+import { CHANNEL_ID_PATTERN } from '../ledger/event-atoms.ts';
 
 export interface ChannelState {
   disabled: boolean;
@@ -11,12 +12,12 @@ export interface ChannelState {
 
 export type ChannelCommand = { type: 'Disable' | 'Enable'; channelId: string; reason: string };
 
-const CHANNEL_ID = /^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,199}$/;
+const CHANNEL_ID = new RegExp(CHANNEL_ID_PATTERN);
 
 export const channelDecider: Decider<ChannelState, ChannelCommand, StreamEvents['channel']> = {
   initialState: () => ({ disabled: false }),
   decide(c, s) {
-    if (!CHANNEL_ID.test(c.channelId)) throw invalid('channel id must be 1-200 letters, digits and _ . : / -', { param: 'channel_id' });
+    if (!CHANNEL_ID.test(c.channelId)) throw invalid('channel id must be 1-200 letters, digits and _ . : / @ -', { param: 'channel_id' });
     const reason = c.reason.slice(0, 500);
     if (c.type === 'Disable') return s.disabled ? [] : [{ type: 'ChannelDisabled', data: { channelId: c.channelId, reason } }];
     return s.disabled ? [{ type: 'ChannelEnabled', data: { channelId: c.channelId, reason } }] : [];

@@ -11,6 +11,8 @@ import { createOpenAIProvider } from '../upstream/openai/index.ts';
 import { azureEndpointOf, createAzureOpenAIProvider } from '../upstream/azure-openai/index.ts';
 import { createGeminiProvider } from '../upstream/gemini/index.ts';
 import { createBedrockProvider } from '../upstream/bedrock/index.ts';
+import { createVertexAnthropicProvider, createVertexGeminiProvider } from '../upstream/vertex/index.ts';
+import { parseCredentials } from '../upstream/vertex/auth.ts';
 import { ChannelRegistry, type Channel } from '../upstream/channels/registry.ts';
 import { DEFAULT_BREAKER_POLICY } from '../upstream/channels/breaker.ts';
 
@@ -30,6 +32,14 @@ type ProviderConfig =
       'connectTimeoutMs'
     >)
   | ({ type: 'gemini'; baseURL?: string; apiVersion?: string; apiKeyEnv: string } & Omit<Timeouts, 'connectTimeoutMs'>)
+  | ({
+      type: 'vertex' | 'vertex-anthropic';
+      project: string;
+      location: string;
+      credentialsEnv?: string;
+      baseURL?: string;
+      structuredOutputModels?: string[];
+    } & Omit<Timeouts, 'connectTimeoutMs'>)
   | ({ type: 'bedrock'; region: string; endpoint?: string; accessKeyIdEnv?: string; secretAccessKeyEnv?: string; sessionTokenEnv?: string } & Omit<
       Timeouts,
       'connectTimeoutMs'
@@ -171,6 +181,21 @@ function createProvider(name: string, p: ProviderConfig, env: SecretSource, mode
         timeoutMs: p.timeoutMs,
         firstByteTimeoutMs: p.firstByteTimeoutMs,
       });
+    case 'vertex':
+    case 'vertex-anthropic': {
+      // Without a credentials variable: Application Default Credentials.
+      const options = {
+        project: p.project,
+        location: p.location,
+        credentials: p.credentialsEnv ? parseCredentials(requiredSecret(env, p.credentialsEnv, name, models), p.credentialsEnv) : undefined,
+        baseURL: p.baseURL,
+        timeoutMs: p.timeoutMs,
+        firstByteTimeoutMs: p.firstByteTimeoutMs,
+      };
+      return p.type === 'vertex'
+        ? createVertexGeminiProvider(options)
+        : createVertexAnthropicProvider({ ...options, structuredOutputModels: p.structuredOutputModels });
+    }
     case 'bedrock':
       // The schema asks for both key variables or neither (then the SDK's own credential chain).
       return createBedrockProvider({

@@ -35,7 +35,9 @@ export const Milli = Type.Integer({ maximum: 1000000, minimum: 1 });
 /** An ISO 4217 currency code. */
 export const Currency = Type.String({ pattern: '^[A-Z]{3}$' });
 /** An upstream channel id. */
-export const ChannelId = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,199}$' });
+/** A channel id: its provider and upstream model by default, so `@` too (Vertex's model versions: claude-sonnet-4-5@20250929). */
+export const CHANNEL_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,199}$';
+export const ChannelId = Type.String({ pattern: CHANNEL_ID_PATTERN });
 /** An e-mail address. */
 export const Email = Type.String({ maxLength: 254, minLength: 3, pattern: '^[^\\s@]+@[^\\s@]+$' });
 /** A payment processor's own id (payment, refund, dispute, subscription). */

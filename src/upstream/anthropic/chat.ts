@@ -1,25 +1,21 @@
 // chat / chatStream: canonical calls translated to Messages, replies translated back.
 import type { ChatCall, ChatOutcome, ChatStreamPart } from '../port.ts';
-import { readJson, send, type UpstreamTarget } from '../upstream-http.ts';
+import { readJson } from '../upstream-http.ts';
+import { sendMessages, type MessagesEndpoint } from './endpoint.ts';
 import { isObject } from './json.ts';
 import { answerText } from './structured.ts';
 import { anthropicEvents } from './stream.ts';
 import { chatOutcomeOf, finishReasonOf, messagesRequest } from './translate.ts';
 import { chatSecrets } from '../openai-chat-wire.ts';
 import { UsageTracker } from './usage.ts';
-import { jsonBytes } from '../json-slices.ts';
-
-export const MESSAGES_PATH = '/v1/messages';
 
 /** The upstream models that take response_format as output_config.format (see structured.ts). */
 export type StructuredOutputModels = readonly string[];
 
-export async function chat(target: UpstreamTarget, call: ChatCall, structuredOutputModels: StructuredOutputModels): Promise<ChatOutcome> {
+export async function chat(endpoint: MessagesEndpoint, call: ChatCall, structuredOutputModels: StructuredOutputModels): Promise<ChatOutcome> {
   const request = messagesRequest(call, false, structuredOutputModels);
-  const { response, deadline } = await send(target, {
+  const { response, deadline } = await sendMessages(endpoint, 'messages', request.body, {
     op: 'chat',
-    path: MESSAGES_PATH,
-    body: await jsonBytes(request.body),
     signal: call.signal,
     secrets: chatSecrets(call),
   });
@@ -32,14 +28,12 @@ interface StreamedTool {
   hasArguments: boolean;
 }
 
-export async function* chatStream(target: UpstreamTarget, call: ChatCall, structuredOutputModels: StructuredOutputModels): AsyncGenerator<ChatStreamPart> {
+export async function* chatStream(endpoint: MessagesEndpoint, call: ChatCall, structuredOutputModels: StructuredOutputModels): AsyncGenerator<ChatStreamPart> {
   const op = 'chat stream';
-  const secrets = [target.apiKey, ...chatSecrets(call)];
+  const secrets = [endpoint.target.apiKey, ...chatSecrets(call)];
   const { answerTool, body } = messagesRequest(call, true, structuredOutputModels);
-  const { response, deadline } = await send(target, {
+  const { response, deadline } = await sendMessages(endpoint, 'messages', body, {
     op,
-    path: MESSAGES_PATH,
-    body: await jsonBytes(body),
     accept: 'text/event-stream',
     signal: call.signal,
     secrets,

@@ -5,6 +5,7 @@ import { UpstreamError, type ChatCall, type ImageOutcome, type Provider } from '
 import type { UpstreamTarget } from '../upstream-http.ts';
 import { chat, chatStream } from './chat.ts';
 import { createNativeMessages } from './native.ts';
+import { anthropicApi, type MessagesEndpoint } from './endpoint.ts';
 import { DEFAULT_STRUCTURED_OUTPUT_MODELS } from './structured.ts';
 
 export interface AnthropicOptions {
@@ -29,7 +30,7 @@ export interface AnthropicOptions {
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 // Anthropic's own SDKs wait up to 10 minutes for a non-streamed reply; so do we.
-const DEFAULT_TIMEOUT_MS = 600_000;
+export const DEFAULT_TIMEOUT_MS = 600_000;
 
 export function createAnthropicProvider(options: AnthropicOptions): Provider {
   const target: UpstreamTarget = {
@@ -40,15 +41,23 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
     firstByteTimeoutMs: options.firstByteTimeoutMs,
     headers: { 'x-api-key': options.apiKey, 'anthropic-version': options.version ?? DEFAULT_ANTHROPIC_VERSION },
   };
-  const structuredOutputModels = options.structuredOutputModels ?? DEFAULT_STRUCTURED_OUTPUT_MODELS;
+  return messagesProvider('anthropic', anthropicApi(target), options.structuredOutputModels ?? DEFAULT_STRUCTURED_OUTPUT_MODELS);
+}
+
+/**
+ * A provider that speaks Messages to `endpoint`: Anthropic's API, or a platform serving
+ * Anthropic's models (Vertex AI). Callers of other dialects are translated, Messages callers
+ * pass through, count_tokens is answered upstream.
+ */
+export function messagesProvider(name: string, endpoint: MessagesEndpoint, structuredOutputModels: readonly string[]): Provider {
   return {
-    name: 'anthropic',
+    name,
     images: false,
-    chat: (call: ChatCall) => chat(target, call, structuredOutputModels),
-    chatStream: (call: ChatCall) => chatStream(target, call, structuredOutputModels),
+    chat: (call: ChatCall) => chat(endpoint, call, structuredOutputModels),
+    chatStream: (call: ChatCall) => chatStream(endpoint, call, structuredOutputModels),
     image: async (): Promise<ImageOutcome> => {
-      throw new UpstreamError('anthropic upstreams do not generate images', undefined, 'config');
+      throw new UpstreamError(`${name} upstreams do not generate images`, undefined, 'config');
     },
-    native: createNativeMessages(target),
+    native: createNativeMessages(endpoint),
   };
 }

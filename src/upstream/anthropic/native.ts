@@ -1,15 +1,13 @@
 // Pass-through of Anthropic Messages bodies for callers who speak Messages themselves: the body
 // goes upstream as the caller wrote it, but for the model name and the output cap.
 import { UpstreamError, type Dialect, type NativeCall, type NativeProvider, type NativeReply, type NativeStreamEvent, type Usage } from '../port.ts';
-import { callerTexts, readJson, send, type UpstreamTarget } from '../upstream-http.ts';
-import { MESSAGES_PATH } from './chat.ts';
+import { callerTexts, readJson } from '../upstream-http.ts';
+import { sendMessages, type MessagesEndpoint } from './endpoint.ts';
 import { isObject, tokenCount, type Json } from './json.ts';
 import { anthropicEvents } from './stream.ts';
 import { MIN_THINKING_BUDGET } from './translate.ts';
 import { UsageTracker, usageOf } from './usage.ts';
-import { jsonBytes } from '../json-slices.ts';
 
-const COUNT_TOKENS_PATH = '/v1/messages/count_tokens';
 /** The fields count_tokens accepts; the rest (max_tokens, stream, metadata, sampling) it rejects. */
 const COUNT_TOKENS_FIELDS = ['messages', 'system', 'tools', 'tool_choice', 'thinking'] as const;
 
@@ -83,13 +81,11 @@ export function closingDelta(delta: Json, usage: Usage): Json {
   };
 }
 
-export function createNativeMessages(target: UpstreamTarget): NativeProvider {
+export function createNativeMessages(endpoint: MessagesEndpoint): NativeProvider {
   async function call(native: NativeCall): Promise<NativeReply> {
     const op = 'messages';
-    const { response, deadline } = await send(target, {
+    const { response, deadline } = await sendMessages(endpoint, 'messages', nativeRequestBody(native, false), {
       op,
-      path: MESSAGES_PATH,
-      body: await jsonBytes(nativeRequestBody(native, false)),
       signal: native.signal,
       secrets: bodySecrets(native.body),
       headers: native.headers,
@@ -103,11 +99,9 @@ export function createNativeMessages(target: UpstreamTarget): NativeProvider {
 
   async function* stream(native: NativeCall): AsyncGenerator<NativeStreamEvent> {
     const op = 'messages stream';
-    const secrets = [target.apiKey, ...bodySecrets(native.body)];
-    const { response, deadline } = await send(target, {
+    const secrets = [endpoint.target.apiKey, ...bodySecrets(native.body)];
+    const { response, deadline } = await sendMessages(endpoint, 'messages', nativeRequestBody(native, true), {
       op,
-      path: MESSAGES_PATH,
-      body: await jsonBytes(nativeRequestBody(native, true)),
       accept: 'text/event-stream',
       signal: native.signal,
       secrets,
@@ -169,10 +163,8 @@ export function createNativeMessages(target: UpstreamTarget): NativeProvider {
     for (const field of COUNT_TOKENS_FIELDS) {
       if (native.body[field] !== undefined) body[field] = native.body[field];
     }
-    const { response, deadline } = await send(target, {
+    const { response, deadline } = await sendMessages(endpoint, 'count_tokens', body, {
       op,
-      path: COUNT_TOKENS_PATH,
-      body: await jsonBytes(body),
       signal: native.signal,
       secrets: bodySecrets(native.body),
       headers: native.headers,

@@ -19,6 +19,8 @@ export interface GeminiTarget {
   timeoutMs: number;
   /** Longest wait from sending the request to the response's headers. */
   firstByteTimeoutMs: number;
+  /** Embed one text a request (Vertex AI, whose newer embedding models take no more). */
+  embedOneByOne?: boolean;
 }
 
 /**

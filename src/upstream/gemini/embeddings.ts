@@ -1,7 +1,9 @@
-// Embeddings through the @google/genai client (batchEmbedContents on the Gemini API): texts in,
-// one vector per text in input order. The Gemini API reports no token count for embeddings, so
-// the input is charged as the gateway counts it (the count its hold was made with); Vertex AI's
-// per-vector statistics, when present, are the upstream's own count and win.
+// Embeddings through the @google/genai client (batchEmbedContents on the Gemini API; on Vertex AI
+// :predict or :embedContent, one text a request): texts in, one vector per text in input order.
+// The Gemini API reports no token count for embeddings, so the input is charged as the gateway
+// counts it (the count its hold was made with); Vertex AI counts each text's tokens, and those
+// counts are charged.
+import type { ContentEmbedding } from '@google/genai';
 import { UpstreamError, type EmbedCall, type EmbedOutcome } from '../port.ts';
 import { countEmbeddingTokensYielding } from '../tokenizer.ts';
 import { base64Of } from '../embedding-vector.ts';
@@ -17,19 +19,17 @@ export async function embed(target: GeminiTarget, call: EmbedCall): Promise<Embe
   const op = 'embeddings';
   const texts = textsOf(call.input);
   const { deadline, signal, failure } = watched(target, call.signal, op, texts);
-  let reply;
+  const config = { abortSignal: signal, ...(call.dimensions !== undefined && { outputDimensionality: call.dimensions }) };
+  const ask = async (contents: string[]) => (await target.client.models.embedContent({ model: call.upstreamModel, contents, config })).embeddings ?? [];
+  let embeddings: ContentEmbedding[];
   try {
-    reply = await target.client.models.embedContent({
-      model: call.upstreamModel,
-      contents: texts,
-      config: { abortSignal: signal, ...(call.dimensions !== undefined && { outputDimensionality: call.dimensions }) },
-    });
+    // Vertex's newer embedding models take one text a request (and each answer counts its own tokens).
+    embeddings = target.embedOneByOne ? (await Promise.all(texts.map((text) => ask([text])))).flat() : await ask(texts);
   } catch (error) {
     throw failure(error);
   } finally {
     deadline.clear();
   }
-  const embeddings = reply.embeddings ?? [];
   if (embeddings.length !== texts.length) throw new UpstreamError('upstream embeddings reply is malformed (its embeddings)');
   const vectors = embeddings.map((e) => {
     const values = e.values;

@@ -38,19 +38,25 @@ export function geminiClient(options: GeminiOptions): GoogleGenAI {
 }
 
 export function createGeminiProvider(options: GeminiOptions): Provider {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const target: GeminiTarget = {
-    client: geminiClient(options),
-    secret: options.apiKey,
-    timeoutMs,
-    firstByteTimeoutMs: options.firstByteTimeoutMs ?? timeoutMs,
-  };
+  return geminiProvider('gemini', geminiClient(options), options.apiKey, options);
+}
+
+/** A provider over a configured @google/genai client: the Gemini API's, or Vertex AI's (see vertex/). */
+export function geminiProvider(
+  name: string,
+  client: GoogleGenAI,
+  secret: string,
+  waits: { timeoutMs?: number; firstByteTimeoutMs?: number },
+  embedOneByOne = false,
+): Provider {
+  const timeoutMs = waits.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const target: GeminiTarget = { client, secret, timeoutMs, firstByteTimeoutMs: waits.firstByteTimeoutMs ?? timeoutMs, embedOneByOne };
   return {
-    name: 'gemini',
+    name,
     images: false,
     chat: (call) => chat(target, call),
     chatStream: (call) => chatStream(target, call),
     embed: (call) => embed(target, call),
-    image: (): Promise<ImageOutcome> => Promise.reject(new UpstreamError('gemini upstreams make no images here', undefined, 'config')),
+    image: (): Promise<ImageOutcome> => Promise.reject(new UpstreamError(`${name} upstreams make no images here`, undefined, 'config')),
   };
 }
