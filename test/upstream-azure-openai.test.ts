@@ -24,9 +24,10 @@ import { countTextTokens } from '../src/upstream/tokenizer.ts';
 import { dropSchemas } from './support/gateway.ts';
 import { uniqueSchema } from './support/db.ts';
 import { call, eventually, openAccount, writeModelsConfig, type TestAccount } from './support/http.ts';
-import { AZURE_API_VERSION, AZURE_FILTERED_WORD, sseData, startAzureOpenAIDouble, type AzureOpenAIDouble } from './support/azure-openai-double.ts';
+import { AZURE_API_VERSION, AZURE_FILTERED_WORD, startAzureOpenAIDouble, type AzureOpenAIDouble } from './support/azure-openai-double.ts';
 import { OPENAI_REASONING_TOKENS, openaiPromptTokens, startOpenAIDouble, type OpenAIDouble } from './support/openai-double.ts';
 import { wordPieces } from './support/double-http.ts';
+import { leaveChatStream } from './support/upstream-gateway.ts';
 
 const KEY = 'azure-SECRET-key-0123456789abcdef0123456789';
 const WRONG_KEY = 'azure-WRONG-key-NEVERshown-9876543210fedcba';
@@ -468,39 +469,11 @@ test('an error event mid-stream after content: the stream ends with an error, no
 
 // ---- A client that leaves ---------------------------------------------------------------------
 
-/** Reads a streamed chat completion until `deltas` content deltas arrived, then leaves (the connection is dropped). */
-async function leaveChatStream(key: string, body: unknown, deltas: number): Promise<string> {
-  const leave = new AbortController();
-  const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal: leave.signal,
-  });
-  let text = '';
-  let seen = 0;
-  try {
-    for await (const data of sseData(res.body!)) {
-      const content = data === '[DONE]' ? undefined : (JSON.parse(data) as Data).choices?.[0]?.delta?.content;
-      if (!content) continue;
-      text += content;
-      if (++seen === deltas) {
-        leave.abort();
-        break;
-      }
-    }
-  } catch (err) {
-    // Node 24's fetch rejects the body's read once it is aborted: that is the leaving, not a failure.
-    if (!leave.signal.aborted) throw err;
-  }
-  return text;
-}
-
 test('a client that leaves mid-stream pays the prompt and what was streamed (aborted); the Azure stream is dropped', async () => {
   const acct = await openAccount(gw, { quota: 1_000_000 });
   const abandoned = azure.abandoned;
   azure.script({ chunkDelayMs: 40 });
-  const seen = await leaveChatStream(acct.key, { model: AZURE, stream: true, messages: [{ role: 'user', content: `Long story ${nonce()}` }] }, 3);
+  const seen = await leaveChatStream(gw, acct.key, { model: AZURE, stream: true, messages: [{ role: 'user', content: `Long story ${nonce()}` }] }, 3);
   const charge = await onlyCharge(acct.accountId);
   assert.equal([charge.aborted, charge.streamed, charge.channel], [true, true, `azure/${DEPLOYMENT}`]);
   const all = countTextTokens(REPLY);

@@ -5,7 +5,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ApiError, type GenerateContentResponse } from '@google/genai';
 import { UpstreamError, type ChatCall } from '../src/upstream/port.ts';
-import { answerParts, blockedPrompt, finishReasonOf, generateRequest, toolCallOf } from '../src/upstream/gemini/translate.ts';
+import { answerParts, blockedPrompt, finishReasonOf, fromToolCallId, generateRequest, toolCallOf } from '../src/upstream/gemini/translate.ts';
+import { chatRequestBody } from '../src/upstream/openai-chat-wire.ts';
+import { converseInput } from '../src/upstream/bedrock/translate.ts';
 import { usageOf } from '../src/upstream/gemini/usage.ts';
 import { geminiFailureOf } from '../src/upstream/gemini/errors.ts';
 
@@ -221,6 +223,35 @@ test("client errors: an invalid key is the operator's, 429 and 5xx fail over, ot
   assert.match(inStream.message, 'boom');
   assert.is(geminiFailureOf(new Error('Incomplete JSON segment at the end'), 'chat stream', [])!.kind, 'retriable');
   assert.is(geminiFailureOf(new TypeError('fetch failed'), 'chat', []), undefined);
+});
+
+test("Gemini 3's thought signature rides in the tool call id and goes back exactly; a call begun elsewhere gets Google's stand-in; short-id wires get a digest", () => {
+  const signature = Buffer.from('a signature with / and + in its base64 ~~~').toString('base64');
+  const toolCall = toolCallOf({ functionCall: { name: 'get_weather', args: { city: 'Oslo' } }, thoughtSignature: signature })!;
+  assert.match(toolCall.id, /^[\w-]+$/);
+  assert.equal(fromToolCallId(toolCall.id).signature, signature);
+  const history = (id: string): ChatCall['messages'] => [
+    { role: 'user', content: 'Weather?' },
+    { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] },
+    { role: 'tool', tool_call_id: id, content: 'Snow' },
+  ];
+  const sent = generateRequest(callOf({ upstreamModel: 'gemini-3-pro-preview', messages: history(toolCall.id) }), signal).contents;
+  const part = sent[1]!.parts![0]!;
+  assert.is(part.thoughtSignature, signature);
+  assert.is(part.functionCall!.id, fromToolCallId(toolCall.id).id);
+  assert.is(sent[2]!.parts![0]!.functionResponse!.id, fromToolCallId(toolCall.id).id);
+  const elsewhere = generateRequest(callOf({ upstreamModel: 'gemini-3-pro-preview', messages: history('call_from_openai') }), signal).contents;
+  assert.is(elsewhere[1]!.parts![0]!.thoughtSignature, 'skip_thought_signature_validator');
+  // Gemini 2.5 takes no stand-in.
+  assert.is(generateRequest(callOf({ messages: history('call_from_openai') }), signal).contents[1]!.parts![0]!.thoughtSignature, undefined);
+  // OpenAI takes ids of 40 characters at most, Bedrock 64: the call and its result get the same digest.
+  const openai = chatRequestBody(callOf({ messages: history(toolCall.id) }), false, 'max_tokens').messages as Record<string, any>[];
+  assert.ok(openai[1]!.tool_calls[0].id.length <= 40);
+  assert.is(openai[2]!.tool_call_id, openai[1]!.tool_calls[0].id);
+  const bedrock = converseInput(callOf({ messages: history(toolCall.id) })).messages!;
+  const toolUseId = bedrock[1]!.content![0]!.toolUse!.toolUseId!;
+  assert.ok(toolUseId.length <= 64 && /^[\w-]+$/.test(toolUseId));
+  assert.is(bedrock[2]!.content![0]!.toolResult!.toolUseId, toolUseId);
 });
 
 test.run();

@@ -1,7 +1,10 @@
 // Chat completions wire format: the request body we send and how replies map onto the port.
 import { UpstreamError, type ChatCall, type ChatOutcome, type FinishReason, type ToolCall, type Usage } from './port.ts';
 import { countMessageTokens, countTextTokens } from './tokenizer.ts';
-import { withoutCacheMarks } from './canonical-messages.ts';
+import { withoutCacheMarks, withWireToolCallIds } from './canonical-messages.ts';
+
+/** OpenAI refuses longer tool call ids ("Expected a string with maximum length 40"). */
+const OPENAI_TOOL_CALL_ID_LENGTH = 40;
 
 export type MaxTokensField = 'max_tokens' | 'max_completion_tokens';
 
@@ -26,8 +29,8 @@ export function chatRequestBody(call: ChatCall, stream: boolean, maxTokensField:
     if (!CONTROLLED.has(key) && value !== undefined) body[key] = value;
   }
   body.model = call.upstreamModel;
-  // OpenAI caches by itself: the caller's cache marks are not part of its wire.
-  body.messages = withoutCacheMarks(call.messages);
+  // OpenAI caches by itself: the caller's cache marks are not part of its wire; its tool call ids are 40 characters at most.
+  body.messages = withWireToolCallIds(withoutCacheMarks(call.messages), OPENAI_TOOL_CALL_ID_LENGTH);
   body[maxTokensField] = call.maxTokens;
   if (call.reasoningEffort) body.reasoning_effort = call.reasoningEffort;
   if (call.tools && call.tools.length > 0) {

@@ -389,7 +389,7 @@ function invalidStructured(body: Body, betas: string, models: string[]): string 
   if (format) {
     if (format.type !== 'json_schema' || !isObject(format.schema)) return "output_config.format.type: Input should be 'json_schema' (with a schema)";
     const model = String(body.model);
-    const supported = models.some((m) => model === m || new RegExp(`^${m.replace(/[.]/g, '\\.')}-\\d{8}$`).test(model));
+    const supported = models.some((m) => model === m || new RegExp(`^${m.replace(/[.]/g, '\\.')}[-@]\\d{8}$`).test(model));
     if (!supported) return `'${model}' does not support output_config.format`;
     const open = openObject(format.schema, 'schema');
     if (open) return `output_config.format.${open}: For 'object' type, 'additionalProperties' must be explicitly set to false`;

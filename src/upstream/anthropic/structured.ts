@@ -20,9 +20,11 @@ export const DEFAULT_STRUCTURED_OUTPUT_MODELS: readonly string[] = [
   'claude-haiku-4-5',
 ];
 
-/** Whether `model` is on the list, itself or as a dated snapshot of it (claude-sonnet-4-5-20250929). */
+/** Whether `model` is on the list, itself or as a dated snapshot of it (claude-sonnet-4-5-20250929, or Vertex AI's claude-sonnet-4-5@20250929). */
 export function hasStructuredOutput(model: string, models: readonly string[]): boolean {
-  return models.some((listed) => model === listed || (model.startsWith(`${listed}-`) && /^\d{8}$/.test(model.slice(listed.length + 1))));
+  return models.some(
+    (listed) => model === listed || (/^[-@]$/.test(model.charAt(listed.length)) && model.startsWith(listed) && /^\d{8}$/.test(model.slice(listed.length + 1))),
+  );
 }
 
 /** The tool that carries the answer; `wrapped` when its input is {value} around a schema whose root is no object. */

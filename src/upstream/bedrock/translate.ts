@@ -3,7 +3,7 @@
 import type { ContentBlock, ConverseRequest, ConverseResponse, Message, SystemContentBlock, Tool, ToolChoice } from '@aws-sdk/client-bedrock-runtime';
 import { UpstreamError, type ChatCall, type ChatMessage, type ChatOutcome, type FinishReason, type ToolCall } from '../port.ts';
 import { responseFormatOf } from '../response-format.ts';
-import { messageText, systemPrompt, toolArguments } from '../canonical-messages.ts';
+import { messageText, systemPrompt, toolArguments, wireToolCallId } from '../canonical-messages.ts';
 import { thinkingFor } from '../anthropic/translate.ts';
 import { usageOf } from './usage.ts';
 
@@ -13,6 +13,8 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 export type ConverseInput = Omit<ConverseRequest, 'modelId'>;
 
 const IMAGE_FORMATS = new Set(['png', 'jpeg', 'gif', 'webp']);
+/** Converse's toolUseId: 1 to 64 letters, digits, _ and -. */
+const TOOL_USE_ID_LENGTH = 64;
 
 /** base64 data: URLs become image bytes; Bedrock fetches no URL, so others are refused. */
 function imageBlock(url: string): ContentBlock {
@@ -67,13 +69,16 @@ function messagesOf(messages: ChatMessage[]): Message[] {
 
 /** One canonical message's blocks, and whose turn they belong to (tool results are the user's). */
 function turnOf(message: ChatMessage): { role: 'user' | 'assistant'; blocks: ContentBlock[] } {
-  if (message.role === 'tool') return { role: 'user', blocks: [toolResultBlock(message.tool_call_id ?? '', messageText(message.content))] };
+  if (message.role === 'tool')
+    return { role: 'user', blocks: [toolResultBlock(wireToolCallId(message.tool_call_id ?? 'call', TOOL_USE_ID_LENGTH), messageText(message.content))] };
   if (message.role !== 'assistant') return { role: 'user', blocks: userBlocks(message.content) };
   const blocks: ContentBlock[] = [];
   const text = messageText(message.content);
   if (text !== '') blocks.push({ text });
   for (const call of message.tool_calls ?? []) {
-    blocks.push({ toolUse: { toolUseId: call.id, name: call.function.name, input: toolArguments(call.function.arguments) as never } });
+    blocks.push({
+      toolUse: { toolUseId: wireToolCallId(call.id, TOOL_USE_ID_LENGTH), name: call.function.name, input: toolArguments(call.function.arguments) as never },
+    });
   }
   return { role: 'assistant', blocks };
 }

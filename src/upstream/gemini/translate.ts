@@ -14,6 +14,13 @@ export interface GenerateRequest {
   config: GenerateContentConfig;
 }
 
+// Where a tool call id carries its thought signature (see toolCallOf).
+const SIGNATURE_MARK = '__sig_';
+// The models that refuse a tool call sent back without its thought signature.
+const SIGNED_TOOL_CALLS = /^gemini-3/;
+// Google's documented stand-in for a signature the gateway never saw (a conversation begun elsewhere).
+const UNKNOWN_SIGNATURE = 'skip_thought_signature_validator';
+
 // Thinking budgets for OpenAI's reasoning efforts (Gemini 2.5 takes a budget; Gemini 3 accepts it too).
 const THINKING_BUDGETS: Record<string, number> = { none: 0, minimal: 0, low: 1024, medium: 8192, high: 24576, xhigh: 32768, max: 32768 };
 
@@ -49,7 +56,7 @@ function toolResult(text: string): Json {
  * the user's functionResponse parts (named after the call they answer), and consecutive turns of
  * one role are merged, since Gemini wants the roles to alternate.
  */
-function contentsOf(messages: ChatMessage[]): Content[] {
+function contentsOf(messages: ChatMessage[], signsToolCalls: boolean): Content[] {
   const names = new Map<string, string>();
   const contents: Content[] = [];
   const add = (role: 'user' | 'model', parts: Part[]) => {
@@ -64,15 +71,20 @@ function contentsOf(messages: ChatMessage[]): Content[] {
       const parts: Part[] = [];
       const text = messageText(message.content);
       if (text !== '') parts.push({ text });
-      for (const call of message.tool_calls ?? []) {
+      message.tool_calls?.forEach((call, i) => {
+        const { id, signature } = fromToolCallId(call.id);
         names.set(call.id, call.function.name);
-        parts.push({ functionCall: { id: call.id, name: call.function.name, args: toolArguments(call.function.arguments) } });
-      }
+        const part: Part = { functionCall: { id, name: call.function.name, args: toolArguments(call.function.arguments) } };
+        // Gemini 3 wants the first call of each step signed; an unknown signature gets Google's documented stand-in.
+        const sign = signature ?? (i === 0 && signsToolCalls ? UNKNOWN_SIGNATURE : undefined);
+        if (sign) part.thoughtSignature = sign;
+        parts.push(part);
+      });
       add('model', parts);
     } else if (message.role === 'tool') {
-      const id = message.tool_call_id ?? '';
-      const name = names.get(id) ?? message.name ?? 'tool';
-      add('user', [{ functionResponse: { id, name, response: toolResult(messageText(message.content)) } }]);
+      const callId = message.tool_call_id ?? '';
+      const name = names.get(callId) ?? message.name ?? 'tool';
+      add('user', [{ functionResponse: { id: fromToolCallId(callId).id, name, response: toolResult(messageText(message.content)) } }]);
     } else {
       add('user', userParts(message.content));
     }
@@ -138,7 +150,7 @@ export function generateRequest(call: ChatCall, signal: AbortSignal): GenerateRe
     const toolConfig = toolConfigOf(call.toolChoice);
     if (toolConfig) config.toolConfig = toolConfig;
   }
-  return { contents: contentsOf(call.messages), config };
+  return { contents: contentsOf(call.messages, SIGNED_TOOL_CALLS.test(call.upstreamModel)), config };
 }
 
 /** The reply's visible parts: thought summaries are the model's thinking, never its answer. */
@@ -146,15 +158,25 @@ export function answerParts(response: GenerateContentResponse): Part[] {
   return (response.candidates?.[0]?.content?.parts ?? []).filter((part) => part.thought !== true);
 }
 
-/** A Gemini function call as a tool call; Gemini's ids are optional, so one is made when absent. */
+/**
+ * A Gemini function call as a tool call. Gemini's ids are optional, so one is made when absent (or
+ * unfit for the callers' wires). The call's thought signature, which Gemini 3 wants back with the
+ * call in the next request, rides in the id the caller will send back (base64url, so the id stays
+ * in every dialect's alphabet); wires with short ids get a digest of it (see wireToolCallId).
+ */
 export function toolCallOf(part: Part): ToolCall | undefined {
   const fn = part.functionCall;
   if (!fn || typeof fn.name !== 'string') return undefined;
-  return {
-    id: fn.id || `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`,
-    type: 'function',
-    function: { name: fn.name, arguments: JSON.stringify(fn.args ?? {}) },
-  };
+  const base = fn.id && /^[\w-]{1,64}$/.test(fn.id) && !fn.id.includes(SIGNATURE_MARK) ? fn.id : `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+  const id = part.thoughtSignature ? `${base}${SIGNATURE_MARK}${Buffer.from(part.thoughtSignature, 'base64').toString('base64url')}` : base;
+  return { id, type: 'function', function: { name: fn.name, arguments: JSON.stringify(fn.args ?? {}) } };
+}
+
+/** A tool call id as toolCallOf made it: Gemini's own id, and the thought signature it carries (base64 again). */
+export function fromToolCallId(callId: string): { id: string; signature?: string } {
+  const at = callId.indexOf(SIGNATURE_MARK);
+  if (at <= 0) return { id: callId };
+  return { id: callId.slice(0, at), signature: Buffer.from(callId.slice(at + SIGNATURE_MARK.length), 'base64url').toString('base64') };
 }
 
 /** Gemini's finishReason: it has no reason of its own for tool calls, so a turn that called one says so. */
