@@ -17,7 +17,7 @@ import { GoogleGenAI } from '@google/genai';
 import { GoogleAuth } from 'google-auth-library';
 import OpenAI from 'openai';
 import { parseModelsConfig } from '../src/catalogue/models-config.ts';
-import { openAccount, type TestAccount } from './support/http.ts';
+import { eventually, openAccount, type TestAccount } from './support/http.ts';
 import { VERTEX_LOCATION, VERTEX_PROJECT, startVertexDouble, type VertexDouble } from './support/vertex-double.ts';
 import { assertChargedAsSent, ledgerOf, onlyCharge, settled, startLoggedGateway, type LoggedGateway } from './support/upstream-gateway.ts';
 import { startGeminiDouble, type GeminiDouble } from './support/gemini-double.ts';
@@ -209,6 +209,62 @@ test('Claude on Vertex from a chat completions caller: translated, a tool call c
   const results = (last(vertex.anthropic.requests).body as Data).messages.at(-1).content;
   assert.equal(results[0].type, 'tool_result');
   assert.is((await settled(g.gw, acct.accountId, 2)).charges.length, 2);
+});
+
+test('Gemini on Vertex from a Responses caller, and Claude on Vertex with structured output from a chat completions caller', async () => {
+  const acct = await account();
+  const client = openaiFor(acct);
+  const response = await client.responses.create({ model: 'test/vertex-gemini', input: `Responses ${nonce()}` });
+  assert.is(response.output_text, REPLY);
+  assertChargedAsSent(await onlyCharge(g.gw, acct.accountId), last(vertex.gemini.usages), MILLI);
+
+  const schema = { type: 'object', properties: { berth: { type: 'integer' } }, required: ['berth'], additionalProperties: false };
+  const reply = await client.chat.completions.create({
+    model: 'test/vertex-claude',
+    response_format: { type: 'json_schema', json_schema: { name: 'berth', schema, strict: true } },
+    messages: [{ role: 'user', content: `Which berth? ${nonce()}` }],
+  });
+  // The Vertex version form counts as the model's name: native structured output, not a forced tool.
+  const sent = last(vertex.anthropic.requests).body as Data;
+  assert.equal(sent.output_config?.format, { type: 'json_schema', schema });
+  assert.is(typeof JSON.parse(reply.choices[0]!.message.content ?? '').berth, 'number');
+});
+
+test('a Messages caller that leaves a Claude-on-Vertex stream pays what was streamed; the upstream stream is dropped', async () => {
+  const acct = await account();
+  const leave = new AbortController();
+  // Claude on Vertex takes its time between events: the caller leaves mid-reply.
+  vertex.anthropic.script({ chunkDelayMs: 40 });
+  const res = await fetch(`${g.gw.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'x-api-key': acct.key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'test/vertex-claude', max_tokens: 512, stream: true, messages: [{ role: 'user', content: `A long story ${nonce()}` }] }),
+    signal: leave.signal,
+  });
+  const abandoned = vertex.abandoned;
+  let deltas = 0;
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      deltas += (
+        Buffer.from(chunk)
+          .toString('utf8')
+          .match(/"text_delta"/g) ?? []
+      ).length;
+      if (deltas >= 2) {
+        leave.abort();
+        break;
+      }
+    }
+  } catch (err) {
+    if (!leave.signal.aborted) throw err;
+  }
+  const charge = await onlyCharge(g.gw, acct.accountId);
+  assert.equal([charge.aborted, charge.streamed], [true, true]);
+  assert.ok(charge.completionTokens > 0 && charge.promptTokens > 0);
+  await eventually(
+    async () => vertex.abandoned,
+    (n) => n > abandoned,
+  );
 });
 
 test('embeddings on Vertex: one text a request (:predict, or :embedContent for the newer models), each counted by Vertex and charged so', async () => {
