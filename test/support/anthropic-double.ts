@@ -26,17 +26,8 @@
 // (the first tool's for "any"), unless `toolUse` scripts the input; forcing a tool while thinking is
 // on, or naming a tool that is not in `tools`, is a 400.
 import { createHash } from 'node:crypto';
-import {
-  jsonPieces,
-  jsonTokens,
-  prefixKeys,
-  idSuffix,
-  schemaInstance,
-  startDoubleServer,
-  wordPieces,
-  type DoubleHandle,
-  type Exchange,
-} from './double-http.ts';
+import { jsonPieces, jsonTokens, idSuffix, schemaInstance, startDoubleServer, wordPieces, type DoubleHandle, type Exchange } from './double-http.ts';
+import { cachePrefixTokens, promptCacheUsage, promptTokens, type PromptSegment } from './prompt-cache.ts';
 
 export type { Fault } from './double-faults.ts';
 export type { RecordedFile, RecordedRequest } from './double-http.ts';
@@ -78,31 +69,15 @@ export const ANTHROPIC_DEFAULT_THINKING = 'The user greets me, so a short friend
 
 type Body = Record<string, unknown>;
 type Block = Record<string, unknown>;
-interface Segment {
-  value: Block;
-  tokens: number;
-  /** Set when this block is a cache breakpoint. */
-  ttl?: '5m' | '1h';
-}
 
 /** All prompt tokens of a Messages request: what input + cache creation + cache read add up to. */
-export function anthropicPromptTokens(body: Body): number {
-  return promptSegments(body).reduce((sum, s) => sum + s.tokens, 0);
-}
+export const anthropicPromptTokens = (body: Body): number => promptTokens(promptSegments(body));
 
 /** The tokens of the prefix ending at each cache breakpoint, in order. */
-export function anthropicCachePrefixes(body: Body): number[] {
-  const out: number[] = [];
-  let sum = 0;
-  for (const segment of promptSegments(body)) {
-    sum += segment.tokens;
-    if (segment.ttl) out.push(sum);
-  }
-  return out;
-}
+export const anthropicCachePrefixes = (body: Body): number[] => cachePrefixTokens(promptSegments(body));
 
-function promptSegments(body: Body): Segment[] {
-  const segments: Segment[] = [];
+function promptSegments(body: Body): PromptSegment[] {
+  const segments: PromptSegment[] = [];
   const add = (block: Block, extra: Block = {}) => {
     const { cache_control: cache, ...rest } = block;
     const value = { ...extra, ...rest };
@@ -168,31 +143,9 @@ export async function startAnthropicDouble(options: AnthropicDoubleOptions = {})
 
   /** Prompt-cache accounting for a Messages call; records the breakpoint prefixes as cached. */
   function cacheUsage(body: Body) {
-    const segments = promptSegments(body);
-    const keys = prefixKeys(
-      String(body.model),
-      segments.map((s) => s.value),
-    );
-    const breakpoints: { key: string; tokens: number; ttl: '5m' | '1h' }[] = [];
-    let total = 0;
-    segments.forEach((segment, i) => {
-      total += segment.tokens;
-      if (segment.ttl) breakpoints.push({ key: keys[i]!, tokens: total, ttl: segment.ttl });
-    });
-    let hit = -1;
-    breakpoints.forEach((b, i) => {
-      if (cache.has(b.key)) hit = i;
-    });
-    const read = hit >= 0 ? breakpoints[hit]!.tokens : 0;
-    const written = { '5m': 0, '1h': 0 };
-    let covered = read;
-    for (const b of breakpoints.slice(hit + 1)) {
-      written[b.ttl] += b.tokens - covered;
-      covered = b.tokens;
-    }
-    for (const b of breakpoints) cache.add(b.key);
+    const { uncached, read, written } = promptCacheUsage(cache, String(body.model), promptSegments(body));
     return {
-      input_tokens: total - covered,
+      input_tokens: uncached,
       cache_creation_input_tokens: written['5m'] + written['1h'],
       cache_read_input_tokens: read,
       cache_creation: { ephemeral_5m_input_tokens: written['5m'], ephemeral_1h_input_tokens: written['1h'] },

@@ -13,7 +13,8 @@
 // cache point, so all input = inputTokens + cacheReadInputTokens + cacheWriteInputTokens, as AWS
 // documents it. The cache fields are sent only when the request has a cache point. No minimum.
 import { createHash } from 'node:crypto';
-import { jsonPieces, jsonTokens, prefixKeys, schemaInstance, wordPieces } from './double-http.ts';
+import { jsonPieces, jsonTokens, schemaInstance, wordPieces } from './double-http.ts';
+import { cachePrefixTokens, promptCacheUsage, promptTokens, type PromptSegment } from './prompt-cache.ts';
 
 type Json = Record<string, any>;
 
@@ -37,18 +38,11 @@ export const bedrockJsonTokens = (json: string): number => jsonPieces(json).leng
 /** Reasoning tokens of a call with thinking on and room for the whole reasoning. */
 export const BEDROCK_REASONING_TOKENS = bedrockTextTokens(BEDROCK_DEFAULT_REASONING);
 
-interface Segment {
-  value: unknown;
-  tokens: number;
-  /** Set on the segment a cache point follows. */
-  ttl?: '5m' | '1h';
-}
-
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
 
-function segments(body: Json): Segment[] {
-  const out: Segment[] = [];
+function segments(body: Json): PromptSegment[] {
+  const out: PromptSegment[] = [];
   const add = (block: unknown, extra: Json = {}) => {
     if (!isObject(block)) return;
     if (isObject(block.cachePoint)) {
@@ -68,50 +62,19 @@ function segments(body: Json): Segment[] {
 }
 
 /** All input tokens of a Converse body: inputTokens + cacheReadInputTokens + cacheWriteInputTokens. */
-export function bedrockPromptTokens(body: Json): number {
-  return segments(body).reduce((sum, s) => sum + s.tokens, 0);
-}
+export const bedrockPromptTokens = (body: Json): number => promptTokens(segments(body));
 
 /** The tokens of the prefix ending at each cache point, in order. */
-export function bedrockCachePrefixes(body: Json): number[] {
-  const out: number[] = [];
-  let sum = 0;
-  for (const s of segments(body)) {
-    sum += s.tokens;
-    if (s.ttl) out.push(sum);
-  }
-  return out;
-}
+export const bedrockCachePrefixes = (body: Json): number[] => cachePrefixTokens(segments(body));
 
 /** The input side of the usage; records the request's cache prefixes in `cache`. */
 export function inputUsage(cache: Set<string>, modelId: string, body: Json): Json {
   const list = segments(body);
-  const keys = prefixKeys(
-    modelId,
-    list.map((s) => s.value),
-  );
-  const points: { key: string; tokens: number; ttl: '5m' | '1h' }[] = [];
-  let total = 0;
-  list.forEach((s, i) => {
-    total += s.tokens;
-    if (s.ttl) points.push({ key: keys[i]!, tokens: total, ttl: s.ttl });
-  });
-  if (points.length === 0) return { inputTokens: total };
-  let hit = -1;
-  points.forEach((p, i) => {
-    if (cache.has(p.key)) hit = i;
-  });
-  const read = hit >= 0 ? points[hit]!.tokens : 0;
-  const written = { '1h': 0, '5m': 0 };
-  let covered = read;
-  for (const p of points.slice(hit + 1)) {
-    written[p.ttl] += p.tokens - covered;
-    covered = p.tokens;
-  }
-  for (const p of points) cache.add(p.key);
+  if (!list.some((s) => s.ttl)) return { inputTokens: promptTokens(list) };
+  const { uncached, read, written } = promptCacheUsage(cache, modelId, list);
   const details = (['1h', '5m'] as const).filter((ttl) => written[ttl] > 0).map((ttl) => ({ ttl, inputTokens: written[ttl] }));
   return {
-    inputTokens: total - covered,
+    inputTokens: uncached,
     cacheReadInputTokens: read,
     cacheWriteInputTokens: written['1h'] + written['5m'],
     ...(details.length > 0 && { cacheDetails: details }),

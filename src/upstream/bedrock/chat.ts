@@ -1,7 +1,7 @@
 // chat / chatStream through the official Bedrock runtime client: the canonical call goes out as
 // Converse (or ConverseStream, an AWS event stream); text, tool uses, the stop reason and the
 // usage come back as the port's outcome and stream parts.
-import { ConverseCommand, ConverseStreamCommand, type BedrockRuntimeClient, type ConverseStreamOutput } from '@aws-sdk/client-bedrock-runtime';
+import { ConverseCommand, ConverseStreamCommand, type BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { abortedWith } from '../abort.ts';
 import { UpstreamError, type ChatCall, type ChatOutcome, type ChatStreamPart, type Usage } from '../port.ts';
 import { asUpstreamFailure, Deadline } from '../upstream-http.ts';
@@ -50,23 +50,6 @@ export async function chat(target: BedrockTarget, call: ChatCall): Promise<ChatO
   }
 }
 
-// The exception members a stream may carry instead of an event, and whose they are.
-const STREAM_EXCEPTIONS = [
-  'internalServerException',
-  'modelStreamErrorException',
-  'serviceUnavailableException',
-  'throttlingException',
-  'validationException',
-] as const;
-
-function streamException(event: ConverseStreamOutput, op: string): UpstreamError | undefined {
-  for (const member of STREAM_EXCEPTIONS) {
-    if (event[member as keyof ConverseStreamOutput] !== undefined)
-      return new UpstreamError(`upstream ${op} failed with an error event (${member})`, undefined, member === 'validationException' ? 'request' : 'retriable');
-  }
-  return undefined;
-}
-
 export async function* chatStream(target: BedrockTarget, call: ChatCall): AsyncGenerator<ChatStreamPart> {
   const op = 'chat stream';
   const { deadline, signal, failure } = watched(target, call.signal, op, chatSecrets(call));
@@ -82,9 +65,8 @@ export async function* chatStream(target: BedrockTarget, call: ChatCall): AsyncG
     deadline.touch(target.timeoutMs);
     for await (const event of response.stream) {
       // The silence timer must not run while a slow client is consuming what we yield.
+      // An exception event (throttling, the model's stream error, …) is thrown by the client as its typed error.
       deadline.clear();
-      const exception = streamException(event, op);
-      if (exception) throw exception;
       const start = event.contentBlockStart;
       if (start?.start?.toolUse?.name && start.contentBlockIndex !== undefined) {
         const tool = { index: tools.size, hasArguments: false };
