@@ -6,7 +6,7 @@
 // structured output; reasoning_effort as Anthropic's thinking; usage exact to the token in the
 // ChatCharged event (prompt = inputTokens + cacheReadInputTokens + cacheWriteInputTokens); a
 // Messages caller's cache_control as Bedrock cache points (written, then read); temporary
-// credentials (a session token) and the SDK's own credential chain. Errors, failover, a client
+// credentials (a session token) and the SDK's own credential chain; Titan embeddings. Errors, failover, a client
 // that leaves and the logs: upstream-bedrock-errors.test.ts.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -14,8 +14,10 @@ import { randomBytes } from 'node:crypto';
 import { createAjv } from '../src/ajv.ts';
 import { parseModelsConfig } from '../src/catalogue/models-config.ts';
 import { eventually, openAccount } from './support/http.ts';
+import { BedrockRuntimeClient, InvokeModelCommand } from '@aws-sdk/client-bedrock-runtime';
 import {
   BEDROCK_ACCESS_KEY_ID,
+  BEDROCK_SECRET_ACCESS_KEY,
   BEDROCK_DEFAULT_REASONING,
   bedrockCachePrefixes,
   bedrockJsonTokens,
@@ -280,6 +282,52 @@ test('chat completions send no cache points (the wire has no cache marks)', asyn
   const sent = last(w.bedrock.usages);
   assert.is(sent.cacheReadInputTokens, undefined, 'no cache fields without a cache point');
   assertChargedAsSent(await onlyCharge(w.gw, acct.accountId), sent);
+});
+
+test('Titan embeddings: InvokeModel one text a request (signed), each counting its tokens; the charge is their sum; token ids refused', async () => {
+  // The double straight through the official client first.
+  const client = new BedrockRuntimeClient({
+    region: 'us-east-1',
+    endpoint: w.bedrock.url,
+    credentials: { accessKeyId: BEDROCK_ACCESS_KEY_ID, secretAccessKey: BEDROCK_SECRET_ACCESS_KEY },
+    maxAttempts: 1,
+  });
+  const direct = await client.send(
+    new InvokeModelCommand({
+      modelId: 'amazon.titan-embed-text-v2:0',
+      contentType: 'application/json',
+      body: JSON.stringify({ inputText: 'Oslo', dimensions: 256 }),
+    }),
+  );
+  const parsed = JSON.parse(Buffer.from(direct.body).toString('utf8')) as Data;
+  assert.equal([parsed.embedding.length, parsed.inputTextTokenCount], [256, last(w.bedrock.embeddingTokens)]);
+
+  const acct = await openAccount(w.gw, { quota: 10_000_000 });
+  const before = w.bedrock.embeddingTokens.length;
+  const input = [`harbour ${nonce()}`, 'a second and somewhat longer text about the harbour'];
+  const reply = await w.openai(acct).embeddings.create({ model: 'test/bedrock-titan', input, dimensions: 512, encoding_format: 'float' });
+  assert.equal(
+    reply.data.map((d) => [d.index, d.embedding.length]),
+    [
+      [0, 512],
+      [1, 512],
+    ],
+  );
+  const counted = w.bedrock.embeddingTokens.slice(before);
+  assert.is(counted.length, 2);
+  assert.is(reply.usage.prompt_tokens, counted[0]! + counted[1]!);
+  const charge = await onlyCharge(w.gw, acct.accountId);
+  assert.equal([charge.api, charge.promptTokens, charge.completionTokens], ['embeddings', counted[0]! + counted[1]!, 0]);
+  assert.equal(last(w.bedrock.seen), { modelId: 'amazon.titan-embed-text-v2:0', operation: 'InvokeModel' });
+
+  const refused = await w
+    .openai(acct)
+    .embeddings.create({ model: 'test/bedrock-titan', input: [[1, 2, 3]] })
+    .then(
+      () => undefined,
+      (e: unknown) => e as { status?: number },
+    );
+  assert.is(refused?.status, 400);
 });
 
 test("temporary credentials carry their session token; without key variables the SDK's own chain signs", async () => {

@@ -1,6 +1,7 @@
 // A local Amazon Bedrock Runtime endpoint as the official @aws-sdk/client-bedrock-runtime calls it
 // with `new BedrockRuntimeClient({ region: 'us-east-1', endpoint: double.url, credentials, maxAttempts: 1 })`:
-// POST /model/{modelId}/converse (JSON) and /model/{modelId}/converse-stream (binary event stream),
+// POST /model/{modelId}/converse (JSON), /model/{modelId}/converse-stream (binary event stream) and
+// /model/{modelId}/invoke for Titan Text Embeddings V2 ({inputText} in, {embedding, inputTextTokenCount} out),
 // SigV4-signed. The client speaks HTTP/2 by default (its NodeHttp2Handler, cleartext with prior
 // knowledge against an http:// endpoint) and HTTP/1.1 with a NodeHttpHandler: one port serves both.
 //
@@ -30,7 +31,8 @@ import { constants as h2, createServer as createH2Server, type Http2ServerReques
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FaultScript, type Fault } from './double-faults.ts';
-import { BEDROCK_MODELS, composeTurn, inputUsage, invalidConverse, type Turn, type TurnOptions } from './bedrock-turn.ts';
+import { BEDROCK_MODELS, bedrockTextTokens, composeTurn, inputUsage, invalidConverse, type Turn, type TurnOptions } from './bedrock-turn.ts';
+import { geminiEmbeddingOf } from './gemini-double.ts';
 import {
   BEDROCK_ACCESS_KEY_ID,
   BEDROCK_REGION,
@@ -83,7 +85,9 @@ export interface BedrockDouble {
   /** Every request, in order (refused ones included). */
   readonly requests: BedrockRequest[];
   /** Every Converse/ConverseStream call's model id and operation, in order (refused ones included). */
-  readonly seen: { modelId: string; operation: 'Converse' | 'ConverseStream' }[];
+  readonly seen: { modelId: string; operation: 'Converse' | 'ConverseStream' | 'InvokeModel' }[];
+  /** The inputTextTokenCount of every text embedded (InvokeModel on Titan), in order. */
+  readonly embeddingTokens: number[];
   /** The usage of every completed reply, as sent (a stream's metadata usage). */
   readonly usages: Record<string, any>[];
   readonly calls: number;
@@ -99,7 +103,9 @@ type Req = IncomingMessage | Http2ServerRequest;
 type Res = ServerResponse | Http2ServerResponse;
 type Json = Record<string, any>;
 
-const ROUTE = /^\/model\/([^/]+)\/(converse|converse-stream)$/;
+const ROUTE = /^\/model\/([^/]+)\/(converse|converse-stream|invoke)$/;
+/** Titan Text Embeddings V2: the dimensions it makes (1,024 unless asked). */
+const TITAN_DIMENSIONS = new Set([256, 512, 1024]);
 
 export async function startBedrockDouble(options: BedrockDoubleOptions = {}): Promise<BedrockDouble> {
   const identity = {
@@ -114,6 +120,7 @@ export async function startBedrockDouble(options: BedrockDoubleOptions = {}): Pr
   const requests: BedrockRequest[] = [];
   const seen: BedrockDouble['seen'] = [];
   const usages: Json[] = [];
+  const embeddingTokens: number[] = [];
   const cut = new WeakSet<Res>();
   let calls = 0;
   let abandoned = 0;
@@ -152,11 +159,22 @@ export async function startBedrockDouble(options: BedrockDoubleOptions = {}): Pr
     if (!route) return fail({ status: 404, type: 'UnknownOperationException', message: `No operation at ${req.method} ${path}` });
     const modelId = decodeURIComponent(route[1]!);
     const streamed = route[2] === 'converse-stream';
-    seen.push({ modelId, operation: streamed ? 'ConverseStream' : 'Converse' });
+    seen.push({ modelId, operation: route[2] === 'invoke' ? 'InvokeModel' : streamed ? 'ConverseStream' : 'Converse' });
     const refused = await sigV4Problem({ method: req.method ?? 'POST', url: req.url ?? '/', headers: req.headers, body: raw }, identity);
     if (refused) return fail(refused);
     if (!body) return fail({ status: 400, type: 'SerializationException', message: 'Unable to parse the request body as JSON.' });
     if (!models.has(modelId)) return fail(validationError('The provided model identifier is invalid.'));
+    if (route[2] === 'invoke') {
+      // Titan Text Embeddings V2's body: one inputText, its own token count in the reply.
+      const dimensions = body.dimensions ?? 1024;
+      if (!/^amazon\.titan-embed-text-v2/.test(modelId)) return fail(validationError('This double invokes amazon.titan-embed-text-v2 models only.'));
+      if (typeof body.inputText !== 'string' || body.inputText === '')
+        return fail(validationError('Malformed input request: #: required key [inputText] not found'));
+      if (!TITAN_DIMENSIONS.has(dimensions)) return fail(validationError(`Malformed input request: #/dimensions: ${dimensions} is not a valid enum value`));
+      const tokens = bedrockTextTokens(body.inputText);
+      embeddingTokens.push(tokens);
+      return sendJson(res, 200, { embedding: geminiEmbeddingOf(body.inputText, dimensions), embeddingsByType: {}, inputTextTokenCount: tokens }, common);
+    }
     const problem = invalidConverse(body);
     if (problem) return fail(validationError(problem));
 
@@ -203,6 +221,7 @@ export async function startBedrockDouble(options: BedrockDoubleOptions = {}): Pr
     requests,
     seen,
     usages,
+    embeddingTokens,
     get calls() {
       return calls;
     },

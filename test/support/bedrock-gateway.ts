@@ -70,6 +70,7 @@ export async function startBedrockWorld(): Promise<BedrockWorld> {
   const models = {
     'test/bedrock': { provider: 'bedrock', upstreamModel: MODEL },
     'test/bedrock-nova': { provider: 'bedrock', upstreamModel: NOVA },
+    'test/bedrock-titan': { provider: 'bedrock', upstreamModel: 'amazon.titan-embed-text-v2:0' },
     'test/bedrock-unknown': { provider: 'bedrock', upstreamModel: 'anthropic.claude-imaginary-v9:0' },
     'test/bedrock-badsecret': { provider: 'bedrockBadSecret', upstreamModel: MODEL },
     'test/bedrock-session': { provider: 'bedrockSession', upstreamModel: MODEL },

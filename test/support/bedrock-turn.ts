@@ -29,6 +29,7 @@ export const BEDROCK_MODELS = [
   'us.anthropic.claude-sonnet-4-5-20250929-v1:0',
   'anthropic.claude-haiku-4-5-20251001-v1:0',
   'amazon.nova-pro-v1:0',
+  'amazon.titan-embed-text-v2:0',
 ];
 
 /** Output tokens of a text (reply or reasoning) as the double counts them. */

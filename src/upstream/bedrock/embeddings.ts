@@ -1,5 +1,5 @@
 // Embeddings on Bedrock through InvokeModel with Amazon's Titan text embeddings models
-// (amazon.titan-embed-text-*): one text per request, so a list is embedded text by text, in
+// (amazon.titan-embed-text-v2): one text per request, so a list is embedded text by text, in
 // parallel, in input order; each reply counts its own input tokens (inputTextTokenCount), and
 // their sum is charged. Other Bedrock embedding models have other bodies and are not spoken here.
 import { InvokeModelCommand } from '@aws-sdk/client-bedrock-runtime';
@@ -7,7 +7,7 @@ import { UpstreamError, type EmbedCall, type EmbedOutcome } from '../port.ts';
 import { base64Of } from '../embedding-vector.ts';
 import { watched, type BedrockTarget } from './chat.ts';
 
-const TITAN = /(^|\.)amazon\.titan-embed-text/;
+const TITAN = /(^|\.)amazon\.titan-embed-text-v2/;
 
 function textsOf(input: EmbedCall['input']): string[] {
   if (typeof input === 'string') return [input];
@@ -22,7 +22,7 @@ interface TitanReply {
 
 export async function embed(target: BedrockTarget, call: EmbedCall): Promise<EmbedOutcome> {
   const op = 'embeddings';
-  if (!TITAN.test(call.upstreamModel)) throw new UpstreamError(`bedrock embeddings are made by amazon.titan-embed-text models only`, undefined, 'config');
+  if (!TITAN.test(call.upstreamModel)) throw new UpstreamError(`bedrock embeddings are made by amazon.titan-embed-text-v2 models only`, undefined, 'config');
   const texts = textsOf(call.input);
   const { deadline, signal, failure } = watched(target, call.signal, op, texts);
   const one = async (inputText: string): Promise<{ vector: number[]; tokens: number }> => {
