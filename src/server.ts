@@ -26,6 +26,7 @@ import { ensureInvalidRequestTable } from './eventstore/invalid-request-store.ts
 import { startProcessLease } from './eventstore/process-lease.ts';
 import { createSeenEverywhere, type SeenEverywhere } from './eventstore/seen-everywhere.ts';
 import { warmValidators } from './http/validate.ts';
+import { trackUnstartedConnections } from './http/unstarted-connections.ts';
 import { warmTokenizer } from './upstream/tokenizer.ts';
 import { startSweeper, sweepStaleHolds } from './calls/sweeper.ts';
 import { createReleaseRetry } from './calls/release-retry.ts';
@@ -285,6 +286,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   if (metricsServer) log.info({ port: (metricsServer.address() as AddressInfo).port }, 'metrics listening');
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
+  const unstarted = trackUnstartedConnections(server);
   const sweeper = startSweeper(ledger, {
     intervalMs: settings.sweepIntervalMs,
     leases: { db, schema: settings.schema, self: lease.processId },
@@ -313,7 +315,10 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
       metricsServer?.closeAllConnections();
       metricsServer?.close();
       await new Promise<void>((resolve) => {
-        const idle = setInterval(() => server.closeIdleConnections(), 50);
+        const idle = setInterval(() => {
+          server.closeIdleConnections();
+          unstarted.closeAll();
+        }, 50);
         const force = setTimeout(() => server.closeAllConnections(), graceMs);
         server.close(() => {
           clearInterval(idle);
@@ -321,6 +326,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
           resolve();
         });
         server.closeIdleConnections();
+        unstarted.closeAll();
       });
       await ledger.drain();
       // Holds still queued for release: one last try, then the lease's end hands them to the sweepers.

@@ -21,7 +21,8 @@ export interface LoggedGateway {
   gw: RunningGateway;
   /** Every log line of the gateway, at debug level. */
   logLines: string[];
-  stop(): Promise<void>;
+  /** Closes the gateway (with this grace, default the settings'), drops its schema and config; once. */
+  stop(graceMs?: number): Promise<void>;
 }
 
 /** A gateway over these providers and models (each priced at `multiplierMilli`), its secrets read from `env` only. */
@@ -43,14 +44,17 @@ export async function startLoggedGateway(
     logLevel: 'debug',
     modelsConfig: path,
   };
+  let stopped = false;
   const gw = await startGateway(settings, pino({ level: 'debug' }, { write: (line: string) => void logLines.push(line) }));
   for (const modelId of Object.keys(models)) await priceModel(gw.ledger, { modelId, multiplierMilli, status: 'ACTIVE', alias: null }, 'admin:test');
   await gw.ledger.caughtUp();
   return {
     gw,
     logLines,
-    stop: async () => {
-      await gw.close();
+    stop: async (graceMs?: number) => {
+      if (stopped) return;
+      stopped = true;
+      await gw.close(graceMs);
       if (settings.databaseUrl) await dropSchemas(settings.databaseUrl, settings.schema);
       rmSync(dirname(path), { recursive: true, force: true });
     },
