@@ -69,6 +69,10 @@ test('tool calls and their results, tools and tool choice, thinking for Anthropi
   assert.equal(input.inferenceConfig, { maxTokens: 4000, temperature: 0.5, stopSequences: ['END'] });
   assert.equal(input.additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 2000 } });
   assert.equal(input.outputConfig, { textFormat: { type: 'json_schema', structure: { jsonSchema: { schema: JSON.stringify(schema), name: 'answer' } } } });
+  // tool_choice none: no tools offered, unless the history holds tool blocks (Converse needs the toolConfig then).
+  const weather = [{ type: 'function' as const, function: { name: 'get_weather', parameters: schema } }];
+  assert.is(converseInput(callOf({ tools: weather, toolChoice: 'none' })).toolConfig, undefined);
+  assert.ok(converseInput(callOf({ tools: weather, toolChoice: 'none', messages: [{ role: 'tool', tool_call_id: 'tu_1', content: 'x' }] })).toolConfig);
   // Other vendors' models on Bedrock get no Anthropic thinking block.
   assert.is(converseInput(callOf({ upstreamModel: 'amazon.nova-pro-v1:0', reasoningEffort: 'high' })).additionalModelRequestFields, undefined);
 });

@@ -83,7 +83,7 @@ function turnOf(message: ChatMessage): { role: 'user' | 'assistant'; blocks: Con
   return { role: 'assistant', blocks };
 }
 
-/** OpenAI's tool_choice in Converse's shape; `none` has no equivalent, so the model may still call one. */
+/** OpenAI's tool_choice in Converse's shape (`none` has no equivalent: see converseInput). */
 function toolChoiceOf(choice: unknown): ToolChoice | undefined {
   if (choice === 'auto') return { auto: {} };
   if (choice === 'required') return { any: {} };
@@ -116,7 +116,10 @@ export function converseInput(call: ChatCall): ConverseInput {
   }
   const thinking = isAnthropicModel(call.upstreamModel) ? thinkingFor(call.reasoningEffort, call.maxTokens) : undefined;
   if (thinking) input.additionalModelRequestFields = { thinking } as never;
-  if (call.tools && call.tools.length > 0) {
+  // Converse has no `none`: the tools are left out, unless the conversation already holds tool
+  // blocks, which Converse refuses without a toolConfig (the model may then still call one).
+  const noTools = call.toolChoice === 'none' && !call.messages.some((m) => m.role === 'tool' || (m.tool_calls?.length ?? 0) > 0);
+  if (call.tools && call.tools.length > 0 && !noTools) {
     const tools: Tool[] = call.tools.map((tool) => ({
       toolSpec: {
         name: tool.function.name,
