@@ -14,7 +14,9 @@ import { randomBytes } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import { AnthropicVertex } from '@anthropic-ai/vertex-sdk';
 import { GoogleGenAI } from '@google/genai';
-import { GoogleAuth } from 'google-auth-library';
+import { GoogleAuth, JWT } from 'google-auth-library';
+import { generateKeyPairSync } from 'node:crypto';
+import { googleAuthOptions, parseCredentials } from '../src/upstream/vertex/auth.ts';
 import OpenAI from 'openai';
 import { parseModelsConfig } from '../src/catalogue/models-config.ts';
 import { eventually, openAccount, type TestAccount } from './support/http.ts';
@@ -117,6 +119,20 @@ test('models config: a vertex provider needs a project and a location; a credent
   assert.ok(parseModelsConfig(config({})));
   assert.ok(parseModelsConfig(config({ credentialsEnv: 'GOOGLE_CREDS', structuredOutputModels: ['claude-sonnet-4-5'] })));
   assert.throws(() => parseModelsConfig(config({ project: undefined })), /project/);
+  // A service account key (what most operators put in the variable) becomes a JWT client with Vertex's scope.
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const key = {
+    type: 'service_account',
+    project_id: VERTEX_PROJECT,
+    private_key_id: 'k1',
+    private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    client_email: `tollgate@${VERTEX_PROJECT}.iam.gserviceaccount.com`,
+  };
+  const options = googleAuthOptions(parseCredentials(JSON.stringify(key), 'GOOGLE_CREDS'), VERTEX_PROJECT);
+  assert.instance(options.authClient, JWT);
+  assert.is((options.authClient as JWT).email, key.client_email);
+  assert.equal(options.scopes, [SCOPE]);
+  assert.throws(() => parseCredentials('not json', 'GOOGLE_CREDS'), /GOOGLE_CREDS must hold Google credentials as JSON/);
   assert.throws(() => parseModelsConfig(config({ apiKeyEnv: 'X' })), /additional properties/);
 });
 
