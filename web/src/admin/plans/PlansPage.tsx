@@ -1,6 +1,6 @@
 // Plans: the list, and one form that defines a plan or updates the one being edited (its quota,
 // validity, call rate and models).
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { admin, enc } from '../api/client.ts';
 import { clientProblem } from '../../shared/problem.ts';
 import { InputField } from '../../shared/components/Field.tsx';
@@ -64,8 +64,12 @@ export function PlansPage() {
       models: p.models,
     });
     setDone('');
-    setTimeout(() => document.getElementById('plan-name')?.focus(), 0);
   };
+  // The form takes the focus as an edit begins, in the turn that renders it: a deferred focus could
+  // land after the operator had already clicked into another field, and steal what they type.
+  useLayoutEffect(() => {
+    if (editing) document.getElementById('plan-name')?.focus();
+  }, [editing]);
   const stopEditing = () => {
     setEditing(null);
     setTerms(EMPTY);
