@@ -1,7 +1,7 @@
 // The console's frame: the skip link, the bar with the sections and who is signed in, the status
 // region, the sign-in card or the section the hash names, and the confirmation dialog. Each hash
 // change renders its section afresh and moves the focus to its heading.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ConfirmActionDialog } from '../../shared/components/ConfirmDialog.tsx';
 import { ProblemWording } from '../../shared/components/ProblemBox.tsx';
 import { ApiProblem } from '../../shared/problem.ts';
@@ -66,7 +66,9 @@ export function App() {
     return () => removeEventListener('hashchange', onHash);
   }, []);
 
-  useEffect(() => {
+  // In the turn that renders the view (a layout effect): an effect after paint left the focus on
+  // the page for a moment, long enough under load for a keyboard user's next Tab to start over.
+  useLayoutEffect(() => {
     if (!signedIn) {
       document.title = 'Sign in · Operator console · Tollgate';
       if (focusToken.current) document.getElementById('admin-token')?.focus();
