@@ -10,15 +10,14 @@
 // secret and charging nothing, failover from Vertex on 429.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
-import { AnthropicVertex } from '@anthropic-ai/vertex-sdk';
 import { GoogleGenAI } from '@google/genai';
 import { GoogleAuth, JWT } from 'google-auth-library';
-import { generateKeyPairSync } from 'node:crypto';
 import { googleAuthOptions, parseCredentials } from '../src/upstream/vertex/auth.ts';
 import OpenAI from 'openai';
 import { parseModelsConfig } from '../src/catalogue/models-config.ts';
+import { anthropicVertex } from './support/test-tools.ts';
 import { eventually, openAccount, type TestAccount } from './support/http.ts';
 import { VERTEX_LOCATION, VERTEX_PROJECT, startVertexDouble, type VertexDouble } from './support/vertex-double.ts';
 import { assertChargedAsSent, ledgerOf, onlyCharge, settled, startLoggedGateway, type LoggedGateway } from './support/upstream-gateway.ts';
@@ -96,7 +95,7 @@ test('the double speaks Vertex to the official clients: @google/genai in Vertex 
   assert.ok((reply.usageMetadata?.promptTokenCount ?? 0) > 0);
   assert.equal(last(vertex.seen), { publisher: 'google', model: GEMINI, method: 'generateContent' });
 
-  const claude = new AnthropicVertex({
+  const claude = await anthropicVertex({
     region: VERTEX_LOCATION,
     projectId: VERTEX_PROJECT,
     baseURL: `${vertex.url}/v1`,

@@ -3,7 +3,10 @@
 import { fileURLToPath } from 'node:url';
 import { loadFromFolder, type FirstUseFolder } from './first-use-install.ts';
 
-const TEST_TOOLS: FirstUseFolder = { dir: fileURLToPath(new URL('../tools', import.meta.url)), label: 'the test tools (js-tiktoken, yaml)' };
+const TEST_TOOLS: FirstUseFolder = {
+  dir: fileURLToPath(new URL('../tools', import.meta.url)),
+  label: 'the test tools (js-tiktoken, yaml, @anthropic-ai/vertex-sdk)',
+};
 
 /** js-tiktoken's encoder: OpenAI's tiktoken ported, the reference for the gateway's counts. */
 export interface ReferenceEncoder {
@@ -23,4 +26,21 @@ export async function referenceO200k(): Promise<ReferenceEncoder> {
 export async function parseYaml(text: string): Promise<unknown> {
   const { parse } = await loadFromFolder<{ parse(text: string): unknown }>(TEST_TOOLS, 'yaml');
   return parse(text);
+}
+
+/** The Messages calls of @anthropic-ai/vertex-sdk's client that test/upstream-vertex.test.ts makes. */
+export interface VertexClaudeClient {
+  messages: {
+    create(body: Record<string, unknown>): Promise<{ type: string; usage: { input_tokens: number } }>;
+    countTokens(body: Record<string, unknown>): Promise<{ input_tokens: number }>;
+  };
+}
+
+/** @anthropic-ai/vertex-sdk's AnthropicVertex, Anthropic's official Vertex client (test/upstream-vertex.test.ts). */
+export async function anthropicVertex(options: Record<string, unknown>): Promise<VertexClaudeClient> {
+  const { AnthropicVertex } = await loadFromFolder<{ AnthropicVertex: new (options: Record<string, unknown>) => VertexClaudeClient }>(
+    TEST_TOOLS,
+    '@anthropic-ai/vertex-sdk',
+  );
+  return new AnthropicVertex(options);
 }
