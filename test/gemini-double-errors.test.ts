@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ApiError, GoogleGenAI } from '@google/genai';
-import { wordPieces } from './support/double-http.ts';
+import { wordPieces, rejection } from './support/double-http.ts';
 import {
   GEMINI_BLOCKED_WORD,
   GEMINI_DEFAULT_REPLY,
@@ -36,15 +36,6 @@ test.after(async () => {
 test.before.each(() => {
   gemini.setDefault(null);
 });
-
-async function rejection(promise: Promise<unknown>): Promise<any> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
 
 test('errors: a wrong key is 400 API_KEY_INVALID, no key 403, an unknown model 404, a malformed request 400, an unknown path an HTML 404', async () => {
   const wrong = await rejection(

@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ApiError, GoogleGenAI, Type } from '@google/genai';
 import { createAjv } from '../src/ajv.ts';
-import { jsonPieces, jsonTokens, wordPieces } from './support/double-http.ts';
+import { jsonPieces, jsonTokens, wordPieces, rejection } from './support/double-http.ts';
 import {
   GEMINI_CACHE_MIN_TOKENS,
   GEMINI_DEFAULT_REPLY,
@@ -38,15 +38,6 @@ test.after(async () => {
 test.before.each(() => {
   gemini.setDefault(null);
 });
-
-async function rejection(promise: Promise<unknown>): Promise<any> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
 
 const weather = {
   name: 'get_weather',

@@ -25,7 +25,7 @@ import {
   startAnthropicDouble,
   type AnthropicDouble,
 } from './support/anthropic-double.ts';
-import { wordPieces } from './support/double-http.ts';
+import { wordPieces, rejection } from './support/double-http.ts';
 
 type Json = Record<string, unknown>;
 
@@ -96,15 +96,6 @@ async function collectUntilError<T>(items: AsyncIterable<T>): Promise<{ items: T
     return { items: out, error: error as Error };
   }
   throw new Error('expected the iteration to fail');
-}
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
 }
 
 async function until(condition: () => boolean, ms = 2000): Promise<void> {

@@ -14,7 +14,7 @@ import {
   startAnthropicDouble,
   type AnthropicDouble,
 } from './support/anthropic-double.ts';
-import { wordPieces } from './support/double-http.ts';
+import { wordPieces, rejection } from './support/double-http.ts';
 import {
   OPENAI_DEFAULT_REPLY,
   OPENAI_REASONING_TOKENS,
@@ -26,15 +26,6 @@ import {
 import type { RecordedFile } from './support/double-http.ts';
 
 const words = (text: string) => wordPieces(text).length;
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
 
 async function until(condition: () => boolean, ms = 2000): Promise<void> {
   const deadline = Date.now() + ms;

@@ -1,5 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { rejection } from './support/double-http.ts';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
@@ -25,15 +26,6 @@ async function collect(parts: AsyncIterable<ChatStreamPart>): Promise<ChatStream
   const out: ChatStreamPart[] = [];
   for await (const part of parts) out.push(part);
   return out;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
 }
 
 const textOf = (parts: ChatStreamPart[]) => parts.map((p) => (p.type === 'text' ? p.text : '')).join('');

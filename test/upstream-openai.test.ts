@@ -19,7 +19,7 @@ import {
   type Provider,
   type ToolDefinition,
 } from '../src/upstream/port.ts';
-import { jsonPieces, wordPieces, type RecordedFile } from './support/double-http.ts';
+import { jsonPieces, wordPieces, type RecordedFile, rejection } from './support/double-http.ts';
 import { OPENAI_REASONING_TOKENS, openaiPromptTokens, startOpenAIDouble, type OpenAIDouble } from './support/openai-double.ts';
 
 const KEY = 'sk-proj-SECRET-openai-key-0123456789abcdef';
@@ -89,15 +89,6 @@ async function collectUntilError<T>(items: AsyncIterable<T>): Promise<{ items: T
     return { items: out, error: error as Error };
   }
   throw new Error(`expected the stream to fail; it yielded ${out.length} items`);
-}
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
 }
 
 function assertUpstream(error: Error, kind: UpstreamError['kind'], status?: number): UpstreamError {

@@ -291,3 +291,13 @@ export function prefixKeys(model: string, segments: unknown[]): string[] {
 export function idSuffix(seed: string | number, length = 24): string {
   return createHash('sha256').update(String(seed)).digest('base64url').replace(/[-_]/g, 'x').slice(0, length);
 }
+
+/** What a promise rejected with; a promise that resolves fails the test. */
+export async function rejection<T = any>(promise: Promise<unknown>): Promise<T> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as T;
+  }
+  throw new Error('expected a rejection');
+}
