@@ -10,9 +10,9 @@ import type { Database } from '../src/eventstore/db.ts';
 import type { EventReader, ProjectedEvent } from '../src/eventstore/port.ts';
 import { ALL_PROJECTIONS } from '../projections/read-models.ts';
 import { books } from '../projections/books/books.ts';
-import { upstreamCalls, upstreamCostDays, upstreamCostRates } from '../projections/catalogue/cost-tables.ts';
+import { upstreamCalls, upstreamCostDayChanges, upstreamCostDays, upstreamCostRates } from '../projections/catalogue/cost-tables.ts';
 import { upstreamCost } from '../projections/catalogue/cost-book.ts';
-import { bookAccounts, bookDays, bookDeferred, bookEntries, bookLots } from '../projections/books/book-tables.ts';
+import { bookAccounts, bookDayChanges, bookDays, bookDeferred, bookEntries, bookLots } from '../projections/books/book-tables.ts';
 import * as checkpoint from '../projections/runner/checkpoint.ts';
 import { finishDdl } from '../projections/runner/ddl.ts';
 import { replayGroups, replayOnWorkers } from '../projections/runner/parallel-replay.ts';
@@ -29,12 +29,14 @@ export const BOOK_PROJECTIONS: RowProjection[] = [
   upstreamCostRates,
   upstreamCalls,
   upstreamCostDays,
+  upstreamCostDayChanges,
   upstreamCost,
   bookAccounts,
   bookLots,
   bookDays,
   bookDeferred,
   bookEntries,
+  bookDayChanges,
   books,
 ];
 const isBook = new Set(BOOK_PROJECTIONS.map((p) => p.name));

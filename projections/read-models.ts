@@ -10,12 +10,12 @@ import { usageDaily } from './calls/usage-daily.ts';
 import { usageKeys } from './calls/usage-keys.ts';
 import { models } from './catalogue/models.ts';
 import { upstreamDaily } from './catalogue/upstream-report.ts';
-import { upstreamCalls, upstreamCostDays, upstreamCostRates } from './catalogue/cost-tables.ts';
+import { upstreamCalls, upstreamCostDayChanges, upstreamCostDays, upstreamCostRates } from './catalogue/cost-tables.ts';
 import { upstreamCost } from './catalogue/cost-book.ts';
 import { upstreamBillLines } from './catalogue/upstream-bills.ts';
 import { memberships, sessions } from './customers/members.ts';
 import { books } from './books/books.ts';
-import { bookAccounts, bookDays, bookDeferred, bookEntries, bookLots } from './books/book-tables.ts';
+import { bookAccounts, bookDayChanges, bookDays, bookDeferred, bookEntries, bookLots } from './books/book-tables.ts';
 import { registerReadModels } from './runner/registry.ts';
 
 export const ALL_PROJECTIONS = [
@@ -32,6 +32,7 @@ export const ALL_PROJECTIONS = [
   upstreamCostRates,
   upstreamCalls,
   upstreamCostDays,
+  upstreamCostDayChanges,
   upstreamCost,
   upstreamBillLines,
   memberships,
@@ -42,6 +43,7 @@ export const ALL_PROJECTIONS = [
   bookDays,
   bookDeferred,
   bookEntries,
+  bookDayChanges,
   books,
 ];
 registerReadModels(ALL_PROJECTIONS);

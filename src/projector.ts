@@ -11,6 +11,9 @@ import { readSide } from '../projections/runner/read-side.ts';
 import { openSelectedEventStore } from './eventstore/kurrentdb-select.ts';
 import { validateEvent } from './ledger/event-catalogue.ts';
 import { startSweeper } from './calls/sweeper.ts';
+import { startDayRenderer } from './books/day-renderer.ts';
+import { FINANCE_TASKS_MODULE } from './books/finance-answers.ts';
+import { readsOnThread } from './eventstore/read-thread.ts';
 import { ensureLeaseTable } from './eventstore/process-lease.ts';
 import { outageReporter } from './eventstore/outage.ts';
 import type { Settings } from './config.ts';
@@ -44,11 +47,15 @@ export async function runProjector(settings: Settings, log: Logger): Promise<{ s
       try {
         await ensureLeaseTable(db, settings.schema);
         const sweeper = startSweeper(ledger, { intervalMs: settings.sweepIntervalMs, leases: { db, schema: settings.schema }, log });
+        const financeReads = readsOnThread({ url: url!, timeouts: settings.pgTimeouts, poolSize: 1, tasks: FINANCE_TASKS_MODULE });
+        const dayRenderer = startDayRenderer({ reads: financeReads, schema: ledger.rmSchema, log });
         log.info('projector lease acquired; projecting');
         outage.ok();
         onRunning();
         await Promise.race([gone, stopped]);
         sweeper.stop();
+        await dayRenderer.stop();
+        await financeReads.close();
       } finally {
         await ledger.close().catch(() => undefined);
       }

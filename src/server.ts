@@ -48,6 +48,7 @@ import { createStripeGateway } from './books/stripe.ts';
 import { closedMonthEndingAfter } from './books/periods.ts';
 import { FINANCE_TASKS_MODULE, readTasks as financeReadTasks } from './books/finance-answers.ts';
 import { readsHere, readsOnThread } from './eventstore/read-thread.ts';
+import { startDayRenderer } from './books/day-renderer.ts';
 import { NO_PUBLIC_ORIGIN_WARNING, originOf, publicOriginFor } from './http/public-origin.ts';
 import '../projections/read-models.ts'; // hands the runner every read model
 import { seedModels } from './catalogue/index.ts';
@@ -206,6 +207,8 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     : readsHere(readModelsDb, financeReadTasks);
   // Started beside the gateway (not awaited): the first report then finds it ready.
   void financeReads.warm().catch(() => undefined);
+  // Where the projections run, the closed days' finance parts are kept current too.
+  const dayRenderer = settings.projections ? startDayRenderer({ reads: financeReads, schema: ledger.rmSchema, log }) : null;
   const releaseRetry = createReleaseRetry(ledger, { max: settings.releaseRetryMax, log });
   metrics.watchLedger({ withdrawn: ledger.withdrawnCommands, voided: releaseRetry.voidedCount, confirmations: ledger.confirmations });
   const deps: GatewayDeps = {
@@ -336,6 +339,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
       // the other processes' sweepers (or this process's next start) to release.
       await lease.end();
       await webhooks.close();
+      await dayRenderer?.stop();
       await financeReads.close();
       await keys.close();
       await channelStates.close();

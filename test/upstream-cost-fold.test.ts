@@ -10,7 +10,7 @@ import { applyEvents, ensureReadModels } from '../projections/runner/runner.ts';
 import { finishDdl } from '../projections/runner/ddl.ts';
 import { ReplayMemory } from '../projections/runner/replay-memory.ts';
 import { bookedCalls, pricedCalls, upstreamCostBetween, type PricedCall, type UpstreamCostRow } from '../projections/catalogue/upstream-cost.ts';
-import { upstreamCalls, upstreamCostDays, upstreamCostRates } from '../projections/catalogue/cost-tables.ts';
+import { upstreamCalls, upstreamCostDayChanges, upstreamCostDays, upstreamCostRates } from '../projections/catalogue/cost-tables.ts';
 import { upstreamCost } from '../projections/catalogue/cost-book.ts';
 import { testDatabases, type TestDatabase } from './support/db.ts';
 import { bookSeries, exactCost, exactMinorText, rateInForce, ratesInForceDuring } from '../src/money/upstream-cost.ts';
@@ -18,7 +18,7 @@ import { priceText, rateOf } from '../src/catalogue/cost-rates.ts';
 import { createRng } from '../src/upstream/seed.ts';
 import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
-const PROJECTIONS = [upstreamCostRates, upstreamCalls, upstreamCostDays, upstreamCost];
+const PROJECTIONS = [upstreamCostRates, upstreamCalls, upstreamCostDays, upstreamCostDayChanges, upstreamCost];
 let position = 0;
 const ev = (type: string, timestamp: string, data: Record<string, unknown>): ProjectedEvent => ({ id: `ev-${++position}`, type, position, timestamp, data });
 const rate = (channel: string, upstreamModel: string, effectiveAt: string, prices: Record<string, string | null>) =>

@@ -2,6 +2,7 @@
 // the finance reports read. One fold keeps them all (books.ts); each is declared here so the
 // schema, a rebuild and verify know it.
 import { foldedTable as bookTable } from '../runner/row-projection.ts';
+import { DAY_CHANGE_COLUMNS } from '../runner/day-changes.ts';
 
 /**
  * Each account's place in the lot book (key: account id): its plan lots, its extra pool in grant
@@ -43,3 +44,8 @@ export const bookEntries = bookTable(
     refunded_revenue bigint NOT NULL`,
   ['day, position, seq'],
 );
+
+/**
+ * The last event that changed each UTC day's bookings (key: the day; projections/runner/day-changes.ts).
+ */
+export const bookDayChanges = bookTable('book_day_changes', DAY_CHANGE_COLUMNS);

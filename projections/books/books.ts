@@ -23,7 +23,8 @@ import {
 import { dayOf, defineProjection, type Row } from '../runner/row-projection.ts';
 import { byEnd } from '../../src/books/lot-fold.ts';
 import { q } from '../runner/sql.ts';
-import { bookAccounts, bookDays, bookDeferred, bookEntries, bookLots } from './book-tables.ts';
+import { noteDayChanges } from '../runner/day-changes.ts';
+import { bookAccounts, bookDayChanges, bookDays, bookDeferred, bookEntries, bookLots } from './book-tables.ts';
 
 /** The figures one booking adds to its day's row (book_days), by column. */
 export const DAY_COLUMNS = [
@@ -194,10 +195,13 @@ async function foldPage(tx: Queryable, schema: string, events: ProjectedEvent[])
   const days = new Map<string, { key: [string, string, string, string]; figures: DayFigures }>();
   const entries: Row[] = [];
   const balances = new Map<string, { account_id: string; day: string; deferred: number }>();
+  /** The last event that booked on each day (events come in log order). */
+  const changed = new Map<string, number>();
   let current: ProjectedEvent = events[0];
   let seq = 0;
   book.sink = (b) => {
     const key = dayKeyOf(b);
+    changed.set(key[0], current.position);
     const k = JSON.stringify(key);
     let d = days.get(k);
     if (!d) days.set(k, (d = { key, figures: noFigures() }));
@@ -242,6 +246,7 @@ async function foldPage(tx: Queryable, schema: string, events: ProjectedEvent[])
     }
   }
   await writePage(tx, schema, page, currency, days, entries, balances);
+  await noteDayChanges(tx, schema, bookDayChanges.table, changed);
 }
 
 async function writePage(

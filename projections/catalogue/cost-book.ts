@@ -12,7 +12,17 @@ import { COST_DENOMINATOR, exactCost, rateInForce, withRate } from '../../src/mo
 import { dayOf, defineProjection, eventData, type Row } from '../runner/row-projection.ts';
 import { q } from '../runner/sql.ts';
 import type { UpstreamCostRow } from './upstream-cost.ts';
-import { callRowOf, rateOfRow, type StoredRate, upstreamCalls, upstreamCostDays, upstreamCostRates, usageOfRow } from './cost-tables.ts';
+import {
+  callRowOf,
+  rateOfRow,
+  type StoredRate,
+  upstreamCalls,
+  upstreamCostDayChanges,
+  upstreamCostDays,
+  upstreamCostRates,
+  usageOfRow,
+} from './cost-tables.ts';
+import { noteDayChanges } from '../runner/day-changes.ts';
 
 const CHARGES = new Set(['ChatCharged', 'ImageCharged']);
 const pairKey = (channel: string, upstreamModel: string) => JSON.stringify([channel, upstreamModel]);
@@ -42,6 +52,8 @@ class CostPage {
   private rebooked: Row[] = [];
   private changedTotals = new Set<string>();
   private days = new Map<string, DayChange>();
+  /** The last event that changed each day's cost or rates in force (log order). */
+  private changedDays = new Map<string, number>();
 
   /** `before`: the page's first position (rates read from the table are those set before it; the page's own come as it folds). */
   constructor(
@@ -78,6 +90,7 @@ class CostPage {
     const cost = this.book(row, series);
     this.newCalls.push({ key: e.id, ...row, ...cost });
     this.addToDay(row, 1, cost, null);
+    this.changedDays.set(String(row.day), e.position);
   }
 
   /** A rate set: known from here on, and every series it reaches booked again. */
@@ -93,11 +106,14 @@ class CostPage {
     const next = rates.find((r) => Date.parse(r.effectiveAt) > from);
     // The series re-read come from the table: the page's calls so far go there first.
     await this.flush();
-    await this.rebook(d.channel, d.upstreamModel, utcDay(d.effectiveAt), next ? utcDay(next.effectiveAt) : null);
+    await this.rebook(d.channel, d.upstreamModel, utcDay(d.effectiveAt), next ? utcDay(next.effectiveAt) : null, e.position);
   }
 
-  /** Books every call of the channel's series from `fromDay` to `toDay` (null: the last) again, in log order. */
-  private async rebook(channel: string, upstreamModel: string, fromDay: string, toDay: string | null): Promise<void> {
+  /**
+   * Books every call of the channel's series from `fromDay` to `toDay` (null: the last) again, in
+   * log order. Each of those days changes (its cost, or at least the rates in force on it) at `position`.
+   */
+  private async rebook(channel: string, upstreamModel: string, fromDay: string, toDay: string | null, position: number): Promise<void> {
     let after: [string, number] = [fromDay, -1];
     let day = '';
     let series = '';
@@ -111,6 +127,7 @@ class CostPage {
       for (const r of rows) {
         if (r.day !== day) {
           day = String(r.day);
+          this.changedDays.set(day, position);
           series = seriesKey(day, channel, upstreamModel);
           this.totals.set(series, 0n);
           this.changedTotals.add(series);
@@ -200,10 +217,13 @@ class CostPage {
         .filter(([, d]) => d.calls !== 0 || d.unpriced_calls !== 0 || d.cost_minor !== 0n)
         .map(([key, d]) => ({ key, ...d, cost_minor: d.cost_minor.toString() })),
     );
+    const changedDays = new Map(this.changedDays);
+    writes.push(noteDayChanges(this.tx, this.schema, upstreamCostDayChanges.table, changedDays));
     this.newCalls = [];
     this.rebooked = [];
     this.changedTotals.clear();
     this.days.clear();
+    this.changedDays.clear();
     await Promise.all(writes);
   }
 }

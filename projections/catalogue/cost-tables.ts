@@ -6,6 +6,7 @@ import type { EventDataByType } from '../../src/ledger/events.ts';
 import type { CallUsage, CostRate } from '../../src/money/upstream-cost.ts';
 import { dayOf, defineProjection, eventData, foldedTable, type Row } from '../runner/row-projection.ts';
 import { UNRECORDED } from './upstream-report.ts';
+import { DAY_CHANGE_COLUMNS } from '../runner/day-changes.ts';
 
 /**
  * One row per answered call (chat or image charge; key: its event id): who, which channel, the
@@ -57,6 +58,9 @@ export const upstreamCostDays = foldedTable(
     calls bigint NOT NULL, unpriced_calls bigint NOT NULL, cost_minor bigint NOT NULL`,
   ['day'],
 );
+
+/** The last event that changed each UTC day's upstream cost or the rates in force on it (key: the day), as book_day_changes for the bookings. */
+export const upstreamCostDayChanges = foldedTable('upstream_cost_day_changes', DAY_CHANGE_COLUMNS);
 
 interface RateRow extends Row {
   event_id: string;

@@ -7,14 +7,11 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Queryable } from '../eventstore/db.ts';
 import type { ReadTasks } from '../eventstore/read-thread.ts';
-import { deferredRows, journalBooksFrom, moneyBooksFrom, reportFrom, sumRows, type FinanceRow, type Window } from './finance.ts';
+import { deferredByDay, deferredRows, moneyBooksFrom, type Window } from './finance.ts';
 import { reconcileMoney } from './finance-reconcile.ts';
-import { accountBalances, journalCsv, journalEntries, journalHledger } from './finance-journal.ts';
-import { bookedEntries, bookedLots } from '../../projections/books/book-reads.ts';
-import { DAY_COLUMNS } from '../../projections/books/books.ts';
+import { journalText, renderStaleDays, reportText, windowParts } from './day-renders.ts';
+import { bookedLots, booksCurrency, deferredRows as deferredBalances } from '../../projections/books/book-reads.ts';
 import type { PeriodView } from './periods.ts';
-
-const REPORT_COLUMNS: Array<keyof FinanceRow> = ['day', 'account_id', 'model', 'channel', ...DAY_COLUMNS, 'upstream_cost', 'unpriced_calls', 'margin'];
 
 /** What a task is asked: the read models' schema, the window and format, and the months it touches (read by the caller). */
 export interface FinanceQuery {
@@ -40,21 +37,14 @@ const answer = (type: string, text: string, balanced?: boolean): FinanceAnswer =
 });
 
 async function report(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
-  const f = await reportFrom(db, q.schema, q.window);
-  const rows = f.rows;
-  if (q.format === 'csv')
-    return answer('text/csv', `${[REPORT_COLUMNS.join(','), ...rows.map((row) => REPORT_COLUMNS.map((c) => row[c]).join(','))].join('\n')}\n`);
-  const body = {
-    object: 'finance_report',
-    currency: f.currency,
-    from: q.window.from,
-    to: q.window.to,
-    rows,
-    deferred: deferredRows(f, q.window),
-    totals: sumRows(rows),
-    periods: q.periods,
-  };
-  return answer(JSON_TYPE, JSON.stringify(body));
+  const [currency, parts, deferred] = await Promise.all([
+    booksCurrency(db, q.schema),
+    windowParts(db, q.schema, q.window),
+    q.format === 'csv' ? null : deferredBalances(db, q.schema, q.window.from, q.window.to),
+  ]);
+  if (q.format === 'csv') return answer('text/csv', reportText('csv', parts, { currency, window: q.window, deferred: [], periods: [] }));
+  const head = { currency, window: q.window, deferred: deferredRows(deferredByDay(deferred!, q.window), q.window), periods: q.periods };
+  return answer(JSON_TYPE, reportText('json', parts, head));
 }
 
 /** The reconciliation when it balances; one that does not is answered by the caller, with the events behind it. */
@@ -65,11 +55,9 @@ async function reconciliation(db: Queryable, q: FinanceQuery): Promise<FinanceAn
 }
 
 async function journal(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
-  const [books, bookings] = await Promise.all([journalBooksFrom(db, q.schema, q.window), bookedEntries(db, q.schema, q.window.from, q.window.to)]);
-  const entries = journalEntries(books, bookings);
-  if (q.format === 'json')
-    return answer(JSON_TYPE, JSON.stringify({ object: 'journal', from: q.window.from, to: q.window.to, entries, balances: accountBalances(entries) }));
-  return q.format === 'csv' ? answer('text/csv', journalCsv(entries)) : answer('text/plain', journalHledger(entries));
+  const parts = await windowParts(db, q.schema, q.window);
+  if (q.format === 'json') return answer(JSON_TYPE, journalText('json', parts, q.window));
+  return q.format === 'csv' ? answer('text/csv', journalText('csv', parts, q.window)) : answer('text/plain', journalText('hledger', parts, q.window));
 }
 
 async function lots(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
@@ -77,7 +65,7 @@ async function lots(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
   return answer(JSON_TYPE, JSON.stringify({ object: 'list', data }));
 }
 
-export const readTasks = { report, reconciliation, journal, lots } satisfies ReadTasks;
+export const readTasks = { report, reconciliation, journal, lots, renderStaleDays } satisfies ReadTasks;
 export type FinanceTask = keyof typeof readTasks;
 
 /** This module, for a read thread to load (the compiled build's .js, or the source). */

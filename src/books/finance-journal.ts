@@ -171,9 +171,12 @@ function decimals(): (amount: number, currency: string) => string {
   };
 }
 
-export function journalCsv(entries: JournalEntry[]): string {
+export const JOURNAL_CSV_HEADER = 'date,account,debit,credit,currency,memo,event_ids';
+
+/** The journal's CSV lines, one per posting (without the header). */
+export function journalCsvLines(entries: JournalEntry[]): string[] {
   const decimal = decimals();
-  const lines = ['date,account,debit,credit,currency,memo,event_ids'];
+  const lines: string[] = [];
   for (const e of entries)
     for (const p of e.postings)
       lines.push(
@@ -189,7 +192,7 @@ export function journalCsv(entries: JournalEntry[]): string {
           .map(csvCell)
           .join(','),
       );
-  return `${lines.join('\n')}\n`;
+  return lines;
 }
 
 /** An hledger journal: one transaction per entry, its events in a comment tag. */

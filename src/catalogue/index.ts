@@ -1,6 +1,7 @@
 // The catalogue feature as the other features see it: what they may import, and nothing else.
 
 export { callChannels, upstreamCostBetween, upstreamCostPerRowSql, type UpstreamCostRow } from '../../projections/catalogue/upstream-cost.ts';
+export { upstreamCostDayChanges } from '../../projections/catalogue/cost-tables.ts';
 export { UNRECORDED } from '../../projections/catalogue/upstream-report.ts';
 export { modelCommand, priceModel, seedModels, setChannelEnabled } from './commands.ts';
 export { type CatalogModel, type ModelCatalog } from './model-catalog.ts';
