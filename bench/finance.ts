@@ -37,6 +37,7 @@ import { forEachPricedCall } from '../projections/catalogue/upstream-cost.ts';
 import { replayInto } from '../projections/runner/rebuild.ts';
 import { bookedDays, bookedEntries, bookedLots, deferredRows } from '../projections/books/book-reads.ts';
 import { DAY_COLUMNS } from '../projections/books/books.ts';
+import { staleDays } from '../projections/books/book-renders.ts';
 import { seedFinanceYear, type FinanceSeedResult } from './finance-seed.ts';
 import { BOOK_PROJECTIONS, livePageCost, replayOnly, WITHOUT_BOOKS, type PageCost } from './finance-projector.ts';
 import type { OldFoldResult } from './finance-old-fold.ts';
@@ -143,6 +144,9 @@ export interface FinanceSizeResult {
   /** CPU seconds of this process (its replay threads included) in each replay: steadier than wall clock on a shared machine. */
   replayCpu: { all: number; withoutBooks: number; booksAlone: number };
   pageCosts: PageCost[];
+  /** Closed days whose finance parts the gateway's day renderer kept after its start, and how long it took. */
+  renderedDays: number;
+  renderSeconds: number;
   idleRssMiB: number;
   reads: ReadFigure[];
   idleLive: LiveFigure;
@@ -157,6 +161,19 @@ export interface FinanceSizeResult {
   freeDiskGiB: number;
   loadAverage: number;
   errors: string[];
+}
+
+/** Waits until the gateway's day renderer has kept every closed day's parts (src/books/day-renderer.ts); resolves with their number. */
+async function dayPartsKept(db: Database, rm: string): Promise<number> {
+  const today = new Date().toISOString().slice(0, 10);
+  for (const until = performance.now() + 15 * 60_000; performance.now() < until; await new Promise((r) => setTimeout(r, 250))) {
+    // Before the renderer's first pass its table is not there yet.
+    const stale = await staleDays(db, rm, today, 1).catch(() => null);
+    if (stale === null || stale.length > 0) continue;
+    const [kept] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rm}".book_renders`);
+    return kept.n;
+  }
+  throw new Error('the day renderer did not keep every closed day within 15 minutes');
 }
 
 function percentile(sorted: number[], q: number): number {
@@ -354,6 +371,10 @@ async function oneSize(url: string, target: number, log: (l: string) => void, qu
       nodeArgs: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
     });
     const g = gw;
+    t = performance.now();
+    const renderedDays = await dayPartsKept(db, rm);
+    const renderSeconds = (performance.now() - t) / 1000;
+    log(`finance ${target}: the gateway's day renderer kept the parts of ${renderedDays} closed days in ${renderSeconds.toFixed(1)} s`);
     await new Promise((r) => setTimeout(r, 2000));
     const idleRssMiB = rssMiB(g.proc.pid) ?? NaN;
     const account = await openBenchAccount(g, 'live');
@@ -569,6 +590,8 @@ async function oneSize(url: string, target: number, log: (l: string) => void, qu
       booksAloneSeconds,
       replayCpu,
       pageCosts,
+      renderedDays,
+      renderSeconds,
       idleRssMiB,
       reads: readFigures,
       idleLive,
@@ -656,6 +679,7 @@ export function financeTable(rs: FinanceSizeResult[]): string {
     ),
     row('projector, pages of 20: µs/event with / without the books', (r) => page(r, 20)),
     row('projector, pages of 1,000: µs/event with / without the books', (r) => page(r, 1000)),
+    row("the gateway's day renderer at its start: closed days kept, wall clock", (r) => `${int(r.renderedDays)}, ${secs(r.renderSeconds)} s`),
     row('gateway RSS, idle', (r) => `${r.idleRssMiB.toFixed(0)} MiB`),
     `| **31-day windows, random: requests (${REQUESTS}, or fewer after ${KIND_BUDGET_MS / 60_000} min), p50 / p99, peak RSS, answer size (machine load average after them)** | ${rs.map(() => '').join(' | ')} |`,
     readRow('report (JSON)', 'report (JSON)'),

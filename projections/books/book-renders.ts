@@ -27,6 +27,11 @@ export interface DayParts {
   journalBalances: string;
 }
 
+/** A part's texts (the fields a read asks for). */
+export type PartField = Exclude<keyof DayParts, 'day' | 'currency'>;
+/** Some of a day's parts: those asked for. */
+export type SomeParts = Pick<DayParts, 'day'> & Partial<DayParts>;
+
 const COLUMNS: Array<[keyof DayParts, string]> = [
   ['currency', 'currency'],
   ['reportJson', 'report_json'],
@@ -39,9 +44,14 @@ const COLUMNS: Array<[keyof DayParts, string]> = [
 ];
 
 export async function ensureRendersTable(db: Queryable, schema: string): Promise<void> {
-  await db.query(
-    `CREATE TABLE IF NOT EXISTS ${q(schema, TABLE)} (day text PRIMARY KEY, stamp bigint NOT NULL, ${COLUMNS.map(([, c]) => `${c} text NOT NULL`).join(', ')})`,
-  );
+  try {
+    await db.query(
+      `CREATE TABLE IF NOT EXISTS ${q(schema, TABLE)} (day text PRIMARY KEY, stamp bigint NOT NULL, ${COLUMNS.map(([, c]) => `${c} text NOT NULL`).join(', ')})`,
+    );
+  } catch (err) {
+    // Two gateways starting at once: IF NOT EXISTS does not stop the second from colliding with the first's new type.
+    if (!['23505', '42P07'].includes((err as { code?: string }).code ?? '')) throw err;
+  }
 }
 
 /** Each day's last change from `from` to `to` (either may be null: open), over both tables of changes. */
@@ -52,24 +62,26 @@ const changesSql = (schema: string, bounds: string) =>
 
 const currentCurrency = (schema: string, param: string) => `coalesce((SELECT currency FROM ${q(schema, books.table)} WHERE key = 'book'), ${param})`;
 
-const partOf = (r: Row): DayParts => {
-  const out = { day: String(r.day) } as DayParts;
-  for (const [field, column] of COLUMNS) out[field] = String(r[column]);
-  return out;
-};
+const columnOf = new Map(COLUMNS);
 
 /** Not there: a schema a rebuild swapped in before the renderer made the table (its days are rendered when read). */
 const isMissingTable = (err: unknown) => (err as { code?: string }).code === '42P01';
 
-/** The kept parts of the UTC days `from` to `to` that are still current. */
-export async function keptParts(db: Queryable, schema: string, from: string, to: string): Promise<Map<string, DayParts>> {
+/** The kept parts of the UTC days `from` to `to` that are still current: the fields asked for (a day's texts are read only where they are used). */
+export async function keptParts(db: Queryable, schema: string, from: string, to: string, fields: PartField[]): Promise<Map<string, SomeParts>> {
   try {
     const rows = await db.query<Row>(
-      `SELECT r.* FROM ${q(schema, TABLE)} r JOIN (${changesSql(schema, 'key >= $1 AND key <= $2')}) c ON c.day = r.day AND c.stamp = r.stamp
+      `SELECT r.day${fields.map((f) => `, r.${columnOf.get(f)}`).join('')} FROM ${q(schema, TABLE)} r JOIN (${changesSql(schema, 'key >= $1 AND key <= $2')}) c ON c.day = r.day AND c.stamp = r.stamp
        WHERE r.day >= $1 AND r.day <= $2 AND r.currency = ${currentCurrency(schema, '$3')}`,
       [from, to, DEFAULT_CURRENCY],
     );
-    return new Map(rows.map((r) => [String(r.day), partOf(r)]));
+    return new Map(
+      rows.map((r) => {
+        const part: SomeParts = { day: String(r.day) };
+        for (const f of fields) part[f] = String(r[columnOf.get(f)!]);
+        return [part.day, part];
+      }),
+    );
   } catch (err) {
     if (isMissingTable(err)) return new Map();
     throw err;

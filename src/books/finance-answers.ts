@@ -9,7 +9,7 @@ import type { Queryable } from '../eventstore/db.ts';
 import type { ReadTasks } from '../eventstore/read-thread.ts';
 import { deferredByDay, deferredRows, moneyBooksFrom, type Window } from './finance.ts';
 import { reconcileMoney } from './finance-reconcile.ts';
-import { journalText, renderStaleDays, reportText, windowParts } from './day-renders.ts';
+import { FIELDS_OF, journalText, renderStaleDays, reportText, windowParts } from './day-renders.ts';
 import { bookedLots, booksCurrency, deferredRows as deferredBalances } from '../../projections/books/book-reads.ts';
 import type { PeriodView } from './periods.ts';
 
@@ -39,7 +39,7 @@ const answer = (type: string, text: string, balanced?: boolean): FinanceAnswer =
 async function report(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
   const [currency, parts, deferred] = await Promise.all([
     booksCurrency(db, q.schema),
-    windowParts(db, q.schema, q.window),
+    windowParts(db, q.schema, q.window, q.format === 'csv' ? FIELDS_OF.report.csv : FIELDS_OF.report.json),
     q.format === 'csv' ? null : deferredBalances(db, q.schema, q.window.from, q.window.to),
   ]);
   if (q.format === 'csv') return answer('text/csv', reportText('csv', parts, { currency, window: q.window, deferred: [], periods: [] }));
@@ -55,9 +55,9 @@ async function reconciliation(db: Queryable, q: FinanceQuery): Promise<FinanceAn
 }
 
 async function journal(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
-  const parts = await windowParts(db, q.schema, q.window);
-  if (q.format === 'json') return answer(JSON_TYPE, journalText('json', parts, q.window));
-  return q.format === 'csv' ? answer('text/csv', journalText('csv', parts, q.window)) : answer('text/plain', journalText('hledger', parts, q.window));
+  const format = q.format === 'json' || q.format === 'csv' ? q.format : 'hledger';
+  const text = journalText(format, await windowParts(db, q.schema, q.window, FIELDS_OF.journal[format]), q.window);
+  return answer(format === 'json' ? JSON_TYPE : format === 'csv' ? 'text/csv' : 'text/plain', text);
 }
 
 async function lots(db: Queryable, q: FinanceQuery): Promise<FinanceAnswer> {
