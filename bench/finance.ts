@@ -809,7 +809,9 @@ read a fold of the whole log): the reads now come from the books' read models. H
 - **Reads**: after PostgreSQL is quiesced as before the gateway bench's phases (a CHECKPOINT,
   autovacuum workers waited for; 0.1 s at 10M events) and with the webhook
   dispatcher's checkpoint at the log's head (it has kept up in such a gateway; from 0, its first
-  start walks the whole log beside the reads), the compiled gateway on the seeded schema, with a closed loop of chat calls through it
+  start walks the whole log beside the reads), the compiled gateway on the seeded schema, once its day renderer
+  has kept every closed day's parts of the report and the journal (docs/finance.md, "Each closed day rendered once";
+  timed from when the gateway first answers), with a closed loop of chat calls through it
   (${LIVE_CALLERS} callers, ${LIVE_PAUSE_MS} ms pause, in a process of their own). Before each kind of read, the calls run alone for
   ${IDLE_SPAN_MS / 1000} s (idle); then ${REQUESTS} requests of that kind one after the other, each on a random 31-day
   window (the same from run to run), and the report on the last 366 days ${LONG_REQUESTS} times. Time is the HTTP
