@@ -112,8 +112,9 @@ const rows = KINDS.map((k) => {
 const block = [
   '### Live calls beside continuous finance reads (issue 41)',
   '',
-  `\`node --import tsx bench/finance-live.ts --seed ${events} --write\` (bench/finance-live.ts): the compiled gateway on a finance bench`,
-  `log of ${events.toLocaleString('en-US')} events, every closed day's parts kept by its day renderer, 2 live callers (20 ms pause,`,
+  `\`node --import tsx bench/finance-live.ts ${process.argv.slice(2).join(' ')}\` (bench/finance-live.ts): the compiled gateway on a finance bench`,
+  `log of ${events.toLocaleString('en-US')} events (seeded by bench/finance-seed.ts; a kept log also holds the live calls of its earlier runs),`,
+  "every closed day's parts kept by its day renderer, 2 live callers (20 ms pause,",
   `a process of their own). For each kind: ${SPAN_MS / 1000} s of the live calls alone, then ${SPAN_MS / 1000} s of that read back to back`,
   '(random windows ending in the last year), the live calls counted that start and end within each span.',
   `Last run: ${new Date().toISOString()}, ${os.cpus().length} cores.`,
