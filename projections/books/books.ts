@@ -245,8 +245,8 @@ async function foldPage(tx: Queryable, schema: string, events: ProjectedEvent[])
       ending.note(accountId);
     }
   }
-  await writePage(tx, schema, page, currency, days, entries, balances);
-  await noteDayChanges(tx, schema, bookDayChanges.table, changed);
+  // The days' changes go with the page's other writes, not in a round trip of their own.
+  await Promise.all([writePage(tx, schema, page, currency, days, entries, balances), noteDayChanges(tx, schema, bookDayChanges.table, changed)]);
 }
 
 async function writePage(

@@ -217,8 +217,8 @@ class CostPage {
         .filter(([, d]) => d.calls !== 0 || d.unpriced_calls !== 0 || d.cost_minor !== 0n)
         .map(([key, d]) => ({ key, ...d, cost_minor: d.cost_minor.toString() })),
     );
-    const changedDays = new Map(this.changedDays);
-    writes.push(noteDayChanges(this.tx, this.schema, upstreamCostDayChanges.table, changedDays));
+    // (its rows are read out as it is called: clearing the map below is safe)
+    writes.push(noteDayChanges(this.tx, this.schema, upstreamCostDayChanges.table, this.changedDays));
     this.newCalls = [];
     this.rebooked = [];
     this.changedTotals.clear();

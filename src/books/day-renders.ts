@@ -116,13 +116,9 @@ export async function renderStaleDays(db: Queryable, q: { schema: string; before
   const stale = await staleDays(db, q.schema, q.before, q.limit);
   const stamps = new Map(stale.map((s) => [s.day, s.stamp]));
   for (const run of runsOf([...stamps.keys()])) {
+    // A run holds stale days only, so every part rendered is kept.
     const parts = (await renderDays(db, q.schema, run.from, run.to, [...REPORT_FIELDS, ...JOURNAL_FIELDS])) as DayParts[];
-    await keepParts(
-      db,
-      q.schema,
-      parts.filter((p) => stamps.has(p.day)),
-      stamps,
-    );
+    await keepParts(db, q.schema, parts, stamps);
   }
   return stale.length;
 }
