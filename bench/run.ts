@@ -12,6 +12,8 @@
 //      the one-truth rule (bench/one-truth.ts; its own block in BENCHMARKS.md)
 //   7. tracing: the same, this checkout with OpenTelemetry tracing off and on (bench/tracing.ts;
 //      its own block in BENCHMARKS.md)
+//   8. breakdown: where a lone call's wall time goes, phase by phase, beside Portkey and the
+//      floors of a one-row commit (bench/c1-breakdown.ts; its own block in BENCHMARKS.md)
 //
 // npm run bench -- [--quick] [--only gateway,growth,ledger] [--no-peer] [--pglite]
 //                  [--cpu-profile DIR] [--no-write] [--json] [--projector]
@@ -32,6 +34,7 @@ import { correctionsTable, runCorrectionsBench, writeCorrectionsBlock, type Corr
 import { financeTable, financeTargets, runFinanceBench, writeFinanceBlock, type FinanceSizeResult } from './finance.ts';
 import { oneTruthTable, runOneTruthBench, writeOneTruthBlock, type OneTruthResult } from './one-truth.ts';
 import { runTracingBench, tracingTable, writeTracingBlock, type TracingResult } from './tracing.ts';
+import { breakdownTable, runBreakdown, writeBreakdownBlock, type Breakdown } from './c1-breakdown.ts';
 
 const { values } = parseArgs({
   options: {
@@ -46,7 +49,7 @@ const { values } = parseArgs({
   },
 });
 const quick = !!values.quick;
-const sections = new Set((values.only ?? 'gateway,growth,ledger,corrections,finance,one-truth,tracing').split(','));
+const sections = new Set((values.only ?? 'gateway,growth,ledger,corrections,finance,one-truth,tracing,breakdown').split(','));
 const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const started = Date.now();
 const log = (line: string) => console.log(line);
@@ -104,6 +107,11 @@ if (sections.has('tracing')) {
   log('\n== tracing: OpenTelemetry off and on, side by side (issue 44) ==');
   tracing = await runTracingBench({ databaseUrl: url, quick, log });
 }
+let breakdown: Breakdown | null = null;
+if (sections.has('breakdown')) {
+  log("\n== breakdown: where a lone call's time goes (issue 42) ==");
+  breakdown = await runBreakdown({ databaseUrl: url, samples: quick ? 600 : 3000, peer: !values['no-peer'], projector: values.projector, log });
+}
 run.seconds = (Date.now() - started) / 1000;
 
 log(`\n${describeRun(run)}\n`);
@@ -115,6 +123,7 @@ if (corrections) log(`\nCorrections:\n${correctionsTable(corrections)}`);
 if (finance) log(`\nFinance reads:\n${financeTable(finance)}\n\n${financeTargets(finance).join('\n')}`);
 if (oneTruth) log(`\nOne truth across processes:\n${oneTruthTable(oneTruth)}`);
 if (tracing) log(`\nTracing off and on:\n${tracingTable(tracing)}`);
+if (breakdown) log(`\nWhere a lone call's time goes:\n${breakdownTable(breakdown)}`);
 const errors = [
   ...(run.gateway?.errors ?? []),
   ...(run.growth?.errors ?? []),
@@ -132,6 +141,7 @@ if (!values['no-write']) {
   if (finance) writeFinanceBlock(path, finance, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
   if (oneTruth) writeOneTruthBlock(path, oneTruth, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
   if (tracing) writeTracingBlock(path, tracing, `${run.date}, ${run.machine.nproc} cores, load average ${run.loadAtStart.toFixed(2)} at the start`);
+  if (breakdown) writeBreakdownBlock(path, breakdown);
   log(`\nwritten to ${path}`);
 }
 if (values.json) log(JSON.stringify(run, null, 2));

@@ -16,6 +16,8 @@ import { upstreamBillLines } from './catalogue/upstream-bills.ts';
 import { memberships, sessions } from './customers/members.ts';
 import { books } from './books/books.ts';
 import { bookAccounts, bookDayChanges, bookDays, bookDeferred, bookEntries, bookLots } from './books/book-tables.ts';
+import { documents } from './books/documents.ts';
+import { topUps } from './books/top-ups.ts';
 import { registerReadModels } from './runner/registry.ts';
 
 export const ALL_PROJECTIONS = [
@@ -45,5 +47,7 @@ export const ALL_PROJECTIONS = [
   bookEntries,
   bookDayChanges,
   books,
+  documents,
+  topUps,
 ];
 registerReadModels(ALL_PROJECTIONS);

@@ -27,6 +27,9 @@ import { embeddings } from './calls/embeddings-routes.ts';
 import { listModels, subscription, usage } from './calls/account-routes.ts';
 import { adminRouter } from './wiring/admin-router.ts';
 import { paymentRoutes } from './books/payments-routes.ts';
+import { autoTopUpRoutes } from './books/auto-top-up-routes.ts';
+import { documentHandlers } from './books/document-routes.ts';
+import { callerOf } from './http/state.ts';
 import { stripeWebhookRoute } from './books/stripe-webhook-routes.ts';
 import { redirectBrowserToPages, webRoutes } from './pages/web-routes.ts';
 import { customerAuthRoutes, type CustomerAuthDeps } from './customers/customer-auth-routes.ts';
@@ -36,9 +39,24 @@ import { keyManagementRouter } from './keys/key-management-routes.ts';
 import { metricsEndpoint, readiness, type ViewsBehind } from './wiring/health-routes.ts';
 import type { Metrics } from './wiring/metrics.ts';
 import { callSpans } from './http/call-spans.ts';
+import { callTimeline, endsPhase } from './http/call-timeline.ts';
+import { recordingPhases } from './tracing/call-phases.ts';
 
 /** Paths the /v1 router may match (it is case-insensitive) and the admin API: their routes read bodies after authentication. */
 const READS_BODIES = /^\/(v1|admin\/v1|app\/api)(\/|$)/i;
+
+// The prefixes of the routers mounted before /v1's model routes, as those routers match them (any
+// case, with or without a trailing part). A router tests every one of its routes against every
+// path it sees: a model call skips the admin API's hundred-odd routes instead.
+const ADMIN_PATHS = /^\/admin\/v1(\/|$)/i;
+const SESSION_API_PATHS = /^\/app\/api(\/|$)/i;
+const KEY_MANAGEMENT_PATHS = /^\/v1\/keys(\/|$)/i;
+
+/** `middleware` for the paths `paths` matches; every other request passes by it. It keeps a router's `router` (what lists its routes). */
+function onlyUnder<C extends Context>(paths: RegExp, middleware: ((ctx: C, next: Next) => unknown) & { router?: unknown }) {
+  const guarded = (ctx: C, next: Next): unknown => (paths.test(ctx.path) ? middleware(ctx, next) : next());
+  return Object.assign(guarded, { router: middleware.router });
+}
 
 /** JSON for every POST, multipart too for image edits; anything else is a 415. */
 function requireContentType(ctx: Context, next: Next) {
@@ -100,7 +118,22 @@ export function createApp(
       ttlHours: opts.idempotencyTtlHours,
       validate: schemaName ? async (b) => void (await validateBody(schemaName, b)) : undefined,
     });
-  const metered = (schemaName: string) => [auth, invalid, body, idempotent(schemaName)];
+  // With phases recorded (TOLLGATE_CALL_PHASES), each step of the chain ends a phase of its own.
+  const phases = recordingPhases();
+  const metered = (schemaName: string) =>
+    phases
+      ? [
+          endsPhase('middleware'),
+          auth,
+          endsPhase('auth'),
+          invalid,
+          endsPhase('invalid_limit'),
+          body,
+          endsPhase('body'),
+          idempotent(schemaName),
+          endsPhase('idempotency'),
+        ]
+      : [auth, invalid, body, idempotent(schemaName)];
 
   v1.post('/chat/completions', ...metered('chat-completions'), chatCompletions(deps));
   v1.post('/messages', anthropicErrors, ...metered('messages'), messages(deps));
@@ -118,6 +151,14 @@ export function createApp(
   v1.get('/payments', auth, money.list);
   v1.get('/payments/:id', auth, money.receipt);
   v1.post('/checkout/sessions', auth, smallBody, money.checkout);
+  const topUp = autoTopUpRoutes(deps);
+  v1.get('/auto-top-up', auth, topUp.get);
+  v1.put('/auto-top-up', auth, smallBody, topUp.set);
+  v1.delete('/auto-top-up', auth, topUp.off);
+  v1.post('/auto-top-up/card', auth, smallBody, topUp.card);
+  const documents = documentHandlers(deps.ledger, (ctx) => callerOf(ctx).accountId);
+  v1.get('/invoices', auth, documents.list);
+  v1.get('/invoices/:number', auth, documents.one);
 
   const site = new Router();
   site.get('/healthz', (ctx) => {
@@ -146,6 +187,7 @@ export function createApp(
     });
   }
 
+  if (phases) app.use(callTimeline);
   app.use(watchClient);
   app.use(requestId);
   // Before everything that can answer, so errors and preflights carry them too.
@@ -165,8 +207,8 @@ export function createApp(
   app.use(refuseBodyOutside(READS_BODIES));
   if (opts.adminToken) {
     const admin = adminRouter(deps, opts.adminToken, { failuresPerMinute: opts.adminFailuresPerMinute });
-    app.use(admin.routes());
-    app.use(admin.allowedMethods({ throw: true }));
+    app.use(onlyUnder(ADMIN_PATHS, admin.routes()));
+    app.use(onlyUnder(ADMIN_PATHS, admin.allowedMethods({ throw: true })));
   }
   if (opts.customers) {
     // Cookies and CSRF tokens here only: /v1 never reads a cookie (a session there is a 401).
@@ -176,13 +218,13 @@ export function createApp(
     customers.use(jsonBody(ADMIN_LIMITS));
     customers.use(customerAuthRoutes({ ledger: deps.ledger, publicOrigin: deps.publicOrigin, ...opts.customers }).routes());
     customers.use(customerAccountRoutes(deps).routes());
-    app.use(customers.routes());
-    app.use(customers.allowedMethods({ throw: true }));
+    app.use(onlyUnder(SESSION_API_PATHS, customers.routes()));
+    app.use(onlyUnder(SESSION_API_PATHS, customers.allowedMethods({ throw: true })));
   }
   // Before /v1's model routes: the management key opens /v1/keys and nothing else.
   const keyManagement = keyManagementRouter(deps);
-  app.use(keyManagement.routes());
-  app.use(keyManagement.allowedMethods({ throw: true }));
+  app.use(onlyUnder(KEY_MANAGEMENT_PATHS, keyManagement.routes()));
+  app.use(onlyUnder(KEY_MANAGEMENT_PATHS, keyManagement.allowedMethods({ throw: true })));
   app.use(v1.routes());
   app.use(v1.allowedMethods({ throw: true }));
   app.use(site.routes());

@@ -4,6 +4,10 @@ import { DEFAULT_PG_TIMEOUTS, type PgTimeouts } from './eventstore/db.ts';
 import { LEDGER_DEADLINE_MS } from './calls/ledger-deadline.ts';
 import { ADMIN_GUESSES_PER_MINUTE } from './http/admin-token.ts';
 import { DEFAULT_MODEL_CALL_MB } from './http/body.ts';
+import { SERIES_PATTERN } from './books/documents.ts';
+import type { DocumentSettings } from './books/document-issuer.ts';
+import { readFileSync } from 'node:fs';
+import { parseTaxTable, type TaxSettings } from './money/tax.ts';
 export interface Settings {
   port: number;
   host: string;
@@ -35,6 +39,8 @@ export interface Settings {
    * (src/tracing/sdk.ts); TOLLGATE_TRACE_ACCOUNTS=on adds the account and key ids to a call's span.
    */
   traceAccounts: boolean;
+  /** TOLLGATE_CALL_PHASES=on: where each call's wall time goes, phase by phase, on /metrics (src/tracing/call-phases.ts). */
+  callPhases: boolean;
   /** TOLLGATE_METRICS_PORT (and TOLLGATE_METRICS_HOST, default HOST): /metrics on a port of its own, without a token. */
   metricsPort?: number;
   metricsHost?: string;
@@ -97,6 +103,56 @@ export interface CustomerSettings {
   oidc: { issuer: string; clientId: string; clientSecret?: string; redirectUri?: string; name: string } | null;
 }
 
+/**
+ * How invoices and credit notes are numbered and whom they name as seller. A series that could
+ * not make a valid number stops the start, so no document is refused later for it.
+ */
+export function documentSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): DocumentSettings {
+  const series = env.TOLLGATE_INVOICE_SERIES || 'TG';
+  if (!SERIES_PATTERN.test(series))
+    throw new Error(`TOLLGATE_INVOICE_SERIES must be 1 to 10 capitals and digits starting with a capital (such as TG), not ${JSON.stringify(series)}`);
+  const country = env.TOLLGATE_SELLER_COUNTRY || null;
+  if (country !== null && !/^[A-Z]{2}$/.test(country)) throw new Error('TOLLGATE_SELLER_COUNTRY must be an ISO 3166-1 alpha-2 code such as DE');
+  return {
+    series,
+    seller: {
+      name: (env.TOLLGATE_SELLER_NAME || 'Tollgate').slice(0, 200),
+      // Address lines are separated by `;` (one environment variable).
+      addressLines: (env.TOLLGATE_SELLER_ADDRESS ?? '')
+        .split(';')
+        .map((l) => l.trim().slice(0, 200))
+        .filter((l) => l !== '')
+        .slice(0, 4),
+      country,
+      taxId: env.TOLLGATE_SELLER_TAX_ID?.trim().slice(0, 32) || null,
+      email: env.TOLLGATE_SELLER_EMAIL || null,
+    },
+  };
+}
+
+/**
+ * The tax table (TOLLGATE_TAX_TABLE: the JSON itself, or the path of a file holding it) and the
+ * seller's country it is read against. A table that does not parse stops the start.
+ */
+export function taxSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): TaxSettings {
+  const sellerCountry = documentSettingsFromEnv(env).seller.country;
+  const given = env.TOLLGATE_TAX_TABLE?.trim();
+  if (!given) return { table: new Map(), sellerCountry };
+  let json = given;
+  if (!given.startsWith('{')) {
+    try {
+      json = readFileSync(given, 'utf8');
+    } catch (err) {
+      throw new Error(`TOLLGATE_TAX_TABLE: ${given} is neither a JSON object nor a readable file (${(err as Error).message})`, { cause: err });
+    }
+  }
+  try {
+    return { table: parseTaxTable(json), sellerCountry };
+  } catch (err) {
+    throw new Error(`TOLLGATE_TAX_TABLE: ${(err as Error).message}`, { cause: err });
+  }
+}
+
 export function customerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): CustomerSettings {
   const issuer = env.TOLLGATE_OIDC_ISSUER || '';
   const clientId = env.TOLLGATE_OIDC_CLIENT_ID || '';
@@ -146,6 +202,10 @@ export interface PaymentSettings {
   billToleranceMinor: number;
   /** STRIPE_*: the Stripe path (off without a secret key and a webhook secret). */
   stripe: StripeSettings;
+  /** TOLLGATE_INVOICE_SERIES and TOLLGATE_SELLER_*: how invoices and credit notes are numbered and whom they name as seller. */
+  documents: DocumentSettings;
+  /** TOLLGATE_TAX_TABLE: the tax rate, name and price basis by the buyer's country (none: nothing is taxed). */
+  tax: TaxSettings;
 }
 
 export interface WebhookSettings {
@@ -217,6 +277,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     adminFailuresPerMinute: Number(env.TOLLGATE_ADMIN_AUTH_FAILURES_PER_MINUTE ?? ADMIN_GUESSES_PER_MINUTE),
     metricsToken: env.TOLLGATE_METRICS_TOKEN || undefined,
     traceAccounts: env.TOLLGATE_TRACE_ACCOUNTS === 'on',
+    callPhases: env.TOLLGATE_CALL_PHASES === 'on',
     metricsPort: env.TOLLGATE_METRICS_PORT ? Number(env.TOLLGATE_METRICS_PORT) : undefined,
     metricsHost: env.TOLLGATE_METRICS_HOST || undefined,
     idempotencyTtlHours: Number(env.TOLLGATE_IDEMPOTENCY_TTL_HOURS ?? 24),
@@ -246,6 +307,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
       disputeSuspendsKeys: env.TOLLGATE_DISPUTE_SUSPENDS_KEYS !== 'off',
       codeAttemptsPerHour: Number(env.TOLLGATE_CODE_ATTEMPTS_PER_HOUR ?? 10),
       billToleranceMinor: Number(env.TOLLGATE_BILL_TOLERANCE_MINOR ?? 1),
+      documents: documentSettingsFromEnv(env),
+      tax: taxSettingsFromEnv(env),
       stripe: {
         secretKey: env.STRIPE_SECRET_KEY || undefined,
         webhookSecret: env.STRIPE_WEBHOOK_SECRET || undefined,

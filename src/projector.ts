@@ -11,6 +11,7 @@ import { readSide } from '../projections/runner/read-side.ts';
 import { openSelectedEventStore } from './eventstore/kurrentdb-select.ts';
 import { validateEvent } from './ledger/event-catalogue.ts';
 import { startSweeper } from './calls/sweeper.ts';
+import { createDocumentIssuer } from './books/document-issuer.ts';
 import { startDayRenderer } from './books/day-renderer.ts';
 import { FINANCE_TASKS_MODULE } from './books/finance-answers.ts';
 import { readsOnThread } from './eventstore/read-thread.ts';
@@ -46,7 +47,14 @@ export async function runProjector(settings: Settings, log: Logger): Promise<{ s
       const ledger = await openLedger({ db, store, schema: settings.schema, readSide: readSide({ db, eventSchema: settings.schema, projectHere: true, log }) });
       try {
         await ensureLeaseTable(db, settings.schema);
-        const sweeper = startSweeper(ledger, { intervalMs: settings.sweepIntervalMs, leases: { db, schema: settings.schema }, log });
+        // Invoices and credit notes the gateways have not issued yet (a crash between payment and invoice) are issued here too.
+        const documents = createDocumentIssuer(ledger, settings.payments.documents);
+        const sweeper = startSweeper(ledger, {
+          intervalMs: settings.sweepIntervalMs,
+          leases: { db, schema: settings.schema },
+          log,
+          extra: () => documents.run(),
+        });
         const financeReads = readsOnThread({ url: url!, timeouts: settings.pgTimeouts, poolSize: 1, tasks: FINANCE_TASKS_MODULE });
         const dayRenderer = startDayRenderer({ reads: financeReads, schema: ledger.rmSchema, log });
         log.info('projector lease acquired; projecting');

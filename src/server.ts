@@ -1,5 +1,6 @@
 // `tollgate serve`: wires the gateway together (database, ledger, caches, upstream routes, HTTP
 // server). The other process, `tollgate projector`, is projector.ts beside it.
+import { recordCallPhases } from './tracing/call-phases.ts';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,6 +45,9 @@ import { bootstrapDemo } from './wiring/bootstrap.ts';
 import { assertStrongAdminToken, loadOrCreateAdminToken } from './http/admin-token.ts';
 import { startWebhooks } from './webhooks/service.ts';
 import { createPayments } from './books/payments.ts';
+import { createDocumentIssuer } from './books/document-issuer.ts';
+import { createTopUpRunner } from './books/top-up-runner.ts';
+import type { StoredEvent } from './eventstore/port.ts';
 import { createStripeGateway } from './books/stripe.ts';
 import { closedMonthEndingAfter } from './books/periods.ts';
 import { FINANCE_TASKS_MODULE, readTasks as financeReadTasks } from './books/finance-answers.ts';
@@ -132,6 +136,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   if (tracing.endpoint) log.info({ endpoint: tracing.endpoint }, 'traces: exported by OTLP over HTTP');
   const store = await openSelectedEventStore(settings, validateEvent);
   const db = await openDatabase({ url: settings.databaseUrl, dataDir, poolSize: settings.pgPoolSize, timeouts: settings.pgTimeouts });
+  recordCallPhases(settings.callPhases);
   const metrics = createMetrics();
   // Set once this process holds its lease (below): answers of changes the gateways keep in memory wait for the others.
   let seen: SeenEverywhere | null = null;
@@ -162,7 +167,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   seen = seenHere;
   await seedModels(ledger);
   // The settlement currency is set once, on the first start; a different one later stops the start.
-  const payments = createPayments(ledger);
+  const payments = createPayments(ledger, settings.payments.tax);
   await payments.ensureCurrency(settings.payments.currency);
   // Reads through the read models (the demo's check for plans, admin and /v1 reads) find the
   // seeding there once a projector has applied it: waited for here, bounded (a projector that is
@@ -210,6 +215,18 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   // Where the projections run, the closed days' finance parts are kept current too.
   const dayRenderer = settings.projections ? startDayRenderer({ reads: financeReads, schema: ledger.rmSchema, log }) : null;
   const releaseRetry = createReleaseRetry(ledger, { max: settings.releaseRetryMax, log });
+  // A payment or refund appended here gets its invoice or credit note at once; those appended
+  // elsewhere (or left by a crash) at the next sweep, by whichever process runs it first.
+  const documents = createDocumentIssuer(ledger, settings.payments.documents);
+  const documentIssueFailed = (err: unknown) =>
+    log.warn({ err: (err as Error).message }, 'issuing invoices and credit notes failed; the next sweep tries again');
+  ledger.appended.on('events', (events: StoredEvent[]) => {
+    if (events.some((e) => e.type === 'PaymentReceived' || e.type === 'PaymentRefunded'))
+      void ledger
+        .readYourWrites()
+        .then(() => documents.run())
+        .catch(documentIssueFailed);
+  });
   metrics.watchLedger({ withdrawn: ledger.withdrawnCommands, voided: releaseRetry.voidedCount, confirmations: ledger.confirmations });
   const deps: GatewayDeps = {
     db,
@@ -228,6 +245,15 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     baseUrl: (ctx: Context) => settings.publicBaseUrl ?? `${publicOrigin ?? `${ctx.protocol}://${ctx.host}`}/v1`,
     publicOrigin: () => publicOrigin,
   };
+  // A charge here that starts a top-up has it charged at once; the others at the next sweep.
+  const topUps = createTopUpRunner(ledger, deps.stripe, log);
+  ledger.appended.on('events', (events: StoredEvent[]) => {
+    if (events.some((e) => e.type === 'AutoTopUpTriggered'))
+      void ledger
+        .readYourWrites()
+        .then(() => topUps.run())
+        .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'auto top-up run failed; the next sweep tries again'));
+  });
   const demo = settings.bootstrap ? await bootstrapDemo(ledger, payments, routes.registry.list()) : null;
   log.info(
     deps.stripe
@@ -294,8 +320,15 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     intervalMs: settings.sweepIntervalMs,
     leases: { db, schema: settings.schema, self: lease.processId },
     log,
-    extra: () =>
-      sweepStaleHolds(ledger, { processId: lease.processId, isInFlight: (holdId) => deps.metering.isInFlight(holdId), olderThanMs: settings.staleHoldMs }),
+    extra: async () => {
+      await sweepStaleHolds(ledger, {
+        processId: lease.processId,
+        isInFlight: (holdId) => deps.metering.isInFlight(holdId),
+        olderThanMs: settings.staleHoldMs,
+      });
+      await documents.run();
+      await topUps.run();
+    },
     idempotencyTtlS: Math.round(settings.idempotencyTtlHours * 3600),
   });
 

@@ -164,6 +164,37 @@ if (skipReason) {
     assert.is(await value(page, `${row} [data-field="refunded"]`), 100);
     assert.is(await value(page, `${row} [data-field="tokens_withdrawn"]`), 50);
     assert.is((await api('GET', '/accounts/acme/balance')).json.remaining_tokens, before.remaining_tokens - 50);
+
+    // The payment's invoice and the refund's credit note, as the API lists them; the credit note as a PDF.
+    const documents = page.locator('#invoices-table tr[data-document]');
+    for (const until = Date.now() + 15_000; Date.now() < until;) {
+      await page.goto(`${gw.url}/admin#/plans`);
+      await page.goto(`${gw.url}/admin#/payments`);
+      await page.locator('#invoices-table').waitFor();
+      if ((await documents.count()) === 2) break;
+    }
+    const issued = (await api('GET', '/invoices?account_id=acme')).json.data as Array<{ object: string; number: string; total: number }>;
+    assert.equal(
+      issued.map((d) => [d.object, d.total]),
+      [
+        ['credit_note', 100],
+        ['invoice', 2000],
+      ],
+    );
+    assert.equal(
+      await documents.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-document'))),
+      issued.map((d) => d.number),
+    );
+    const note = page.locator(`#invoices-table tr[data-document="${issued[0].number}"]`);
+    assert.match((await note.textContent()) ?? '', new RegExp(`Credit note for ${issued[1].number}.*1\\.00`));
+    const [pdf] = await Promise.all([page.waitForEvent('download'), note.getByRole('button', { name: `Download ${issued[0].number} as a PDF` }).click()]);
+    assert.is(pdf.suggestedFilename(), `${issued[0].number}.pdf`);
+    assert.is(
+      readFileSync(await pdf.path())
+        .subarray(0, 5)
+        .toString(),
+      '%PDF-',
+    );
   });
 
   test('redemption codes: minted, shown once, one redeemed through /v1', async () => {

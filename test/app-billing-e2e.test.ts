@@ -15,6 +15,7 @@ import { startBillingSetup, type BillingSetup } from './support/billing.ts';
 import { signInByLink, type Person } from './support/sessions.ts';
 import { call, type TestAccount } from './support/http.ts';
 import type { TestGateway } from './support/gateway.ts';
+import { pdfText } from './support/pdf-text.ts';
 
 const ADMIN = 'app-billing-e2e-admin-token-0123456789abcdef';
 const CHECKOUT = 'https://checkout.stripe.test/';
@@ -129,6 +130,21 @@ if (skipReason) {
     assert.ok(html.includes(paymentId!) && html.includes('3.00 USD') && html.includes(acme.accountId), html);
     await page.locator('#receipt-status', { hasText: `Downloaded receipt-${paymentId}.html.` }).waitFor();
 
+    // The card payment's invoice (a redeemed code has none: it was invoiced where it was sold), as a PDF.
+    const invoiceRow = page.locator('#invoices-table tbody tr[data-document]');
+    for (const until = Date.now() + 15_000; (await invoiceRow.count()) === 0 && Date.now() < until;) {
+      await page.locator('#billing-refresh').click();
+      await page.waitForTimeout(300);
+    }
+    assert.is(await invoiceRow.count(), 1);
+    const number = (await invoiceRow.getAttribute('data-document'))!;
+    assert.match((await invoiceRow.textContent()) ?? '', /Invoice.*3\.00 USD/);
+    const [pdf] = await Promise.all([page.waitForEvent('download'), invoiceRow.getByRole('button', { name: `Download ${number} as a PDF` }).click()]);
+    assert.is(pdf.suggestedFilename(), `${number}.pdf`);
+    const text = (await pdfText(readFileSync(await pdf.path()))).replace(/\s+/g, ' ');
+    assert.ok(text.includes(`Invoice ${number}`) && text.includes('Total paid: 3.00 USD') && text.includes(`Account ${acme.accountId}`), text);
+    await page.locator('#invoice-status', { hasText: `Downloaded ${number}.pdf.` }).waitFor();
+
     // Some usage first, so the statement has a line.
     const used = await call(gw, '/v1/chat/completions', {
       key: acme.key,
@@ -162,6 +178,36 @@ if (skipReason) {
     await page.locator('#sub-remaining').waitFor();
     assert.is(await shownBalance(page), before);
     assert.is(await page.locator('#payments-table tbody tr').count(), payments);
+  });
+
+  test('the owner fills in the billing details: a tax id in the wrong format reads as a message naming it; saved, they come back on reload and the operator sees them', async () => {
+    await page.goto(`${gw.url}/app/billing`);
+    await page.locator('#details-saved', { hasText: 'No billing details yet' }).waitFor();
+    await page.getByLabel('Legal name').fill('Acme Rechenzentrum GmbH');
+    await page.getByLabel('Address', { exact: true }).fill('Hauptstraße 5');
+    await page.getByLabel('City').fill('Berlin');
+    await page.getByLabel('Postal code').fill('10115');
+    await page.getByLabel('Country').fill('DE');
+    await page.getByLabel('Tax id').fill('DE 1234');
+    await page.getByLabel('Invoice email').fill('invoices@acme.test');
+    await page.getByRole('button', { name: 'Save billing details' }).click();
+    const alert = page.locator('#problem[role="alert"]');
+    await alert.waitFor();
+    assert.match((await alert.textContent()) ?? '', /tax_id/);
+    assert.is((await setup.admin(`/accounts/${acme.accountId}/billing-profile`)).json.profile, null, 'nothing written');
+    await page.getByRole('button', { name: 'Dismiss this error' }).click();
+    await page.getByLabel('Tax id').fill('DE 123 456 789');
+    await page.getByRole('button', { name: 'Save billing details' }).click();
+    await page.locator('#details-status', { hasText: 'Billing details saved.' }).waitFor();
+    await page.reload();
+    await page
+      .locator('#details-saved', { hasText: 'Invoices are made out to Acme Rechenzentrum GmbH, a business (tax id DE123456789, format checked)' })
+      .waitFor();
+    assert.is(await page.getByLabel('Tax id').inputValue(), 'DE123456789');
+    const seen = await setup.admin(`/accounts/${acme.accountId}/billing-profile`);
+    assert.is(seen.json.profile.country, 'DE');
+    assert.ok(seen.json.updated_by.endsWith(':owner@acme.test'), seen.json.updated_by);
+    await browser.shots(page, 'billing-details');
   });
 
   test('a phone-sized screen (390x844): the billing page fits the width', async () => {

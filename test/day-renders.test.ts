@@ -127,7 +127,7 @@ for (const target of testDatabases()) {
       ).map((r) => r.day);
       const marked = priced[Math.floor(priced.length / 2)];
       assert.ok(kept.get(marked)?.journalHledger, `a kept day with entries: ${marked}`);
-      await t.db.query(`UPDATE "${schema}".book_renders SET journal_hledger = journal_hledger || '; marked' WHERE day = $1`, [marked]);
+      await t.db.query(`UPDATE "${schema}".book_renders_2 SET journal_hledger = journal_hledger || '; marked' WHERE day = $1`, [marked]);
       assert.ok((await answered(t, schema, { from: marked, to: marked }, 'journal', 'hledger')).includes('; marked'), 'the kept part is used');
 
       // Late events: the rest of the history, and a rate set after the fact for a day before the marked one.

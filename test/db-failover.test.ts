@@ -66,7 +66,7 @@ if (url && tools) {
       assert.equal(a.failedCharged, logged, 'a failed call was charged');
       assert.is(a.silentStreams, 0, 'a stream ended in silence');
       assert.is(a.status500, 0, 'a 500 instead of a 503');
-      assert.is(a.openHolds, 0, 'holds still open after the bound');
+      assert.is(a.openHolds, 0, `holds still open after the bound: ${a.openHoldDetails.join('; ')}`);
 
       // The projector took its lease again on the new primary: the read models follow the log.
       const report = await verify(rig.admin);

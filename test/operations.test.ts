@@ -110,6 +110,11 @@ ops('/metrics counts requests by route and status, billed tokens by model, appen
   assert.is(settled, 0);
   assert.ok(after.has('tollgate_projection_lag_events') && after.has('tollgate_projection_lag_seconds'));
   assert.ok(after.has('process_resident_memory_bytes'), 'default process metrics');
+  // Where calls' time goes is listed only when asked for (TOLLGATE_CALL_PHASES=on, test/call-phases.test.ts).
+  assert.not.ok(
+    [...after.keys()].some((k) => k.startsWith('tollgate_call_phase')),
+    'no call phases unless asked for',
+  );
   // Unmatched paths share one label value: a scan cannot blow up the series count.
   await (await fetch(`${origin}/no/such/${Math.random()}`)).arrayBuffer();
   const scanned = await scrape();

@@ -134,6 +134,18 @@ test('a renewal overtaken by the next: the earlier period is recorded first, rea
   assert.equal([sub.quota.total, sub.quota.used], [1000, 0]);
 });
 
+test("every period paid, each renewal's included, has exactly one invoice for what it paid (issued by whichever gateway recorded it)", async () => {
+  const paid = await ofType('PaymentReceived');
+  let invoices: Array<{ object: string; payment_id: string; total: number }> = [];
+  for (const until = Date.now() + 20_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
+    const listed = await admin(`/invoices?account_id=${accountId}`);
+    assert.is(listed.status, 200, listed.text);
+    invoices = listed.json.data;
+    if (invoices.length >= paid.length) break;
+  }
+  assert.equal(invoices.map((d) => [d.object, d.payment_id, d.total]).sort(), paid.map((e) => ['invoice', e.data.paymentId, e.data.amount]).sort());
+});
+
 test('a failed renewal grants nothing and writes nothing; the paid period runs on', async () => {
   const streamsTouched = [streams.account(accountId), streams.unmatchedPayments()];
   const before = await eventsIn(gw.ledger.events, streamsTouched);

@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { testDatabases, type TestDatabase } from './support/db.ts';
 import { openLedger, metadataFor, type Ledger } from '../src/ledger/ledger.ts';
 import { readSide } from '../projections/runner/read-side.ts';
-import { dumpReadModels, rebuildReadModels, replayInto } from '../projections/runner/rebuild.ts';
+import { dropReadModels, dumpReadModels, rebuildReadModels, replayInto } from '../projections/runner/rebuild.ts';
+import * as checkpoint from '../projections/runner/checkpoint.ts';
 import { ensureChargeStatistics } from '../projections/calls/charges.ts';
 import { ALL_PROJECTIONS } from '../projections/read-models.ts';
 import { hashKey } from '../src/keys/secrets.ts';
@@ -161,6 +162,53 @@ for (const target of testDatabases()) {
     const [row] = await t.db.query<{ extra_granted: number }>(`SELECT extra_granted FROM "${ledger.rmSchema}".accounts WHERE account_id = 'bulk0'`);
     assert.is(row.extra_granted, 7);
   });
+
+  s(
+    "read models found behind the runner (a failover lost their last commits) get every event after their checkpoint again, not just the next page's",
+    async ({ ledger, t }) => {
+      await grantExtra(ledger, 'bulk1', 3, 'kept', 'admin:test');
+      await ledger.caughtUp();
+      const kept = await checkpoint.read(t.db, ledger.rmSchema);
+      await grantExtra(ledger, 'bulk1', 4, 'lost with the commit', 'admin:test');
+      await grantExtra(ledger, 'bulk2', 5, 'lost with the commit', 'admin:test');
+      await ledger.caughtUp();
+      assert.ok((await checkpoint.read(t.db, ledger.rmSchema)) > kept);
+
+      // The database comes back with the read models as they were at `kept` (a standby promoted
+      // before the runner's last commits reached it), while the runner remembers having applied more.
+      const upToKept: typeof ledger.events = {
+        ...ledger.events,
+        workerSource: undefined,
+        readAll: async (after, limit) => (await ledger.events.readAll(after, limit)).filter((e) => e.position <= kept),
+        readAllProjected: undefined,
+        headPosition: async () => kept,
+      };
+      const older = `${ledger.rmSchema}_older`;
+      assert.is(await replayInto(t.db, upToKept, older, { threads: 1 }), kept);
+      await t.db.transaction(async (tx) => {
+        await tx.query(`DROP SCHEMA "${ledger.rmSchema}" CASCADE`);
+        await tx.query(`ALTER SCHEMA "${older}" RENAME TO "${ledger.rmSchema}"`);
+      });
+
+      await grantExtra(ledger, 'bulk3', 6, 'after the failover', 'admin:test');
+      await ledger.caughtUp();
+      const extra = async (id: string) =>
+        Number(
+          (await t.db.query<{ extra_granted: number }>(`SELECT extra_granted FROM "${ledger.rmSchema}".accounts WHERE account_id = $1`, [id]))[0].extra_granted,
+        );
+      assert.is(await extra('bulk1'), 3 + 4, 'the grant whose commit was lost is applied again');
+      assert.is(await extra('bulk2'), 5, 'the grant whose commit was lost is applied again');
+      assert.is(await extra('bulk3'), 6);
+      // Every table as a replay of the whole log has it.
+      const rebuilt = `${ledger.rmSchema}_check`;
+      await replayInto(t.db, ledger.events, rebuilt, { threads: 1 });
+      try {
+        assert.equal(await dumpReadModels(t.db, ledger.rmSchema), await dumpReadModels(t.db, rebuilt));
+      } finally {
+        await dropReadModels(t.db, rebuilt);
+      }
+    },
+  );
 
   s('a replay in small pages with rows held back across pages yields the same rows', async ({ ledger, t }) => {
     // Pages of a few events make rows stay staged over many pages, holds open in one page and

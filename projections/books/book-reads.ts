@@ -121,6 +121,7 @@ export async function bookedEntries(db: Queryable, schema: string, from: string,
     fee: Number(r.fee),
     fromDeferred: Number(r.from_deferred),
     refundedRevenue: Number(r.refunded_revenue),
+    tax: Number(r.tax),
     promotionalTokens: 0,
   }));
 }

@@ -12,7 +12,11 @@ import { upstreamCostDayChanges } from '../../src/catalogue/index.ts';
 import { bookDayChanges } from './book-tables.ts';
 import { books } from './books.ts';
 
-const TABLE = 'book_renders';
+// The table is named for the parts' format: a change of what a part holds (2: the tax columns of
+// issue 43) starts a table of its own, so no part of the old format is ever joined to new ones.
+const FORMAT = 2;
+const TABLE = `book_renders_${FORMAT}`;
+const OLDER_TABLES = ['book_renders'];
 
 /** One day's parts of the finance answers (see src/books/day-renders.ts), with the change and currency they were rendered at. */
 export interface DayParts {
@@ -45,6 +49,7 @@ const COLUMNS: Array<[keyof DayParts, string]> = [
 
 export async function ensureRendersTable(db: Queryable, schema: string): Promise<void> {
   try {
+    for (const older of OLDER_TABLES) await db.query(`DROP TABLE IF EXISTS ${q(schema, older)}`);
     await db.query(
       `CREATE TABLE IF NOT EXISTS ${q(schema, TABLE)} (day text PRIMARY KEY, stamp bigint NOT NULL, ${COLUMNS.map(([, c]) => `${c} text NOT NULL`).join(', ')})`,
     );

@@ -24,6 +24,8 @@ export const bookDays = bookTable(
     refunds bigint NOT NULL, disputes bigint NOT NULL, dispute_fees bigint NOT NULL, revenue bigint NOT NULL, refunded_revenue bigint NOT NULL,
     breakage bigint NOT NULL, promotional_tokens bigint NOT NULL`,
   ['day'],
+  // Tax came later (issue 43): every booking before it was untaxed.
+  { addedColumns: ['tax bigint NOT NULL DEFAULT 0', 'tax_refunded bigint NOT NULL DEFAULT 0'] },
 );
 
 /**
@@ -43,6 +45,7 @@ export const bookEntries = bookTable(
     lot_id text, kind text NOT NULL, currency text NOT NULL, amount bigint NOT NULL, fee bigint NOT NULL, from_deferred bigint NOT NULL,
     refunded_revenue bigint NOT NULL`,
   ['day, position, seq'],
+  { addedColumns: ['tax bigint NOT NULL DEFAULT 0'] },
 );
 
 /**

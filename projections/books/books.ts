@@ -37,6 +37,8 @@ export const DAY_COLUMNS = [
   'refunded_revenue',
   'breakage',
   'promotional_tokens',
+  'tax',
+  'tax_refunded',
 ] as const;
 export type DayFigures = Record<(typeof DAY_COLUMNS)[number], number>;
 
@@ -50,6 +52,8 @@ export const noFigures = (): DayFigures => ({
   refunded_revenue: 0,
   breakage: 0,
   promotional_tokens: 0,
+  tax: 0,
+  tax_refunded: 0,
 });
 
 /** What one booking adds to its row of the report. */
@@ -58,6 +62,7 @@ export function addBooking(r: DayFigures, b: Booking): void {
     case 'payment':
       r.payments += b.amount;
       r.fees += b.fee;
+      r.tax += b.tax;
       return;
     case 'use':
       r.revenue += b.amount;
@@ -71,6 +76,7 @@ export function addBooking(r: DayFigures, b: Booking): void {
       if (b.kind === 'refund') r.refunds += b.amount;
       else r.disputes += b.amount;
       r.refunded_revenue -= b.refundedRevenue;
+      r.tax_refunded += b.tax;
       return;
     case 'dispute_fee':
       r.dispute_fees += b.amount;
@@ -222,6 +228,7 @@ async function foldPage(tx: Queryable, schema: string, events: ProjectedEvent[])
         fee: b.fee,
         from_deferred: b.fromDeferred,
         refunded_revenue: b.refundedRevenue,
+        tax: b.tax,
       });
   };
   const noteBalance = (accountId: string, day: string) => {

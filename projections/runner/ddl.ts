@@ -40,10 +40,12 @@ export function projectionDdl(schema: string, projections: RowProjection[], opts
   return out;
 }
 
+/** Each of a projection's indexes: `columns`, or `columns WHERE condition` for a partial one. */
 function indexDdl(schema: string, p: RowProjection): string[] {
-  return (p.indexes ?? []).map((cols) => {
-    const name = `${p.table}_${cols.replace(/[^a-z0-9]+/g, '_')}_idx`;
-    return `CREATE INDEX IF NOT EXISTS "${name}" ON ${q(schema, p.table)} (${cols})`;
+  return (p.indexes ?? []).map((spec) => {
+    const name = `${p.table}_${spec.replace(/[^a-z0-9]+/g, '_')}_idx`;
+    const [columns, where] = spec.split(' WHERE ');
+    return `CREATE INDEX IF NOT EXISTS "${name}" ON ${q(schema, p.table)} (${columns})${where ? ` WHERE ${where}` : ''}`;
   });
 }
 

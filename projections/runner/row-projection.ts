@@ -19,6 +19,7 @@ export interface RowProjection<R extends Row = Row> {
    * older event): created with the table, and added in place to a table that lacks them.
    */
   addedColumns?: string[];
+  /** Secondary indexes: `columns`, or `columns WHERE condition` for a partial index. */
   indexes?: string[];
   /**
    * Each event writes one row under its own event id (keysOf returns [event.id]) and evolve()

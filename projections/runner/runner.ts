@@ -168,7 +168,7 @@ export async function startProjectionRunner(opts: {
       }
   };
 
-  const handler = async (events: StoredEvent[]) => {
+  const handler = async (events: StoredEvent[]): Promise<void | { rewindTo: number }> => {
     for (;;) {
       const fresh = events.filter((e) => e.position > position);
       if (fresh.length === 0) return;
@@ -179,11 +179,22 @@ export async function startProjectionRunner(opts: {
         moveTo(reached);
         return;
       } catch (err) {
-        // Another runner (or a rebuild swap) got further: continue from where it is.
         if (!(err instanceof CheckpointMovedError)) {
           outage?.failed(err);
           throw err;
         }
+        // Behind what this runner applied: the database lost the read models' last commits (they
+        // commit without waiting for the disk or a standby, and a failover came before them). The
+        // events after their checkpoint are read again, not just this page's.
+        if (err.actual < position) {
+          opts.log?.warn(
+            { applied: position, found: err.actual },
+            'read models found behind what was applied (their last commits were lost); reading the log again from their checkpoint',
+          );
+          position = err.actual;
+          return { rewindTo: err.actual };
+        }
+        // Another runner (or a rebuild swap) got further: continue from where it is.
         moveTo(err.actual);
       }
     }

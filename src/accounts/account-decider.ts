@@ -17,6 +17,7 @@ import { DomainError, requireTokenAmount } from '../ledger/errors.ts';
 import { cacheWeightsOf, chatCharge, imageCharge } from '../money/pricing.ts';
 import { gcra, nextArrival } from '../ledger/call-rate.ts';
 import * as balance from './balance.ts';
+import { decideAutoTopUp, evolveAutoTopUp, topUpOnCharge, type AutoTopUpCommand } from './auto-top-up.ts';
 import {
   availableTokens,
   balanceOf,
@@ -87,7 +88,8 @@ export type AccountCommand =
   | SetKeyControlsCommand
   | AdjustCommand
   | AdjustPageCommand
-  | PaymentCommand;
+  | PaymentCommand
+  | AutoTopUpCommand;
 
 /** The most a charge of this hold may bill by its key's limit (see balance.keyChargeCap). */
 function keyCap(s: AccountState, hold: Hold): number {
@@ -119,6 +121,12 @@ function requireHold(s: AccountState, holdId: string): Hold {
   const hold = s.holds.get(holdId);
   if (!hold) throw new DomainError('conflict', `hold ${holdId} is not open (already settled, released or unknown)`);
   return hold;
+}
+
+/** A charge's events, with the top-up it starts when it takes the tokens left below the threshold (auto-top-up.ts). */
+function withTopUp(s: AccountState, hold: Hold, holdId: string, charged: number, events: StreamEvents['account'][]): StreamEvents['account'][] {
+  const topUp = topUpOnCharge(s, charged, holdId, hold.at ? new Date(hold.at) : null);
+  return topUp ? [...events, topUp] : events;
 }
 
 function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
@@ -199,7 +207,7 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
         hold.amount,
         Math.min(keyCap(s, hold), chatCharge(c.promptTokens, c.completionTokens, c.multiplierMilli, c, cacheWeightsOf(c))),
       );
-      return [
+      return withTopUp(s, hold, c.holdId, split.billed, [
         {
           type: 'ChatCharged',
           data: {
@@ -223,12 +231,12 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
             }),
           },
         },
-      ];
+      ]);
     }
     case 'SettleImage': {
       const hold = requireHold(s, c.holdId);
       const split = balance.splitCharge(balanceOf(s), hold.amount, Math.min(keyCap(s, hold), imageCharge(c.multiplierMilli, c.images, c.tokensPerImage)));
-      return [
+      return withTopUp(s, hold, c.holdId, split.billed, [
         {
           type: 'ImageCharged',
           data: {
@@ -243,7 +251,7 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
             }),
           },
         },
-      ];
+      ]);
     }
     case 'Release': {
       const hold = requireHold(s, c.holdId);
@@ -261,6 +269,11 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
         },
       ];
     }
+    case 'SavePaymentMethod':
+    case 'SetAutoTopUp':
+    case 'TurnOffAutoTopUp':
+    case 'SettleTopUp':
+      return decideAutoTopUp(c, s);
     case 'SetKeyControls':
       return decideKeyControls(c, s);
     case 'RecordPayment':
@@ -363,6 +376,13 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
     case 'SubscriptionCancelled':
     case 'SubscriptionResumed':
       return evolvePayment(s, e);
+    case 'PaymentMethodSaved':
+    case 'AutoTopUpSet':
+    case 'AutoTopUpTurnedOff':
+    case 'AutoTopUpTriggered':
+    case 'AutoTopUpSucceeded':
+    case 'AutoTopUpFailed':
+      return evolveAutoTopUp(s, e);
     default:
       return s;
   }

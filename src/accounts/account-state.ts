@@ -26,6 +26,16 @@ export interface AccountKey {
   pool: string;
 }
 
+/** Auto top-up as the account has it set (src/accounts/auto-top-up.ts has its rules). */
+export interface AutoTopUp {
+  thresholdTokens: number;
+  packId: string;
+  /** The top-up started and not ended (null: none). */
+  pending: string | null;
+  /** Why the last top-up failed (null: none since it was set): none starts until it is set again. */
+  failed: string | null;
+}
+
 export interface AccountState {
   opened: boolean;
   accountId: string;
@@ -64,6 +74,9 @@ export interface AccountState {
   disputes: ImmutableMap<string, DisputeRecord>;
   /** The recurring plan's cancellation, while its paid period runs out (src/accounts/cancellation.ts); absent or null: none. */
   cancellation?: Omit<EventDataByType['SubscriptionCancelled'], 'accountId'> | null;
+  /** The card saved for charges made without the customer, and auto top-up (src/accounts/auto-top-up.ts); absent or null: none. */
+  paymentMethod?: Omit<EventDataByType['PaymentMethodSaved'], 'accountId'> | null;
+  autoTopUp?: AutoTopUp | null;
 }
 
 /** A charge's figure after its adjustments so far (as the charge log has it). */
@@ -95,6 +108,8 @@ export const initialAccountState = (): AccountState => ({
   payments: ImmutableMap(),
   disputes: ImmutableMap(),
   cancellation: null,
+  paymentMethod: null,
+  autoTopUp: null,
 });
 
 export const reservedTokens = (s: AccountState): number => s.reserved;

@@ -35,3 +35,4 @@ export {
 export { poolShare, type PaidLot } from './lots.ts';
 export { cancellationBody, paymentBody, paymentsInOrder } from './payment-bodies.ts';
 export { type RecordPaymentCommand } from './payment-rules.ts';
+export { requireThreshold, tokensLeft, type AutoTopUp } from './auto-top-up.ts';

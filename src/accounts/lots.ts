@@ -16,6 +16,9 @@ export interface PaidLot extends PaymentFacts {
   refunded: number;
   refundIds: string[];
   tokensWithdrawn: number;
+  /** The tax the amount held (0: untaxed) and how much of it refunds gave back. */
+  tax: number;
+  taxRefunded: number;
   /**
    * A pack's place in the extra pool: the extra tokens granted before it, net of withdrawals.
    * Extra tokens are used oldest first, so its unused tokens are what the pool's use has not

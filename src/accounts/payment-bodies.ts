@@ -15,11 +15,13 @@ export function paymentBody(accountId: string, lot: PaidLot) {
     currency: lot.currency,
     display: formatMoney(lot),
     fee: lot.fee,
+    tax: lot.tax,
     received_at: lot.receivedAt,
     reference: lot.reference,
     item: lot.kind === 'plan' ? { kind: 'plan', plan_id: lot.itemId, tokens: lot.tokens } : { kind: 'pack', pack_id: lot.itemId, tokens: lot.tokens },
     period_starts_at: lot.periodStartsAt,
     refunded: lot.refunded,
+    tax_refunded: lot.taxRefunded,
     tokens_withdrawn: lot.tokensWithdrawn,
   };
 }

@@ -7,6 +7,7 @@ import { DomainError, invalid } from '../ledger/errors.ts';
 import { type AccountState, balanceOf, requireOpen } from './account-state.ts';
 import * as balance from './balance.ts';
 import { bookedAmount, requireMinorUnits, tokensFor } from '../money/money.ts';
+import { taxRefunded, type TaxApplied } from '../money/tax.ts';
 import { poolShare, type PaidLot } from './lots.ts';
 import { cancellationAfterGrant, decideCancellation, evolveCancellation, type CancellationCommand } from './cancellation.ts';
 
@@ -26,6 +27,8 @@ export interface RecordPaymentCommand extends PaymentFacts {
   reference?: string;
   /** What it buys: a plan period (the plan's terms) or a pack (tokens). */
   grant: { kind: 'plan'; plan: Extract<GrantCommand, { type: 'Subscribe' }>['plan'] } | { kind: 'pack'; packId: string; packName: string; tokens: number };
+  /** The tax the amount holds, decided by the tax table (absent: untaxed). */
+  tax?: TaxApplied;
   now: Date;
 }
 
@@ -69,10 +72,11 @@ function packUnused(lot: PaidLot, b: balance.Balance): number {
 }
 
 /**
- * What a refund of `amount` takes back: the tokens that money bought (by the rounding rule, on the
- * running total refunded), of which only the unused ones can be withdrawn: a plan period's while it
- * is the current, unexpired one; a pack's up to the extra tokens left. The money of the withdrawn
- * tokens was still deferred; the rest of the amount paid for tokens already used (refunded revenue).
+ * What a refund of `amount` takes back: first the payment's tax in proportion (taxRefunded), then,
+ * of the rest, the tokens that money bought (by the rounding rule, on the running total refunded),
+ * of which only the unused ones can be withdrawn: a plan period's while it is the current, unexpired
+ * one; a pack's up to the extra tokens left. The money of the withdrawn tokens was still deferred
+ * (the lot's value is the amount less its tax); the rest paid for tokens already used (refunded revenue).
  */
 function decideRefund(
   s: AccountState,
@@ -90,9 +94,11 @@ function decideRefund(
   const unused =
     lot.kind === 'plan' ? (s.subscription?.startsAt === lot.periodStartsAt && balance.isPlanActive(b, now) ? balance.mainRemaining(b) : 0) : packUnused(lot, b);
   const tokensWithdrawn = Math.min(bought, unused);
+  const tax = taxRefunded(lot.amount, lot.tax, lot.refunded, amount);
+  const net = amount - tax;
   const fromDeferred = Math.min(
-    amount,
-    bookedAmount({ amount: lot.amount, per: Math.max(1, lot.tokens) }, lot.tokensWithdrawn, lot.tokensWithdrawn + tokensWithdrawn),
+    net,
+    bookedAmount({ amount: lot.amount - lot.tax, per: Math.max(1, lot.tokens) }, lot.tokensWithdrawn, lot.tokensWithdrawn + tokensWithdrawn),
   );
   return {
     type: 'PaymentRefunded',
@@ -106,7 +112,8 @@ function decideRefund(
       pool: lot.kind === 'plan' ? 'main' : 'extra',
       tokensWithdrawn,
       fromDeferred,
-      refundedRevenue: amount - fromDeferred,
+      refundedRevenue: net - fromDeferred,
+      ...(lot.tax > 0 ? { taxRefunded: tax } : {}),
     },
   };
 }
@@ -138,6 +145,10 @@ export function decidePayment(c: PaymentCommand, s: AccountState, decideGrant: (
         receivedAt: c.now.toISOString(),
       };
       if (c.reference) paid.reference = c.reference;
+      if (c.tax) {
+        if (c.tax.amount > c.amount) throw invalid(`the tax ${c.tax.amount} is more than the amount paid ${c.amount}`, { param: 'amount' });
+        paid.tax = c.tax;
+      }
       return [{ type: 'PaymentReceived', data: paid }, ...grant.map((g) => ({ ...g, data: { ...g.data, paymentId: c.paymentId } }) as StreamEvents['account'])];
     }
     case 'RefundPayment': {
@@ -205,6 +216,8 @@ export function evolvePayment(s: AccountState, e: DomainEvent): AccountState {
         refunded: 0,
         refundIds: [],
         tokensWithdrawn: 0,
+        tax: d.tax?.amount ?? 0,
+        taxRefunded: 0,
       };
       if (d.item.kind === 'pack') lot.extraStart = s.extraGranted;
       return { ...s, payments: s.payments.set(d.paymentId, lot) };
@@ -223,6 +236,7 @@ export function evolvePayment(s: AccountState, e: DomainEvent): AccountState {
         refunded: lot.refunded + d.amount,
         refundIds: [...lot.refundIds, d.refundId],
         tokensWithdrawn: lot.tokensWithdrawn + d.tokensWithdrawn,
+        taxRefunded: lot.taxRefunded + (d.taxRefunded ?? 0),
       });
       if (d.pool === 'main' && s.subscription) return { ...s, payments, subscription: { ...s.subscription, quota: s.subscription.quota - d.tokensWithdrawn } };
       return { ...s, payments, extraGranted: s.extraGranted - (d.pool === 'extra' ? d.tokensWithdrawn : 0) };

@@ -1,9 +1,10 @@
 // The double-entry journal of a window, from the lot bookings (DESIGN.md "Money in currency"):
-//   payment: Dr cash and processor fees, Cr deferred revenue
+//   payment: Dr cash and processor fees, Cr deferred revenue and the tax it held (tax payable)
 //   use: Dr deferred, Cr revenue (a correction giving tokens back: the reverse), one entry per
 //        day, account, model and channel (the calls are too many to book one by one)
 //   period end: Dr deferred, Cr breakage
-//   refund / lost dispute: Dr deferred (unused part), Dr refunds / dispute losses (used part), Cr cash
+//   refund / lost dispute: Dr tax payable (its tax), Dr deferred (unused part), Dr refunds / dispute
+//        losses (used part), Cr cash
 //   dispute fee: Dr dispute losses, Cr cash
 // Rendered as CSV (one line per posting) and as an hledger journal. Debits equal credits in every
 // entry, so in any window; `assertBalanced` checks it before anything is rendered.
@@ -22,6 +23,7 @@ export const ACCOUNTS = {
   disputeLosses: 'expenses:dispute-losses',
   upstreamCost: 'expenses:upstream-cost',
   upstreamPayable: 'liabilities:upstream-payable',
+  taxPayable: 'liabilities:tax-payable',
 } as const;
 
 /** One posting: a positive debit or a positive credit (never both). */
@@ -46,7 +48,7 @@ const cr = (account: string, amount: number): Posting => dr(account, -amount);
 function postingsOf(b: Booking): Posting[] {
   switch (b.kind) {
     case 'payment':
-      return [dr(ACCOUNTS.cash, b.amount - b.fee), dr(ACCOUNTS.fees, b.fee), cr(ACCOUNTS.deferred, b.amount)];
+      return [dr(ACCOUNTS.cash, b.amount - b.fee), dr(ACCOUNTS.fees, b.fee), cr(ACCOUNTS.deferred, b.amount - b.tax), cr(ACCOUNTS.taxPayable, b.tax)];
     case 'use':
       return [dr(ACCOUNTS.deferred, b.amount), cr(ACCOUNTS.revenue, b.amount)];
     case 'breakage':
@@ -54,6 +56,7 @@ function postingsOf(b: Booking): Posting[] {
     case 'refund':
     case 'dispute':
       return [
+        dr(ACCOUNTS.taxPayable, b.tax),
         dr(ACCOUNTS.deferred, b.fromDeferred),
         dr(b.kind === 'refund' ? ACCOUNTS.refunds : ACCOUNTS.disputeLosses, b.refundedRevenue),
         cr(ACCOUNTS.cash, b.amount),

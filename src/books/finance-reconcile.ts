@@ -1,5 +1,6 @@
 // The money reconciliation for a window, per account and in total:
 //   payments - refunds = revenue + refunded revenue (negative) + breakage + change in deferred
+//                        + tax collected - tax refunded
 // The left side comes from the payments' own amounts, the right from the lot bookings and the
 // lots' deferred revenue at the window's two ends. Each line gives its difference and, when it is
 // not zero, the events whose own bookings do not balance.
@@ -15,6 +16,9 @@ export interface MoneyLine {
   revenue: number;
   refunded_revenue: number;
   breakage: number;
+  /** Tax held in the window's payments, and given back by its refunds: the change in tax payable. */
+  tax: number;
+  tax_refunded: number;
   deferred_start: number;
   deferred_end: number;
   deferred_change: number;
@@ -22,17 +26,17 @@ export interface MoneyLine {
   event_ids: string[];
 }
 
-/** What one booking moves in cash (left side) and in revenue and breakage (right side, without deferred). */
+/** What one booking moves in cash (left side) and in revenue, breakage and tax payable (right side, without deferred). */
 function sides(b: Booking): { cash: number; earned: number } {
   switch (b.kind) {
     case 'payment':
-      return { cash: b.amount, earned: 0 };
+      return { cash: b.amount, earned: b.tax };
     case 'use':
     case 'breakage':
       return { cash: 0, earned: b.amount };
     case 'refund':
     case 'dispute':
-      return { cash: -b.amount, earned: -b.refundedRevenue };
+      return { cash: -b.amount, earned: -b.refundedRevenue - b.tax };
     case 'dispute_fee':
       return { cash: 0, earned: 0 };
   }
@@ -68,7 +72,7 @@ export function reconcileMoney(f: MoneyBooks, w: Window, eventsOf: (accountId: s
     const deferred_end = f.deferredAtEnd.get(account_id) ?? 0;
     const refunds = s.refunds + s.disputes;
     const deferred_change = deferred_end - deferred_start;
-    const difference = s.payments - refunds - (s.revenue + s.refunded_revenue + s.breakage + deferred_change);
+    const difference = s.payments - refunds - (s.revenue + s.refunded_revenue + s.breakage + deferred_change + s.tax - s.tax_refunded);
     return {
       account_id,
       payments: s.payments,
@@ -76,6 +80,8 @@ export function reconcileMoney(f: MoneyBooks, w: Window, eventsOf: (accountId: s
       revenue: s.revenue,
       refunded_revenue: s.refunded_revenue,
       breakage: s.breakage,
+      tax: s.tax,
+      tax_refunded: s.tax_refunded,
       deferred_start,
       deferred_end,
       deferred_change,
@@ -90,6 +96,8 @@ export function reconcileMoney(f: MoneyBooks, w: Window, eventsOf: (accountId: s
     revenue: 0,
     refunded_revenue: 0,
     breakage: 0,
+    tax: 0,
+    tax_refunded: 0,
     deferred_start: 0,
     deferred_end: 0,
     deferred_change: 0,

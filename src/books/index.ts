@@ -3,4 +3,6 @@
 export { LotCheck } from './lot-check.ts';
 export { type LotFoldState } from './lot-fold.ts';
 export { paymentRoutes } from './payments-routes.ts';
+export { billingProfileHandlers } from './billing-profile-routes.ts';
+export { documentHandlers } from './document-routes.ts';
 export type { BooksDeps } from './books-deps.ts';

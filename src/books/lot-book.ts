@@ -88,6 +88,7 @@ function book(
     fee: 0,
     fromDeferred: 0,
     refundedRevenue: 0,
+    tax: 0,
     promotionalTokens: 0,
     ...part,
   };
@@ -327,7 +328,9 @@ function grantLot(
 ): Lot {
   const p = paymentId ? a.pendingPayment.get(paymentId) : undefined;
   if (p) a.pendingPayment.delete(paymentId!);
-  const paid = p?.amount ?? 0;
+  // The lot's value is what was paid less the tax it held: that part is owed, never deferred revenue.
+  const tax = p?.tax?.amount ?? 0;
+  const paid = (p?.amount ?? 0) - tax;
   const l = newLot(b, e, accountId, {
     source: p ? (p.processor === 'code' ? 'code' : 'payment') : 'free',
     paymentId: paymentId ?? null,
@@ -339,7 +342,7 @@ function grantLot(
     rate: { amount: paid, per: Math.max(1, tokens) },
     expiresAt,
   });
-  if (p) book(b, e, l, { kind: 'payment', amount: p.amount, fee: p.fee ?? 0 });
+  if (p) book(b, e, l, { kind: 'payment', amount: p.amount, fee: p.fee ?? 0, tax });
   assertLot(l);
   return l;
 }
@@ -389,18 +392,20 @@ function returnTokens(
   a.extra.push(l.lotId);
 }
 
-/** A refund or lost dispute: its unused tokens leave the lot (deferred), the rest was revenue. */
+/** A refund or lost dispute: its tax goes back to the payer, its unused tokens leave the lot (deferred), the rest was revenue. */
 function refund(b: LotBook, e: ProjectedEvent, l: Lot, d: EventDataByType['PaymentRefunded']): void {
   // The refund withdraws from its own lot; the decider's figures say how much was still unused.
   const withdrawn = Math.min(d.tokensWithdrawn, l.tokens - l.withdrawn - l.used);
+  const tax = d.taxRefunded ?? 0;
+  const net = d.amount - tax;
   // Deferred first. The decider's split reads the same pool rule (poolShare), so these bounds only
   // guard the invariant: never more revenue taken back than the lot recognised, nor more deferred than it holds.
-  const fromDeferred = Math.min(Math.max(d.fromDeferred, d.amount - l.recognised), l.deferred, d.amount);
-  const refundedRevenue = d.amount - fromDeferred;
+  const fromDeferred = Math.min(Math.max(d.fromDeferred, net - l.recognised), l.deferred, net);
+  const refundedRevenue = net - fromDeferred;
   l.withdrawn += withdrawn;
-  l.refunded += d.amount;
+  l.refunded += net;
   l.recognised -= refundedRevenue;
   moveDeferred(b, e, l, -fromDeferred);
-  book(b, e, l, { kind: d.reason === 'dispute_lost' ? 'dispute' : 'refund', amount: d.amount, fromDeferred, refundedRevenue });
+  book(b, e, l, { kind: d.reason === 'dispute_lost' ? 'dispute' : 'refund', amount: d.amount, fromDeferred, refundedRevenue, tax });
   assertLot(l);
 }

@@ -13,7 +13,7 @@ export interface Lot {
   pool: 'main' | 'extra';
   currency: string;
   tokens: number;
-  /** Money paid for the lot (0 for a free lot); `carriedIn`: value of returned tokens it holds. */
+  /** Money paid for the lot less the tax it held (0 for a free lot); `carriedIn`: value of returned tokens it holds. */
   paid: number;
   carriedIn: number;
   used: number;
@@ -45,12 +45,14 @@ export interface Booking {
   currency: string;
   model: string;
   channel: string;
-  /** payment: the amount and the fee; use: revenue (negative: moved back to deferred); breakage;
-   * refund/dispute: the money given back, split into its deferred and its revenue part. */
+  /** payment: the amount (tax included), its fee and its tax; use: revenue (negative: moved back to
+   * deferred); breakage; refund/dispute: the money given back, split into its tax, its deferred and
+   * its revenue part. */
   amount: number;
   fee: number;
   fromDeferred: number;
   refundedRevenue: number;
+  tax: number;
   /** Promotional tokens used (uses of free lots). */
   promotionalTokens: number;
 }

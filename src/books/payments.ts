@@ -13,6 +13,8 @@ import { currencyOf, requireMinorUnits, type Money } from '../money/money.ts';
 import { hashKey } from '../keys/index.ts';
 import type { CancellationCommand, CancellationKind, PaidLot, RecordPaymentCommand } from '../accounts/index.ts';
 import { codeAttemptsDecider, utcHour } from './code-attempts.ts';
+import { billingProfileDecider } from './billing-profile.ts';
+import { NO_TAX, taxApplied, taxTreatment, type TaxSettings, type TaxTreatment } from '../money/tax.ts';
 import { accountCommand, accountState, planTerms } from '../accounts/index.ts';
 
 /** Tollgate's id of a processor's payment: the same processor id always gives the same payment. */
@@ -30,7 +32,7 @@ export function purchaseOf(planId: unknown, packId: unknown): Purchase {
   return planId !== undefined ? { planId: requireId(planId, 'plan_id') } : { packId: requireId(packId, 'pack_id') };
 }
 
-export function createPayments(ledger: Ledger) {
+export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
   const priceList = (): Promise<PriceListState> => ledger.streamState(priceListDecider, streams.priceList());
   const onPriceList = (command: Parameters<typeof priceListDecider.decide>[0], actor: string) =>
     ledger.command(priceListDecider, streams.priceList(), command, metadataFor(actor));
@@ -66,6 +68,13 @@ export function createPayments(ledger: Ledger) {
     };
   }
 
+  /** How the account's purchases are taxed now: by its billing profile's country and tax id (null: untaxed). */
+  async function taxTreatmentFor(accountId: string): Promise<TaxTreatment | null> {
+    if (tax.table.size === 0) return null;
+    const { profile } = await ledger.streamState(billingProfileDecider, streams.billingProfile(accountId));
+    return taxTreatment(tax.table, tax.sellerCountry, profile);
+  }
+
   /** The settlement currency, which a payment must be in. */
   async function requireSettlementCurrency(currency: unknown): Promise<string> {
     const code = currencyOf(currency).code;
@@ -92,6 +101,8 @@ export function createPayments(ledger: Ledger) {
     const resolved = (await resolve(input.purchase)).grant;
     const grant = resolved.kind === 'pack' && input.packTokens ? { ...resolved, tokens: input.packTokens } : resolved;
     const paymentId = paymentIdFor(input.processor, input.processorPaymentId);
+    // A code's payment was taxed where the code was sold; every other amount holds the tax of the buyer's country.
+    const applied = input.processor === 'code' ? null : taxApplied(input.amount, await taxTreatmentFor(input.accountId));
     const command: RecordPaymentCommand = {
       type: 'RecordPayment',
       paymentId,
@@ -102,6 +113,7 @@ export function createPayments(ledger: Ledger) {
       fee: input.fee,
       reference: input.reference,
       grant,
+      ...(applied ? { tax: applied } : {}),
       now: input.now ?? new Date(),
     };
     try {
@@ -123,6 +135,8 @@ export function createPayments(ledger: Ledger) {
     priceList,
     resolve,
     recordPayment,
+    taxTreatmentFor,
+    taxSettings: tax,
     lotOf,
     /** Sets the ledger's settlement currency once (start-up); a different one later is refused. */
     async ensureCurrency(currency: string, actor = 'system:config') {

@@ -14,7 +14,11 @@ import type { StripeSettings } from '../config.ts';
 import { unmatchedDecider } from './unmatched.ts';
 import type { Payments, Purchase } from './payments.ts';
 import { recurringPriceId } from './stripe-subscriptions.ts';
+import { stripeTaxRates } from './stripe-tax-rates.ts';
+import { grossPrice, taxInGross } from '../money/tax.ts';
 import { contextFor, dispatch, type Outcome } from './stripe-events/index.ts';
+import { paymentOfIntent } from './stripe-events/booking.ts';
+import { accountState } from '../accounts/index.ts';
 import { ensureStripeNoticeTable, stripeNoticeStore, type NoticeSelection, type StoredNotice } from './stripe-notices.ts';
 import { reasonOf, replayNotices, type Ran } from './stripe-replay.ts';
 
@@ -38,13 +42,14 @@ export async function createStripeGateway(
     ...(base ? { host: base.hostname, port: base.port || (base.protocol === 'http:' ? 80 : 443), protocol: base.protocol === 'http:' ? 'http' : 'https' } : {}),
   });
   const webhookSecret = settings.webhookSecret;
+  const taxRates = stripeTaxRates(stripe);
   await ensureStripeNoticeTable(store.db, store.schema);
   const notices = stripeNoticeStore(store.db, store.schema);
 
   /** A notice through its handler, its outcome (or error) written beside the stored notice. */
   async function run(event: Stripe.Event, replaying: StoredNotice | null): Promise<Ran> {
     const supersededBy = replaying ? (types: readonly string[]) => notices.laterAbout(replaying, types) : null;
-    const { ctx, appended } = contextFor({ stripe, ledger, log, disputeSuspendsKeys: opts.disputeSuspendsKeys, supersededBy });
+    const { ctx, appended } = contextFor({ stripe, ledger, log, disputeSuspendsKeys: opts.disputeSuspendsKeys, supersededBy, tax: payments.taxSettings });
     let ran: Ran;
     try {
       ran = { outcome: await dispatch(event, ctx), appended: appended() };
@@ -67,6 +72,9 @@ export async function createStripeGateway(
       const { listPrice, item, grant } = await payments.resolve(purchase);
       if (!listPrice)
         throw new DomainError('invalid', 'that plan or pack has no price and cannot be bought', { param: 'planId' in purchase ? 'plan_id' : 'pack_id' });
+      // Checkout charges the tax the payment will hold: the buyer's rate as a fixed tax rate on the line.
+      const treatment = await payments.taxTreatmentFor(accountId);
+      const lineTax = treatment && treatment.rateBasisPoints > 0 ? { tax_rates: [await taxRates.idFor(treatment)] } : {};
       const metadata: Record<string, string> = {
         account_id: accountId,
         ...('planId' in purchase ? { plan_id: purchase.planId } : { pack_id: purchase.packId }),
@@ -82,7 +90,7 @@ export async function createStripeGateway(
           ? await stripe.checkout.sessions.create({
               ...common,
               mode: 'subscription',
-              line_items: [{ quantity: 1, price: await recurringPriceId(stripe, grant.plan, listPrice) }],
+              line_items: [{ quantity: 1, price: await recurringPriceId(stripe, grant.plan, listPrice), ...lineTax }],
               subscription_data: { metadata },
             })
           : await stripe.checkout.sessions.create({
@@ -98,11 +106,76 @@ export async function createStripeGateway(
                       name: item.kind === 'plan' ? `Plan ${item.planId} (${item.tokens} tokens)` : `Pack ${item.packId} (${item.tokens} tokens)`,
                     },
                   },
+                  ...lineTax,
                 },
               ],
               payment_intent_data: { metadata },
             });
-      return { id: session.id, url: session.url, mode: session.mode, amount: listPrice.amount, currency: listPrice.currency };
+      const amount = grossPrice(listPrice.amount, treatment);
+      return { id: session.id, url: session.url, mode: session.mode, amount, tax: taxInGross(amount, treatment), currency: listPrice.currency };
+    },
+    /**
+     * A Checkout Session in setup mode: the customer saves a card for auto top-up (no charge). The
+     * account's Stripe Customer is the one its saved card names, or a new one.
+     */
+    async cardSetup(accountId: string, opts: { returnTo?: { success: string; cancel: string } } = {}) {
+      const state = await accountState(ledger, accountId);
+      const customerId =
+        state.paymentMethod?.customerId ??
+        (await stripe.customers.create({ metadata: { account_id: accountId } }, { idempotencyKey: `tollgate-customer-${accountId}` })).id;
+      const metadata = { account_id: accountId, purpose: 'auto_top_up' };
+      const session = await stripe.checkout.sessions.create({
+        mode: 'setup',
+        customer: customerId,
+        currency: ((await payments.priceList()).currency ?? 'USD').toLowerCase(),
+        client_reference_id: accountId,
+        metadata,
+        setup_intent_data: { metadata },
+        success_url: opts.returnTo?.success ?? settings.successUrl,
+        cancel_url: opts.returnTo?.cancel ?? settings.cancelUrl,
+      });
+      return { id: session.id, url: session.url, mode: session.mode };
+    },
+    /**
+     * Charges a pending top-up to the saved card, without the customer (off session), and books it
+     * (null: the account has it pending no more, so nothing is charged).
+     * The PaymentIntent's idempotency key is the top-up's id, so a second runner (another gateway,
+     * or this one after a crash) gets the same PaymentIntent back: one charge, one payment.
+     */
+    async chargeTopUp(top: { topUpId: string; accountId: string; packId: string }): Promise<{ paymentId: string } | { failure: string } | null> {
+      const state = await accountState(ledger, top.accountId);
+      // Charged only while the account has it pending: a settled one (by another gateway) is never charged again.
+      if (state.autoTopUp?.pending !== top.topUpId) return null;
+      const card = state.paymentMethod;
+      if (!card) return { failure: 'no saved card' };
+      const { listPrice } = await payments.resolve({ packId: top.packId }).catch(() => ({ listPrice: null }));
+      if (!listPrice) return { failure: `pack ${top.packId} is no longer on sale` };
+      const amount = grossPrice(listPrice.amount, await payments.taxTreatmentFor(top.accountId));
+      let pi: Stripe.PaymentIntent;
+      try {
+        pi = await stripe.paymentIntents.create(
+          {
+            amount,
+            currency: listPrice.currency.toLowerCase(),
+            customer: card.customerId,
+            payment_method: card.paymentMethodId,
+            off_session: true,
+            confirm: true,
+            description: `Auto top-up ${top.topUpId}`,
+            metadata: { account_id: top.accountId, pack_id: top.packId, auto_top_up: top.topUpId },
+          },
+          { idempotencyKey: top.topUpId },
+        );
+      } catch (err) {
+        // A declined card, or one that needs its holder: told to the customer, never retried in a loop.
+        if (err instanceof Stripe.errors.StripeCardError) return { failure: `the card was declined: ${err.message}`.slice(0, 500) };
+        throw err;
+      }
+      if (pi.status !== 'succeeded') return { failure: `the charge needs the customer (${pi.status})` };
+      const { ctx } = contextFor({ stripe, ledger, log, disputeSuspendsKeys: opts.disputeSuspendsKeys, supersededBy: null, tax: payments.taxSettings });
+      const found = await paymentOfIntent(ctx, pi.id);
+      if (!found) throw new Error(`top-up ${top.topUpId}: PaymentIntent ${pi.id} succeeded but no payment was booked`);
+      return { paymentId: found.paymentId };
     },
     /** Verifies the signature over the raw body (the library's own check); throws on a bad one. */
     verify: (raw: Buffer, signature: string): Stripe.Event => stripe.webhooks.constructEvent(raw, signature, webhookSecret),

@@ -30,6 +30,7 @@ import type { CatalogModel, Route } from '../catalogue/index.ts';
 import { failedAttemptsOf, failureCode, openWithFailover, withFailover, type FailedAttempt } from '../upstream/channels/failover.ts';
 import type { Channel } from '../upstream/channels/registry.ts';
 import { inSpan, noteUsage, type TraceContext } from '../tracing/spans.ts';
+import type { CallTimeline } from '../tracing/call-phases.ts';
 
 export interface ChatRequest {
   api: Dialect;
@@ -62,6 +63,8 @@ export interface CallRequest {
   notes: CallNotes;
   /** The call's span: the parent of its steps' spans (hold, upstream attempts, charge). */
   trace: TraceContext;
+  /** Marks the end of each of its steps, while phases are recorded (src/tracing/call-phases.ts). */
+  timeline: CallTimeline;
 }
 
 export interface CallNotes {
@@ -92,8 +95,10 @@ export async function callChat(deps: CallDeps, call: CallRequest, req: ChatReque
   call.notes.model(model.id);
   // A call the account refuses anyway is refused before its prompt is counted.
   await deps.metering.refuseEarly(caller, model.id, model);
+  call.timeline.mark('model');
   // Counted in slices: a long prompt does not hold the event loop for other requests.
   const promptTokens = await countMessageTokensYielding(req.messages, req.tools);
+  call.timeline.mark('count');
   // A streamed reply commits its status with its first byte, so its hold is committed first; a
   // whole reply is only sent once settled, so its upstream call may start as soon as the hold is
   // decided (wholeReply below).
@@ -106,6 +111,7 @@ export async function callChat(deps: CallDeps, call: CallRequest, req: ChatReque
       return hold;
     });
   const run: ChatRun = { deps, call, req, model, promptTokens, hold: await takeHold(!req.stream), takeHold, traceContext };
+  call.timeline.mark('hold_decide');
   return req.stream ? openStream(run) : wholeReply(run);
 }
 
@@ -199,10 +205,12 @@ async function wholeReply(run: ChatRun): Promise<WholeChat> {
       );
     let overturned: unknown;
     if (answered) {
+      run.call.timeline.mark('upstream');
       const answer = answered.value;
       const { usage, upstreamId } = 'native' in answer ? answer.native : answer.canonical;
       try {
         const billing = await settle(run, usage, false, false, trailOf(answered.channel, answered.failed, upstreamId));
+        run.call.timeline.mark('charge');
         // The upstream's own body, with what the call cost added to its usage.
         const reply: ChatReply = 'native' in answer ? { native: { ...answer.native, body: withBilledTokens(answer.native.body, billing.billed) } } : answer;
         return { stream: false, model: run.model, promptTokens: run.promptTokens, reply, billing };

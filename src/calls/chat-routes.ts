@@ -8,6 +8,7 @@ import type { ChatMessage, Usage } from '../upstream/port.ts';
 import { withBilledTokens } from './billed-usage.ts';
 import { chatCall, sendChatStream } from './metered-chat-routes.ts';
 import type { ChatCompletionsRequest } from './shapes/request-shapes.ts';
+import { timelineOf } from '../http/call-timeline.ts';
 
 /** The body as its schema declares it (src/calls/shapes/request-shapes.ts); the rest is passed through. */
 type ChatBody = ChatCompletionsRequest & { [param: string]: unknown };
@@ -45,6 +46,7 @@ const PASSTHROUGH = [
 export function chatCompletions(deps: CallDeps) {
   return async (ctx: Context) => {
     const body = await validateBody<ChatBody>('chat-completions', ctx.request.body);
+    timelineOf(ctx).mark('validate');
     const params: Record<string, unknown> = {};
     for (const p of PASSTHROUGH) if (body[p] !== undefined && body[p] !== null) params[p] = body[p];
     const id = `chatcmpl-${randomUUID().replace(/-/g, '')}`;
@@ -67,6 +69,7 @@ export function chatCompletions(deps: CallDeps) {
       const { reply, billing } = result;
       if ('native' in reply) {
         ctx.body = reply.native.body;
+        timelineOf(ctx).mark('reply');
         return;
       }
       const outcome = reply.canonical;
@@ -94,6 +97,7 @@ export function chatCompletions(deps: CallDeps) {
         },
         billing.billed,
       );
+      timelineOf(ctx).mark('reply');
       return;
     }
 

@@ -11,6 +11,7 @@ import { clientGone } from '../http/client-gone.ts';
 import { openSse, type SseWriter } from '../http/sse.ts';
 import { keyCallerOf } from '../http/state.ts';
 import { callTraceOf } from '../http/call-spans.ts';
+import { timelineOf } from '../http/call-timeline.ts';
 
 /** The call for the request's API key; a whole reply's billing headers are set before it returns. */
 export async function chatCall(deps: CallDeps, ctx: Context, req: ChatRequest): Promise<ChatResult> {
@@ -21,6 +22,7 @@ export async function chatCall(deps: CallDeps, ctx: Context, req: ChatRequest): 
       clientGone: clientGone(ctx),
       baseUrl: deps.baseUrl(ctx),
       trace: callTraceOf(ctx),
+      timeline: timelineOf(ctx),
       notes: {
         model: (id) => {
           ctx.state.model = id;

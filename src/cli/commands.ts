@@ -6,6 +6,8 @@ import { runWebhookCommand } from './webhook-commands.ts';
 import { runKeyCommand } from './key-commands.ts';
 import { runPaymentCommand } from './payment-commands.ts';
 import { runFinanceCommand, runPeriodCommand } from './finance-commands.ts';
+import { runBillingProfileCommand } from './billing-profile-commands.ts';
+import { runInvoiceCommand } from './invoice-commands.ts';
 import { runCostCommand } from './cost-commands.ts';
 
 export interface Parsed {
@@ -91,6 +93,11 @@ export const COMMAND_HELP = `tollgate <command> [options]
   payment stripe-replay [--since ISO] [--event EVT-ID]   Stripe's kept notices through today's handlers again
                                           (all, those received since, or one): handled, unchanged or failed each
   codes mint --count N (--plan P | --pack K) --amount CENTS [--expires ISO]   codes printed once
+  billing-profile show <account>          who the account's invoices are made out to, and who last changed it
+  billing-profile set <account> <file|->  the whole profile as JSON (legal_name, address_lines, city, postal_code,
+                                          region, country, tax_id, invoice_email), from a file or standard input
+  invoices list [<account>]               issued invoices and credit notes, newest first (every account's, or one's)
+  invoices show <number> [--format json|html|pdf] [--out FILE]   one document (a PDF needs --out)
   unmatched list                          processor payments that matched no account or price
 
 Options: --url URL (TOLLGATE_URL), --token T (TOLLGATE_ADMIN_TOKEN or <data dir>/admin-token),
@@ -348,6 +355,12 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
     case 'period reopen':
     case 'period list':
       return runPeriodCommand(sub, p, c, out);
+    case 'billing-profile show':
+    case 'billing-profile set':
+      return runBillingProfileCommand(sub, p, c, out);
+    case 'invoices list':
+    case 'invoices show':
+      return runInvoiceCommand(sub, p, c, out);
     case 'cost rate':
     case 'cost rates':
     case 'cost import':

@@ -19,13 +19,13 @@ export async function runFinanceCommand(sub: string, p: Args, c: AdminClient, ou
   const r = JSON.parse(text);
   if (sub === 'reconcile') {
     const show = (l: Line) =>
-      `${l.account_id}\tpayments-refunds=${l.payments - l.refunds}\trevenue=${l.revenue}\trefunded_revenue=${l.refunded_revenue}\tbreakage=${l.breakage}\tdeferred_change=${l.deferred_change}\tdifference=${l.difference}${l.event_ids.length ? `\tevents=${l.event_ids.join(',')}` : ''}`;
+      `${l.account_id}\tpayments-refunds=${l.payments - l.refunds}\trevenue=${l.revenue}\trefunded_revenue=${l.refunded_revenue}\tbreakage=${l.breakage}\ttax=${l.tax}\ttax_refunded=${l.tax_refunded}\tdeferred_change=${l.deferred_change}\tdifference=${l.difference}${l.event_ids.length ? `\tevents=${l.event_ids.join(',')}` : ''}`;
     return out([...r.lines.map(show), show(r.total)].join('\n'), r);
   }
   if (sub === 'report') {
     const t = r.totals;
     return out(
-      `${r.rows.length} rows (${r.currency} minor units); payments ${t.payments}, fees ${t.fees}, refunds ${t.refunds}, disputes ${t.disputes}, revenue ${t.revenue}, breakage ${t.breakage}`,
+      `${r.rows.length} rows (${r.currency} minor units); payments ${t.payments}, fees ${t.fees}, refunds ${t.refunds}, disputes ${t.disputes}, revenue ${t.revenue}, breakage ${t.breakage}, tax ${t.tax}, tax refunded ${t.tax_refunded}`,
       r,
     );
   }

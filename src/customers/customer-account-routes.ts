@@ -13,7 +13,7 @@ import { requireEmail } from './sign-in.ts';
 import { buildStatement, statementCsv } from '../audit/index.ts';
 import { subscription, usage } from '../calls/index.ts';
 import { requireSession } from './customer-auth-routes.ts';
-import { paymentRoutes } from '../books/index.ts';
+import { billingProfileHandlers, documentHandlers, paymentRoutes } from '../books/index.ts';
 import { requirePublicOrigin } from '../http/public-origin.ts';
 import { callerOf, personOf } from '../http/state.ts';
 
@@ -112,6 +112,14 @@ export function customerAccountRoutes(deps: CustomerDeps): Router {
   r.get('/payments', allowed(deps, 'billing'), money.list);
   r.get('/payments/:id', allowed(deps, 'billing'), money.receipt);
   r.get('/billing/usage', allowed(deps, 'billing'), usage(deps));
+  // Who the account's invoices are made out to: read and set by its owners and billing members.
+  const profile = billingProfileHandlers(ledger, (ctx) => ({ accountId: acct(ctx), actor: by(ctx).actor }));
+  r.get('/billing-profile', allowed(deps, 'billing'), profile.get);
+  r.put('/billing-profile', allowed(deps, 'billing'), profile.put);
+  // The account's invoices and credit notes, to list and download.
+  const documents = documentHandlers(ledger, (ctx) => acct(ctx));
+  r.get('/invoices', allowed(deps, 'billing'), documents.list);
+  r.get('/invoices/:number', allowed(deps, 'billing'), documents.one);
   r.get('/statement', allowed(deps, 'billing'), async (ctx) => {
     const { from, to } = statementRange(ctx);
     await ledger.caughtUp();

@@ -65,13 +65,16 @@ export function pollingEventFeed(
       try {
         while (followers.size > 0) {
           const events: StoredEvent[] = await store.readAll(from(), PAGE);
+          let rewound = false;
           for (const f of followers) {
             const unseen = events.filter((e) => e.position > f.after);
-            if (unseen.length > 0) await f.handler(unseen);
-            if (unseen.length > 0) f.after = unseen[unseen.length - 1].position;
+            if (unseen.length === 0) continue;
+            const verdict = await f.handler(unseen);
+            rewound ||= verdict !== undefined;
+            f.after = verdict ? verdict.rewindTo : unseen[unseen.length - 1].position;
           }
           if (events.length > 0) opts.onRead?.(events, from());
-          if (events.length < PAGE) break;
+          if (events.length < PAGE && !rewound) break;
         }
         for (const f of syncing) f.synced = true;
       } finally {

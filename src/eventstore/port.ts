@@ -100,7 +100,12 @@ export interface Subscription {
   close(): Promise<void>;
 }
 
-export type EventHandler = (events: StoredEvent[]) => Promise<void>;
+/**
+ * Handles a page of events. It may answer a position to read the log again from: the events after
+ * it are handed over again (a read model found its database behind what it had applied, as after
+ * a failover to a standby that had not received its last commits).
+ */
+export type EventHandler = (events: StoredEvent[]) => Promise<void | { rewindTo: number }>;
 
 export interface SubscribeOptions {
   /**

@@ -1,4 +1,5 @@
 // The PostgreSQL event store adapter; the same code runs on embedded PGlite.
+import { phaseClock, phaseSince } from '../tracing/call-phases.ts';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Database } from './db.ts';
@@ -183,8 +184,10 @@ export async function createPostgresEventStore(db: Database, options: PostgresSt
       // one round trip saved); beside others, after its commit (see notifyOthers).
       const notifiesItself = othersMayListen && appending === 1 && chunk.length === 1;
       let rows: AppendOutcome[] | null;
+      const sentAt = phaseClock();
       try {
         rows = await sendWithRetry(chunk, notifiesItself);
+        phaseSince('store_sql', sentAt);
         // A guard failed when the chunk reached the database (a stream one of its decisions read
         // had moved, or its earliest deadline had passed): nothing was written. The requests it
         // concerns fail; the others go again without them.

@@ -91,7 +91,11 @@ export function pollingSubscription(opts: {
         for (;;) {
           const events = await opts.readAll(position, pageSize);
           if (events.length === 0 || closed) break;
-          await opts.handler(events);
+          const verdict = await opts.handler(events);
+          if (verdict) {
+            position = verdict.rewindTo;
+            continue;
+          }
           position = events[events.length - 1].position;
           settleWaiters();
           if (events.length < pageSize) break;

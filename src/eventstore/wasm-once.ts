@@ -8,7 +8,12 @@
 // 9 MB engine compiled. With this, the same bytes give back the module compiled the first time:
 // nothing is compiled twice, and no module's code is freed while the process runs. A module holds
 // no state (each open still instantiates its own), so sharing one changes nothing else.
+// Wasm code GC is off for the same reason: Node 24's V8 also aborted with
+// `jit_page_->allocations_.erase(addr) == 1` when its code GC freed a wasm-to-JS import wrapper
+// already marked dying (nodejs/node#64500; fixed in V8, not yet in a Node 24 release). With every
+// module kept, the only code it could free is replaced tiers and wrappers: a bounded amount.
 import { createHash } from 'node:crypto';
+import { setFlagsFromString } from 'node:v8';
 
 let installed = false;
 
@@ -16,6 +21,7 @@ let installed = false;
 export function compileWasmOnce(): void {
   if (installed) return;
   installed = true;
+  setFlagsFromString('--no-wasm-code-gc');
   const compiled = new Map<string, WebAssembly.Module>();
   const Compile = WebAssembly.Module;
   const once = new Proxy(Compile, {

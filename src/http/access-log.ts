@@ -3,6 +3,7 @@ import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { redactSecretShapes } from '../secret-shapes.ts';
 import { whenResponseEnds } from './response-end.ts';
+import { phaseClock, phaseSince } from '../tracing/call-phases.ts';
 
 export function accessLog(log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -11,6 +12,7 @@ export function accessLog(log: Logger) {
       await next();
     } finally {
       const done = () => {
+        const logStarted = phaseClock();
         const s = ctx.state;
         const entry = {
           requestId: s.requestId,
@@ -31,6 +33,7 @@ export function accessLog(log: Logger) {
             'request failed',
           );
         else log.info(entry, 'request');
+        phaseSince('access_log', logStarted);
       };
       // Streams finish after the middleware returns; log when the response really ends.
       whenResponseEnds(ctx, done);

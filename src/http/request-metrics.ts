@@ -2,6 +2,7 @@
 // is recorded once its response has really ended, so a stream counts its whole length.
 import type { Context, Next } from 'koa';
 import { whenResponseEnds } from './response-end.ts';
+import { phaseClock, phaseSince } from '../tracing/call-phases.ts';
 
 /** One request as the metrics count it: its route's pattern (never the raw path), what it billed on which model. */
 export interface RequestRecord {
@@ -21,7 +22,8 @@ export function requestMetrics(metrics: { timeRequest: RequestTimer }) {
     try {
       await next();
     } finally {
-      const record = () =>
+      const record = () => {
+        const recordStarted = phaseClock();
         done({
           route: (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched',
           method: ctx.method,
@@ -29,6 +31,8 @@ export function requestMetrics(metrics: { timeRequest: RequestTimer }) {
           model: ctx.state.model,
           billed: ctx.state.billed,
         });
+        phaseSince('request_metrics', recordStarted);
+      };
       whenResponseEnds(ctx, record);
     }
   };

@@ -36,6 +36,7 @@ import { createStreamStates, SNAPSHOT_VERSION } from './stream-states.ts';
 
 export { SNAPSHOT_VERSION };
 import { earliestDeadline } from '../eventstore/append-guards.ts';
+import { phaseClock, phaseSince, recordingPhases } from '../tracing/call-phases.ts';
 
 /** The longest random wait between two attempts on a stream another writer keeps winning. */
 const CONFLICT_BACKOFF_MAX_MS = 50;
@@ -231,8 +232,10 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
     for (let attempt = 0; ; attempt++) {
       withdrawGone(batch);
       if (batch.length === 0) return;
+      const decideStarted = phaseClock();
       let current = await load(decider, stream);
       let decided = decideAll(batch, current.state);
+      phaseSince('ledger_decide', decideStarted);
       // Nothing to append, so no expected revision checks it: confirm the cached state first.
       if (!current.confirmed && decided.every((d) => d.events.length === 0)) {
         const confirmed = await confirm(decider, stream, current);
@@ -251,7 +254,10 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
       // moment to join, then decide the batch again with them (the same decisions, plus theirs).
       if (!lingered && lane && lingerMs > 0 && !durable && withEvents.length > 0 && withEvents.every((d) => d.p.linger) && batch.length < maxBatch) {
         lingered = true;
-        if (await moreCommands(lane)) {
+        const lingerStarted = phaseClock();
+        const more = await moreCommands(lane);
+        phaseSince('ledger_linger', lingerStarted);
+        if (more) {
           let n = 0;
           while (n < lane.queue.length && batch.length + n < maxBatch && lane.queue[n].decider === decider) n++;
           batch.push(...lane.queue.splice(0, n));
@@ -274,6 +280,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         continue;
       }
       let result: AppendResult;
+      const appendStarted = phaseClock();
       try {
         result = await append({
           stream,
@@ -324,6 +331,7 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         }
         throw err;
       }
+      phaseSince('ledger_append', appendStarted);
       remember(stream, { revision: result.revision, state: finalState });
       // The stored time, so this process's caches say what every other reader of the log says.
       const timestamp = result.timestamp ?? new Date().toISOString();
@@ -367,8 +375,12 @@ export function createCommandHandler(opts: CommandHandlerOptions) {
         for (const settle of outcomes) settle();
       };
       const held = opts.beforeAnswer?.(all);
-      if (held) void held.then(answer, answer);
-      else answer();
+      if (held) {
+        const heldSince = phaseClock();
+        const answered = held.then(answer, answer);
+        // Timed only while phases are recorded: no extra promise per held answer otherwise.
+        if (recordingPhases()) void answered.then(() => phaseSince('ledger_answer_held', heldSince));
+      } else answer();
       return;
     }
   }

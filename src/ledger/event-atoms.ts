@@ -99,3 +99,88 @@ export const CHARGE_COMMON = {
   fromQuota: Count,
   fromExtra: Count,
 };
+
+/** An invoice's or credit note's number: its series, year and place in both (TG-2026-000123, TG-CN-2026-000007). */
+export const DocumentNumber = Type.String({ pattern: '^[A-Z][A-Z0-9]{0,9}(-CN)?-[0-9]{4}-[0-9]{6,}$' });
+const Country = Type.String({ pattern: '^[A-Z]{2}$' });
+const NullOr = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+/** How a payment was taxed: the buyer's country's entry of the operator's tax table, as it was then. */
+const TAX_TREATMENT = {
+  country: Described(Country, "The country whose rate applied: the buyer's, or the seller's for a buyer without a billing profile."),
+  name: Type.String({ minLength: 1, maxLength: 50 }),
+  rateBasisPoints: Described(Type.Integer({ minimum: 0, maximum: 10_000 }), 'The rate in hundredths of a percent (1900 is 19 %); 0 under the reverse charge.'),
+  inclusive: Described(Bool, "Whether the country's prices hold the tax (inclusive) or have it added (exclusive)."),
+  reverseCharge: Described(Bool, 'A business abroad with a checked tax id accounts for the tax itself: none is charged.'),
+};
+export const TaxTreatment = Type.Object(TAX_TREATMENT, { additionalProperties: false });
+/** The tax a payment held, and how it was decided. */
+export const TaxApplied = Type.Object(
+  { ...TAX_TREATMENT, amount: Described(Count, 'The tax held in the amount paid (minor units): owed to the tax authority, never revenue.') },
+  { additionalProperties: false },
+);
+
+/** What every invoice and credit note carries: its number, both parties as they were at issue, its lines and totals (minor units). */
+export const DOCUMENT_COMMON = {
+  number: DocumentNumber,
+  series: Type.String({ pattern: '^[A-Z][A-Z0-9]{0,9}(-CN)?$' }),
+  year: Type.Integer({ minimum: 2000, maximum: 9999 }),
+  sequence: Described(Positive, "The document's place in its series and year: its stream's revision + 1."),
+  accountId: Id,
+  issuedAt: Instant,
+  seller: Type.Object(
+    {
+      name: Text200,
+      addressLines: Type.Array(Text200, { maxItems: 4 }),
+      country: NullOr(Country),
+      taxId: NullOr(Type.String({ minLength: 2, maxLength: 32 })),
+      email: NullOr(Email),
+    },
+    { additionalProperties: false, description: "The operator's details as configured when the document was issued." },
+  ),
+  buyer: Type.Object(
+    {
+      accountId: Id,
+      name: Text200,
+      profile: NullOr(
+        Type.Object(
+          {
+            legalName: Text200,
+            addressLines: Type.Array(Text200, { minItems: 1, maxItems: 3 }),
+            city: Name100,
+            postalCode: NullOr(Type.String({ minLength: 1, maxLength: 20 })),
+            region: NullOr(Name100),
+            country: Country,
+            taxId: NullOr(Type.String({ pattern: '^[A-Z0-9]{2,32}$' })),
+            taxIdChecked: Bool,
+            invoiceEmail: Email,
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    },
+    {
+      additionalProperties: false,
+      description: "The account and its billing profile as it was at issue (null: none was set; the account's name stands alone).",
+    },
+  ),
+  lines: Type.Array(
+    Type.Object(
+      {
+        description: Text200,
+        quantity: Positive,
+        unitAmount: Count,
+        amount: Count,
+        taxRateBasisPoints: Type.Integer({ minimum: 0, maximum: 10_000 }),
+        tax: Count,
+      },
+      { additionalProperties: false },
+    ),
+    { minItems: 1, maxItems: 50 },
+  ),
+  subtotal: Count,
+  tax: Count,
+  total: Count,
+  currency: Currency,
+  taxTreatment: Type.Optional(Described(TaxTreatment, 'How the payment was taxed (absent: documents issued before tax was recorded, untaxed).')),
+};

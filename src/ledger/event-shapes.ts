@@ -27,6 +27,9 @@ import {
   PLAN_TERMS,
   SUBSCRIPTION_TERMS,
   CHARGE_COMMON,
+  DOCUMENT_COMMON,
+  DocumentNumber,
+  TaxApplied,
 } from './event-atoms.ts';
 
 /** The data of each event type. */
@@ -317,8 +320,9 @@ export const EVENT_SHAPES = {
       ]),
       reference: Type.Optional(Reason),
       receivedAt: Instant,
+      tax: Type.Optional(Described(TaxApplied, 'The tax the amount holds and how it was decided (absent: untaxed).')),
     },
-    'Money received for a plan period or a pack, appended in one append with the grant it pays for (same paymentId).',
+    'Money received for a plan period or a pack, appended in one append with the grant it pays for (same paymentId). The amount is what was paid, tax included; its tax part is owed, not deferred revenue.',
   ),
   PaymentRefunded: Event(
     {
@@ -332,8 +336,9 @@ export const EVENT_SHAPES = {
       tokensWithdrawn: Count,
       fromDeferred: Count,
       refundedRevenue: Count,
+      taxRefunded: Type.Optional(Described(Count, "The payment's tax given back with it (absent: none).")),
     },
-    'Money given back on a payment: the unused tokens it bought are withdrawn, the used part is refunded revenue.',
+    'Money given back on a payment: the tax it held goes back in proportion, the unused tokens it bought are withdrawn (deferred), the rest of the amount is refunded revenue.',
   ),
   PaymentDisputed: Event(
     { accountId: Id, paymentId: Id, disputeId: ProcessorId, amount: Count, currency: Currency, suspendsKeys: Bool },
@@ -358,6 +363,39 @@ export const EVENT_SHAPES = {
   SubscriptionResumed: Event(
     { accountId: Id, processor: Processor, processorSubscriptionId: ProcessorId },
     'A cancellation at period end taken back before the end: the subscription renews again.',
+  ),
+  // Auto top-up (issue 43): a saved card charged for a pack when the balance falls below a threshold.
+  PaymentMethodSaved: Event(
+    {
+      accountId: Id,
+      processor: Type.Literal('stripe'),
+      customerId: ProcessorId,
+      paymentMethodId: ProcessorId,
+      brand: Type.Union([Type.Null(), Type.String({ maxLength: 30 })]),
+      last4: Type.Union([Type.Null(), Type.String({ pattern: '^[0-9]{4}$' })]),
+    },
+    "A card the customer saved through Stripe Checkout (setup mode) for charges made without them (auto top-up). Only the processor's ids and the card's brand and last four digits: no card data.",
+  ),
+  AutoTopUpSet: Event(
+    { accountId: Id, thresholdTokens: Positive, packId: Id },
+    'Auto top-up on (or changed, the actor is in the metadata): when a charge takes the tokens left below the threshold, the pack is bought with the saved card.',
+  ),
+  AutoTopUpTurnedOff: Event({ accountId: Id }, 'Auto top-up off (the actor is in the metadata).'),
+  AutoTopUpTriggered: Event(
+    {
+      accountId: Id,
+      topUpId: Id,
+      packId: Id,
+      thresholdTokens: Positive,
+      tokensLeft: Count,
+      chargeHoldId: Id,
+    },
+    'A charge took the tokens left below the threshold: one top-up is started, appended with that charge, so concurrent calls on any gateway start exactly one. No other starts until this one ends and the balance is back at or above the threshold.',
+  ),
+  AutoTopUpSucceeded: Event({ accountId: Id, topUpId: Id, paymentId: Id }, "A top-up's charge succeeded; its payment and pack are the payment's own events."),
+  AutoTopUpFailed: Event(
+    { accountId: Id, topUpId: Id, reason: Reason },
+    'A top-up could not be charged (a declined card, a card that needs the customer). It is not tried again: auto top-up waits until the customer sets it again.',
   ),
   RedemptionCodesMinted: Event(
     {
@@ -460,6 +498,52 @@ export const EVENT_SHAPES = {
   PeriodReopened: Event(
     { period: Type.String({ pattern: '^[0-9]{4}-(0[1-9]|1[0-2])$' }), reason: Reason },
     'A closed month of the books is opened again, with the reason (the actor is in the metadata).',
+  ),
+  // Invoicing: who an account's invoices are made out to.
+  BillingProfileSet: Event(
+    {
+      accountId: Id,
+      legalName: Text200,
+      addressLines: Type.Array(Text200, { minItems: 1, maxItems: 3 }),
+      city: Name100,
+      postalCode: Type.Union([Type.Null(), Type.String({ minLength: 1, maxLength: 20 })]),
+      region: Type.Union([Type.Null(), Name100]),
+      country: Described(Type.String({ pattern: '^[A-Z]{2}$' }), 'ISO 3166-1 alpha-2.'),
+      taxId: Described(
+        Type.Union([Type.Null(), Type.String({ pattern: '^[A-Z0-9]{2,32}$' })]),
+        "A business's tax id (VAT number), normalised; null for a consumer.",
+      ),
+      taxIdChecked: Described(Bool, "Whether the tax id matched the public format of its country's VAT numbers (false where none is known)."),
+      invoiceEmail: Email,
+      changed: Type.Array(
+        Type.Union([
+          Type.Literal('legalName'),
+          Type.Literal('addressLines'),
+          Type.Literal('city'),
+          Type.Literal('postalCode'),
+          Type.Literal('region'),
+          Type.Literal('country'),
+          Type.Literal('taxId'),
+          Type.Literal('invoiceEmail'),
+        ]),
+        { minItems: 1, maxItems: 8, uniqueItems: true },
+      ),
+    },
+    "An account's billing profile from now on, whole (the actor is in the metadata): the legal name, address, country, tax id and invoice address its invoices are made out to. `changed` names the fields this act changed. An invoice copies the profile as it was when issued.",
+  ),
+  InvoiceIssued: Event(
+    { ...DOCUMENT_COMMON, paymentId: Id },
+    "An invoice for a payment, numbered in its series and year without gap or duplicate (its stream's revision is the number). It copies the seller's details and the buyer's billing profile as they were at issue, so nothing later changes it; a correction is a credit note.",
+  ),
+  CreditNoteIssued: Event(
+    {
+      ...DOCUMENT_COMMON,
+      paymentId: Id,
+      refundId: ProcessorId,
+      invoiceNumber: DocumentNumber,
+      reason: Type.Union([Type.Literal('refund'), Type.Literal('dispute_lost')]),
+    },
+    'A credit note for money given back on a paid invoice (a refund or a lost dispute), numbered in its own series; its lines are the amounts credited.',
   ),
   // Webhooks: an account's notification endpoints.
   WebhookRegistered: Event(

@@ -88,6 +88,10 @@ export const streams = {
   managementKeys: (accountId: string) => `management-keys-${accountId}`,
   /** The books' closed and reopened months (src/books/period-decider.ts). */
   periods: () => 'book-periods',
+  /** Who an account's invoices are made out to (src/books/billing-profile.ts). */
+  billingProfile: (accountId: string) => `billing-profile-${accountId}`,
+  /** One series' invoices or credit notes of one year, in number order (src/books/documents.ts). */
+  documents: (series: string, year: number) => `documents-${series}-${year}`,
 };
 
 /**
@@ -113,6 +117,12 @@ const STREAM_EVENT_TYPES = {
     'DisputeClosed',
     'SubscriptionCancelled',
     'SubscriptionResumed',
+    'PaymentMethodSaved',
+    'AutoTopUpSet',
+    'AutoTopUpTurnedOff',
+    'AutoTopUpTriggered',
+    'AutoTopUpSucceeded',
+    'AutoTopUpFailed',
   ],
   key: ['KeyIssued', 'KeyRevoked', 'KeyRotated'],
   model: ['ModelPriced', 'MultiplierCorrected', 'PriceComponentCorrected'],
@@ -130,6 +140,8 @@ const STREAM_EVENT_TYPES = {
   signInAttempts: ['SignInRequested'],
   managementKeys: ['ManagementKeyIssued', 'ManagementKeyRevoked'],
   periods: ['PeriodClosed', 'PeriodReopened'],
+  billingProfile: ['BillingProfileSet'],
+  documents: ['InvoiceIssued', 'CreditNoteIssued'],
 } as const satisfies { [K in keyof typeof streams]: readonly EventType[] };
 
 export type StreamKind = keyof typeof STREAM_EVENT_TYPES;

@@ -2,6 +2,7 @@
 // read models they feed. Every write goes through a pure decider; nothing is updated in place.
 // It knows no feature: each feature sends its commands with its own decider (src/accounts/commands.ts,
 // src/keys/commands.ts, …), so the base holds only how a command is decided and appended.
+import { addPhase } from '../tracing/call-phases.ts';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Database } from '../eventstore/db.ts';
@@ -84,7 +85,9 @@ export async function openLedger(opts: LedgerOptions) {
           try {
             return await store.appendMany(requests);
           } finally {
-            opts.onAppendTimed!(Number(process.hrtime.bigint() - started) / 1e9);
+            const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+            opts.onAppendTimed!(seconds);
+            addPhase('store_append', seconds * 1000);
           }
         },
       }

@@ -20,6 +20,8 @@ export const NOTIFICATION_TYPES = [
   'key.expired',
   'extra_tokens.granted',
   'correction.applied',
+  'auto_top_up.succeeded',
+  'auto_top_up.failed',
 ] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 
@@ -270,6 +272,25 @@ const extraTokensGranted: NotificationKind = {
   },
 };
 
+/** A top-up ended: its pack bought with the saved card, or the charge failed (and auto top-up waits for the customer). */
+const autoTopUpEnded = (type: 'auto_top_up.succeeded' | 'auto_top_up.failed'): NotificationKind => ({
+  type,
+  onEvent({ logged, after }) {
+    const e = logged.event;
+    if (type === 'auto_top_up.succeeded' ? e.type !== 'AutoTopUpSucceeded' : e.type !== 'AutoTopUpFailed') return [];
+    const d = e.data as { accountId: string; topUpId: string; paymentId?: string; reason?: string };
+    return [
+      {
+        type,
+        key: `${type}|${d.topUpId}`,
+        accountId: d.accountId,
+        createdAt: logged.timestamp,
+        data: { top_up_id: d.topUpId, ...(d.paymentId ? { payment_id: d.paymentId } : { reason: d.reason }), ...balanceData(after) },
+      },
+    ];
+  },
+});
+
 /** How many adjusted requests a correction notice names (the statement lists them all). */
 const MAX_LISTED_REQUESTS = 100;
 
@@ -327,6 +348,8 @@ export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
   keyExpired,
   extraTokensGranted,
   correctionApplied,
+  autoTopUpEnded('auto_top_up.succeeded'),
+  autoTopUpEnded('auto_top_up.failed'),
 ];
 
 /** Merges notices that share a merge key into the first of them (order otherwise kept). */

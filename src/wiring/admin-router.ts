@@ -20,6 +20,8 @@ import type { PlanTerms } from '../ledger/events.ts';
 import { webhookAdminRouter } from '../webhooks/admin-webhooks-routes.ts';
 import { adminPaymentsRoutes } from '../books/admin-payments-routes.ts';
 import { adminFinanceRoutes } from '../books/admin-finance-routes.ts';
+import { adminBillingProfileRoutes } from '../books/billing-profile-routes.ts';
+import { adminDocumentRoutes } from '../books/document-routes.ts';
 import { adminMembersRoutes } from '../customers/admin-members-routes.ts';
 import { adminManagementKeyRoutes } from '../keys/admin-management-keys-routes.ts';
 import { adminCostRoutes } from '../catalogue/admin-cost-routes.ts';
@@ -247,6 +249,8 @@ export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failu
   r.use(webhookAdminRouter(deps).routes());
   r.use(adminPaymentsRoutes(deps, deps.payments, deps.paymentSettings).routes()); // prices, payments, refunds, disputes, code batches
   r.use(adminFinanceRoutes(deps).routes()); // /finance: report, reconciliation, journal, lots
+  r.use(adminBillingProfileRoutes(deps).routes()); // an account's billing profile: who its invoices are made out to
+  r.use(adminDocumentRoutes(deps).routes()); // invoices and credit notes, every account's
   r.use(adminCostRoutes(deps, deps.paymentSettings).routes()); // upstream cost rates, cost per day and call, bills and their reconciliation
   return r;
 }

@@ -2,6 +2,7 @@
 // model, open holds, projection lag, event store append latency.
 import type { RequestTimer } from '../http/request-metrics.ts';
 import client from 'prom-client';
+import { phaseTotals, recordingPhases } from '../tracing/call-phases.ts';
 import type { ChannelRegistry } from '../upstream/channels/registry.ts';
 
 export function createMetrics() {
@@ -119,6 +120,23 @@ export function createMetrics() {
       () => counts.confirmations().moved,
     );
   };
+
+  // Where calls' wall time went, phase by phase (TOLLGATE_CALL_PHASES=on): listed only while recorded.
+  if (recordingPhases()) {
+    const phaseCounter = (name: string, help: string, read: (t: { seconds: number; count: number }) => number) =>
+      new client.Counter({
+        name,
+        help,
+        labelNames: ['phase'],
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const t of phaseTotals()) this.inc({ phase: t.phase }, read(t));
+        },
+      });
+    phaseCounter('tollgate_call_phase_seconds_total', 'Wall time of each phase of the calls (and of the ledger steps within them)', (t) => t.seconds);
+    phaseCounter('tollgate_call_phase_marks_total', 'How many times each phase was recorded', (t) => t.count);
+  }
 
   return { registry, timeRequest, appendLatency, openHolds, lagEvents, lagSeconds, watchChannels, watchLedger };
 }

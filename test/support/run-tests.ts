@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 
 const dir = process.env.TEST_DIR ? resolve(process.env.TEST_DIR) : fileURLToPath(new URL('..', import.meta.url));
 const guard = process.env.TEST_HOOK_GUARD === 'off' ? [] : ['--import', pathToFileURL(fileURLToPath(new URL('./uvu-guard.ts', import.meta.url))).href];
-const v8Flags = codePageGuardOff();
+const v8Flags = wasmAbortWorkarounds();
 const filter = process.argv.slice(2);
 const files = readdirSync(dir)
   .filter((f) => f.endsWith('.test.ts'))
@@ -33,18 +33,21 @@ interface Outcome {
 }
 
 /**
- * Node 24's V8 aborted a PGlite test process on CI with `Check failed: jit_page.has_value()` even
- * with each wasm module compiled once (src/eventstore/wasm-once.ts): on a CPU with memory protection
- * keys (PKU), V8 write-guards its code pages with them and keeps a process-wide registry of those
- * pages, which loses one while wasm code is made and freed on several threads (nodejs/node#64500).
- * Machines without PKU never take that path, which is why it showed on CI only. Test processes open
- * hundreds of embedded databases, so they run with the guard off where this Node's V8 has the flag
- * (Node 22 and later; Node 20's V8 names a wasm-only one and never aborted). NODE_OPTIONS cannot
- * carry V8 flags, hence the probe.
+ * Node 24's V8 aborted PGlite test processes on CI (issue 44, nodejs/node#64500), first with
+ * `Check failed: jit_page.has_value()` and later with `jit_page_->allocations_.erase(addr) == 1`.
+ * The second one's stack runs from a wasm-to-JS wrapper's tier-up into wasm code GC, which frees an
+ * import wrapper already marked dying (fixed in V8 by "[wasm] Fix lookup of wrappers marked
+ * is_dying", not yet in a Node 24 release). Test processes open hundreds of embedded databases, so
+ * they run with wasm code GC off (`--no-wasm-code-gc`, known to every Node we support: the code it
+ * would free stays until the process ends) and, where this Node's V8 has the flag, with the PKU
+ * code-page guard off too (Node 22 and later), which removed the first abort. NODE_OPTIONS cannot
+ * carry V8 flags, hence the probe. The gateway sets the first flag itself (src/eventstore/wasm-once.ts).
  */
-function codePageGuardOff(): string[] {
+function wasmAbortWorkarounds(): string[] {
   const options = spawnSync(process.execPath, ['--v8-options'], { encoding: 'utf8' }).stdout ?? '';
-  return /^\s*--memory-protection-keys\b/m.test(options) ? ['--no-memory-protection-keys'] : [];
+  const flags = /^\s*--wasm-code-gc\b/m.test(options) ? ['--no-wasm-code-gc'] : [];
+  if (/^\s*--memory-protection-keys\b/m.test(options)) flags.push('--no-memory-protection-keys');
+  return flags;
 }
 
 function runFile(file: string): Promise<Outcome> {

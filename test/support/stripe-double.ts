@@ -1,7 +1,8 @@
 // A local Stripe double for the calls Tollgate makes through the official `stripe` client (pointed
 // at it with its host, port and protocol options): creating a Checkout Session (payment or
 // subscription mode), retrieving a PaymentIntent with its charge's balance transaction expanded,
-// looking up and creating recurring Prices, and reading a subscription's invoices and their payments. The answers have the shape of
+// looking up and creating recurring Prices and tax rates (a line's fixed tax rate is charged as
+// Stripe charges it: added to the price, or held in it when inclusive), and reading a subscription's invoices and their payments. The answers have the shape of
 // Stripe's API objects (the client parses them as it would Stripe's). The test drives the rest
 // (the customer paying, refunds, disputes) and gets the notices Stripe would send, as events to
 // sign with the library's own test-signature helper.
@@ -18,7 +19,10 @@ const id = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
 
 interface DoubleSession {
   id: string;
-  mode: 'payment' | 'subscription';
+  mode: 'payment' | 'subscription' | 'setup';
+  /** Setup mode: the Customer the card is saved to, and the SetupIntent once it is. */
+  customer?: string;
+  setupIntent?: string | null;
   amount: number;
   currency: string;
   metadata: Record<string, string>;
@@ -31,6 +35,25 @@ interface DoubleSession {
   /** Where Checkout sends the customer back once paid, and on cancel. */
   successUrl: string;
   cancelUrl: string | null;
+  /** The line's fixed tax rate (null: untaxed) and the tax in `amount`. */
+  taxRate: DoubleTaxRate | null;
+  tax: number;
+}
+interface DoubleCard {
+  paymentMethod: string;
+  customer: string;
+  setupIntent: string;
+  brand: string;
+  last4: string;
+  /** A card the bank refuses off session. */
+  declines: boolean;
+}
+interface DoubleTaxRate {
+  id: string;
+  displayName: string;
+  percentage: number;
+  inclusive: boolean;
+  country: string | null;
 }
 interface DoublePrice {
   id: string;
@@ -43,6 +66,7 @@ interface DoublePrice {
 interface DoubleSubscription {
   id: string;
   price: DoublePrice;
+  taxRate: DoubleTaxRate | null;
   metadata: Record<string, string>;
   status: 'active' | 'past_due' | 'canceled';
   invoices: string[];
@@ -76,6 +100,14 @@ export interface StripeDouble {
   sessions: Map<string, DoubleSession>;
   /** Recurring Prices created through the API, by id. */
   prices: Map<string, DoublePrice>;
+  /** Tax rates created through the API, by id. */
+  taxRates: Map<string, DoubleTaxRate>;
+  /** Cards saved through setup-mode sessions, by PaymentMethod id. */
+  cards: Map<string, DoubleCard>;
+  /** PaymentIntents created through the API (off-session charges), in order, by idempotency key. */
+  offSession: Array<{ id: string; idempotencyKey: string | null; amount: number; metadata: Record<string, string> }>;
+  /** The customer saves a card in a setup-mode session (`declines`: the bank refuses it off session); returns the session as completed. */
+  saveCard(sessionId: string, opts?: { brand?: string; last4?: string; declines?: boolean }): Record<string, unknown>;
   /** The requests the client made (method and path), to show which calls Tollgate made. */
   requests: string[];
   /** The customer pays a session: the PaymentIntent, its charge and fee exist from now on; returns the session object as completed. */
@@ -134,6 +166,13 @@ function parseForm(text: string): Record<string, unknown> {
 }
 
 const feeOf = (amount: number) => Math.round(amount * 0.029) + 30;
+/** What a line of `base` costs under a fixed tax rate, as Stripe charges it: tax added to the price, or held in it (rounded half up). */
+function taxed(base: number, rate: DoubleTaxRate | null): { total: number; tax: number } {
+  if (!rate) return { total: base, tax: 0 };
+  if (rate.inclusive) return { total: base, tax: base - Math.round((base * 100) / (100 + rate.percentage)) };
+  const tax = Math.round((base * rate.percentage) / 100);
+  return { total: base + tax, tax };
+}
 /** Stripe's dispute fee in the US (15.00), withdrawn with the disputed amount. */
 const DISPUTE_FEE = 1500;
 
@@ -142,6 +181,12 @@ export async function startStripeDouble(): Promise<StripeDouble> {
   const webhookSecret = `whsec_${randomBytes(16).toString('hex')}`;
   const sessions = new Map<string, DoubleSession>();
   const prices = new Map<string, DoublePrice>();
+  const taxRates = new Map<string, DoubleTaxRate>();
+  const cards = new Map<string, DoubleCard>();
+  const customers = new Map<string, { id: string; metadata: Record<string, string> }>();
+  /** Answers already given to an Idempotency-Key, as Stripe replays them. */
+  const idempotent = new Map<string, { status: number; body: unknown }>();
+  const offSession: StripeDouble['offSession'] = [];
   const subscriptions = new Map<string, DoubleSubscription>();
   const invoices = new Map<string, DoubleInvoice>();
   const intents = new Map<string, DoubleIntent>();
@@ -160,10 +205,14 @@ export async function startStripeDouble(): Promise<StripeDouble> {
       id: s.id,
       object: 'checkout.session',
       amount_total: s.amount,
+      amount_subtotal: s.amount - (s.taxRate?.inclusive ? 0 : s.tax),
+      total_details: { amount_discount: 0, amount_shipping: 0, amount_tax: s.tax },
       currency: s.currency,
       client_reference_id: s.metadata.account_id ?? null,
       metadata: s.metadata,
       mode: s.mode,
+      customer: s.customer ?? null,
+      setup_intent: s.setupIntent ?? null,
       payment_intent: s.paymentIntent,
       subscription: s.subscription,
       invoice: s.invoice,
@@ -213,6 +262,22 @@ export async function startStripeDouble(): Promise<StripeDouble> {
       livemode: false,
     };
   }
+  function taxRateObject(r: DoubleTaxRate) {
+    return {
+      id: r.id,
+      object: 'tax_rate',
+      active: true,
+      country: r.country,
+      display_name: r.displayName,
+      percentage: r.percentage,
+      effective_percentage: r.percentage,
+      inclusive: r.inclusive,
+      jurisdiction: null,
+      tax_type: 'vat',
+      livemode: false,
+      metadata: {},
+    };
+  }
   function subscriptionObject(sub: DoubleSubscription) {
     const last = sub.invoices.length ? invoices.get(sub.invoices.at(-1)!)! : null;
     // Since API version 2025-03-31 the current period lives on the subscription's items.
@@ -236,13 +301,15 @@ export async function startStripeDouble(): Promise<StripeDouble> {
   function invoiceObject(inv: DoubleInvoice) {
     const { price } = inv.subscription;
     const period = { start: inv.periodStart, end: inv.periodStart + price.intervalCount * 86_400 };
-    const paid = inv.status === 'paid' ? price.unitAmount : 0;
+    const due = taxed(price.unitAmount, inv.subscription.taxRate);
+    const paid = inv.status === 'paid' ? due.total : 0;
     return {
       id: inv.id,
       object: 'invoice',
-      amount_due: price.unitAmount,
+      amount_due: due.total,
       amount_paid: paid,
-      amount_remaining: price.unitAmount - paid,
+      amount_remaining: due.total - paid,
+      total_taxes: due.tax ? [{ amount: due.tax, tax_behavior: inv.subscription.taxRate!.inclusive ? 'inclusive' : 'exclusive' }] : [],
       attempt_count: inv.attempts,
       billing_reason: inv.billingReason,
       created: inv.periodStart,
@@ -281,13 +348,14 @@ export async function startStripeDouble(): Promise<StripeDouble> {
       attempts: 1,
     };
     if (paid) {
+      const { total } = taxed(sub.price.unitAmount, sub.taxRate);
       const pi: DoubleIntent = {
         id: id('pi'),
-        amount: sub.price.unitAmount,
+        amount: total,
         currency: sub.price.currency,
         metadata: {},
         chargeId: id('ch'),
-        fee: feeOf(sub.price.unitAmount),
+        fee: feeOf(total),
         refunded: 0,
       };
       intents.set(pi.id, pi);
@@ -308,6 +376,106 @@ export async function startStripeDouble(): Promise<StripeDouble> {
       res.writeHead(503, { 'content-type': 'application/json', 'stripe-should-retry': 'false' });
       return res.end(JSON.stringify({ error: { type: 'api_error', message: 'Stripe is unavailable (an outage of the double).' } }));
     }
+    if (req.method === 'POST' && url.pathname === '/v1/customers') {
+      const key = String(req.headers['idempotency-key'] ?? '');
+      const seen = key && idempotent.get(`customer|${key}`);
+      if (seen) return send(res, seen.status, seen.body);
+      const form = parseForm(Buffer.concat(chunks).toString('utf8')) as any;
+      const c = { id: id('cus'), metadata: form.metadata ?? {} };
+      customers.set(c.id, c);
+      const body = { id: c.id, object: 'customer', metadata: c.metadata, livemode: false };
+      if (key) idempotent.set(`customer|${key}`, { status: 200, body });
+      return send(res, 200, body);
+    }
+    const setupIntent = /^\/v1\/setup_intents\/([^/]+)$/.exec(url.pathname);
+    if (req.method === 'GET' && setupIntent) {
+      const card = [...cards.values()].find((c) => c.setupIntent === setupIntent[1]);
+      if (!card) return error(res, 404, `No such setupintent: '${setupIntent[1]}'`);
+      const expand = [...url.searchParams].filter(([k]) => k.startsWith('expand')).map(([, v]) => v);
+      const method = {
+        id: card.paymentMethod,
+        object: 'payment_method',
+        type: 'card',
+        customer: card.customer,
+        card: { brand: card.brand, last4: card.last4 },
+      };
+      return send(res, 200, {
+        id: card.setupIntent,
+        object: 'setup_intent',
+        status: 'succeeded',
+        customer: card.customer,
+        usage: 'off_session',
+        payment_method: expand.includes('payment_method') ? method : card.paymentMethod,
+        livemode: false,
+      });
+    }
+    if (req.method === 'POST' && url.pathname === '/v1/payment_intents') {
+      const key = String(req.headers['idempotency-key'] ?? '');
+      const seen = key && idempotent.get(`pi|${key}`);
+      if (seen) return send(res, seen.status, seen.body);
+      const form = parseForm(Buffer.concat(chunks).toString('utf8')) as any;
+      const card = cards.get(form.payment_method);
+      const amount = Number(form.amount);
+      if (!card || card.customer !== form.customer) return error(res, 400, `No such PaymentMethod: '${form.payment_method}' for customer '${form.customer}'`);
+      if (form.off_session !== 'true' || form.confirm !== 'true' || !(amount > 0) || !form.currency)
+        return error(res, 400, 'the double charges saved cards off session only: amount, currency, off_session=true and confirm=true');
+      const pi: DoubleIntent = {
+        id: id('pi'),
+        amount,
+        currency: form.currency,
+        metadata: form.metadata ?? {},
+        chargeId: id('ch'),
+        fee: feeOf(amount),
+        refunded: 0,
+      };
+      offSession.push({ id: pi.id, idempotencyKey: key || null, amount, metadata: pi.metadata });
+      let answer: { status: number; body: unknown };
+      if (card.declines)
+        answer = {
+          status: 402,
+          body: {
+            error: {
+              type: 'card_error',
+              code: 'card_declined',
+              decline_code: 'insufficient_funds',
+              message: 'Your card has insufficient funds.',
+              payment_intent: { id: pi.id, object: 'payment_intent', status: 'requires_payment_method', amount, currency: pi.currency },
+            },
+          },
+        };
+      else {
+        intents.set(pi.id, pi);
+        answer = { status: 200, body: intentObject(pi, false) };
+      }
+      if (key) idempotent.set(`pi|${key}`, answer);
+      return send(res, answer.status, answer.body);
+    }
+    if (req.method === 'POST' && url.pathname === '/v1/checkout/sessions' && /(^|&)mode=setup(&|$)/.test(Buffer.concat(chunks).toString('utf8'))) {
+      const form = parseForm(Buffer.concat(chunks).toString('utf8')) as any;
+      if (!form.success_url) return error(res, 400, 'success_url is required');
+      if (!customers.has(form.customer)) return error(res, 400, `No such customer: '${form.customer}'`);
+      if (!form.currency) return error(res, 400, 'currency is required in setup mode');
+      const s: DoubleSession = {
+        id: id('cs_test'),
+        mode: 'setup',
+        customer: form.customer,
+        setupIntent: null,
+        taxRate: null,
+        tax: 0,
+        amount: 0,
+        currency: form.currency,
+        metadata: form.metadata ?? {},
+        piMetadata: form.setup_intent_data?.metadata ?? {},
+        paymentIntent: null,
+        price: null,
+        subscription: null,
+        invoice: null,
+        successUrl: form.success_url,
+        cancelUrl: form.cancel_url ?? null,
+      };
+      sessions.set(s.id, s);
+      return send(res, 200, sessionObject(s, 'open', 'unpaid'));
+    }
     if (req.method === 'POST' && url.pathname === '/v1/checkout/sessions') {
       const form = parseForm(Buffer.concat(chunks).toString('utf8')) as any;
       const item = form.line_items?.['0'];
@@ -316,10 +484,17 @@ export async function startStripeDouble(): Promise<StripeDouble> {
       const price = mode === 'subscription' ? prices.get(item?.price) : undefined;
       if (mode === 'subscription' && !price) return error(res, 400, `No such price: '${item?.price}'`);
       if (mode === 'payment' && (!item?.price_data?.unit_amount || !item.price_data.currency)) return error(res, 400, 'line_items[0][price_data] is required');
+      const rateIds = Object.values((item?.tax_rates ?? {}) as Record<string, string>);
+      if (rateIds.length > 1) return error(res, 400, 'the double charges at most one tax rate a line');
+      const taxRate = rateIds.length ? taxRates.get(rateIds[0]) : null;
+      if (taxRate === undefined) return error(res, 400, `No such tax rate: '${rateIds[0]}'`);
+      const due = taxed(price ? price.unitAmount : Number(item.price_data.unit_amount) * Number(item.quantity ?? 1), taxRate);
       const s: DoubleSession = {
         id: id('cs_test'),
         mode,
-        amount: price ? price.unitAmount : Number(item.price_data.unit_amount) * Number(item.quantity ?? 1),
+        taxRate,
+        tax: due.tax,
+        amount: due.total,
         currency: price ? price.currency : item.price_data.currency,
         metadata: form.metadata ?? {},
         piMetadata: (mode === 'subscription' ? form.subscription_data?.metadata : form.payment_intent_data?.metadata) ?? {},
@@ -332,6 +507,26 @@ export async function startStripeDouble(): Promise<StripeDouble> {
       };
       sessions.set(s.id, s);
       return send(res, 200, sessionObject(s, 'open', 'unpaid'));
+    }
+    if (req.method === 'POST' && url.pathname === '/v1/tax_rates') {
+      const form = parseForm(Buffer.concat(chunks).toString('utf8')) as any;
+      const percentage = Number(form.percentage);
+      if (!form.display_name || !Number.isFinite(percentage) || percentage < 0 || percentage > 100 || !['true', 'false'].includes(form.inclusive))
+        return error(res, 400, 'display_name, percentage (0 to 100) and inclusive are required');
+      const r: DoubleTaxRate = {
+        id: id('txr'),
+        displayName: form.display_name,
+        percentage,
+        inclusive: form.inclusive === 'true',
+        country: form.country ?? null,
+      };
+      taxRates.set(r.id, r);
+      return send(res, 200, taxRateObject(r));
+    }
+    if (req.method === 'GET' && url.pathname === '/v1/tax_rates') {
+      const inclusive = url.searchParams.get('inclusive');
+      const found = [...taxRates.values()].filter((r) => inclusive === null || String(r.inclusive) === inclusive);
+      return send(res, 200, list('/v1/tax_rates', found.map(taxRateObject)));
     }
     if (req.method === 'POST' && url.pathname === '/v1/prices') {
       const form = parseForm(Buffer.concat(chunks).toString('utf8')) as any;
@@ -425,7 +620,25 @@ export async function startStripeDouble(): Promise<StripeDouble> {
     webhookSecret,
     sessions,
     prices,
+    taxRates,
     requests,
+    cards,
+    offSession,
+    saveCard(sessionId, opts = {}) {
+      const s = sessions.get(sessionId);
+      if (!s || s.mode !== 'setup') throw new Error(`no setup session ${sessionId}`);
+      const card: DoubleCard = {
+        paymentMethod: id('pm'),
+        customer: s.customer!,
+        setupIntent: id('seti'),
+        brand: opts.brand ?? 'visa',
+        last4: opts.last4 ?? '4242',
+        declines: opts.declines ?? false,
+      };
+      cards.set(card.paymentMethod, card);
+      s.setupIntent = card.setupIntent;
+      return { ...sessionObject(s, 'complete', 'paid'), payment_status: 'no_payment_required' };
+    },
     pay(sessionId, opts = {}) {
       const s = sessions.get(sessionId);
       if (!s) throw new Error(`no session ${sessionId}`);
@@ -433,6 +646,7 @@ export async function startStripeDouble(): Promise<StripeDouble> {
         const sub: DoubleSubscription = {
           id: id('sub'),
           price: prices.get(s.price!)!,
+          taxRate: s.taxRate,
           metadata: s.piMetadata,
           status: 'active',
           invoices: [],

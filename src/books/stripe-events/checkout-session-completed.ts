@@ -1,9 +1,14 @@
 // checkout.session.completed: the customer finished Checkout. Paid by card, the purchase is
 // booked now; by an asynchronous method (a bank debit) the session completes unpaid and its own
-// notice (checkout.session.async_payment_succeeded or _failed) follows.
+// notice (checkout.session.async_payment_succeeded or _failed) follows. In setup mode nothing was
+// paid: the customer saved a card for auto top-up.
 import type Stripe from 'stripe';
 import type { Outcome, StripeContext } from './context.ts';
 import { paidSession } from './booking.ts';
+import { savedCard } from './saved-card.ts';
 
-export const checkoutSessionCompleted = (event: Stripe.CheckoutSessionCompletedEvent, ctx: StripeContext): Promise<Outcome> =>
-  event.data.object.payment_status === 'unpaid' ? Promise.resolve('waiting') : paidSession(ctx, event.data.object);
+export function checkoutSessionCompleted(event: Stripe.CheckoutSessionCompletedEvent, ctx: StripeContext): Promise<Outcome> {
+  const session = event.data.object;
+  if (session.mode === 'setup') return savedCard(ctx, session);
+  return session.payment_status === 'unpaid' ? Promise.resolve('waiting') : paidSession(ctx, session);
+}

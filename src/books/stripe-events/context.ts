@@ -5,6 +5,7 @@
 import type Stripe from 'stripe';
 import type { Logger } from 'pino';
 import type { Ledger } from '../../ledger/ledger.ts';
+import type { TaxSettings } from '../../money/tax.ts';
 import { createPayments, type Payments } from '../payments.ts';
 
 /** What a handler answers Stripe with (`outcome` in the webhook's 200), and a replay reports. */
@@ -53,9 +54,13 @@ function counting(ledger: Ledger): { ledger: Ledger; appended: () => number } {
 }
 
 /** A handler's context for one notice, and how many events it has appended so far. */
-export function contextFor(base: Omit<StripeContext, 'ledger' | 'payments'> & { ledger: Ledger }): { ctx: StripeContext; appended: () => number } {
+export function contextFor(base: Omit<StripeContext, 'ledger' | 'payments'> & { ledger: Ledger; tax: TaxSettings }): {
+  ctx: StripeContext;
+  appended: () => number;
+} {
   const { ledger, appended } = counting(base.ledger);
-  return { ctx: { ...base, ledger, payments: createPayments(ledger) }, appended };
+  const { tax, ...rest } = base;
+  return { ctx: { ...rest, ledger, payments: createPayments(ledger, tax) }, appended };
 }
 
 /** The PaymentIntent with its charge's balance transaction: the account it names and the fee. */

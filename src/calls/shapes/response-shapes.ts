@@ -285,6 +285,7 @@ const Payment = Closed({
   currency: Type.String({ pattern: '^[A-Z]{3}$' }),
   display: Type.String({ description: 'The amount in major units, as a decimal string.' }),
   fee: Nullable(Count),
+  tax: Type.Integer({ minimum: 0, description: 'The tax held in the amount (0: untaxed): docs/payments.md#tax.' }),
   received_at: Instant,
   reference: Nullable(Type.String()),
   item: Type.Union([
@@ -293,6 +294,7 @@ const Payment = Closed({
   ]),
   period_starts_at: Nullable(Instant),
   refunded: Count,
+  tax_refunded: Type.Integer({ minimum: 0, description: 'The tax refunds gave back.' }),
   tokens_withdrawn: Count,
 });
 

@@ -1,6 +1,6 @@
-// Offers text the page fetched (with the key in the header, never in a URL) as a file to save.
-export function saveAsFile(text: string, name: string, type: string): void {
-  const href = URL.createObjectURL(new Blob([text], { type }));
+// Offers what the page fetched (with the key in the header, never in a URL) as a file to save.
+export function saveAsFile(content: string | Blob, name: string, type: string): void {
+  const href = URL.createObjectURL(new Blob([content], { type }));
   const a = document.createElement('a');
   a.href = href;
   a.download = name;

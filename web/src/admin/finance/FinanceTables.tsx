@@ -34,7 +34,7 @@ export function DaysTable({ days, currency }: { days: Day[]; currency: string })
   );
 }
 
-const RECON_COLS = ['payments', 'refunds', 'revenue', 'refunded_revenue', 'breakage', 'deferred_change', 'difference'] as const;
+const RECON_COLS = ['payments', 'refunds', 'revenue', 'refunded_revenue', 'breakage', 'deferred_change', 'tax', 'tax_refunded', 'difference'] as const;
 
 function ReconRow({ line, currency, total }: { line: MoneyLine; currency: string; total?: boolean }) {
   return (
@@ -51,9 +51,21 @@ function ReconRow({ line, currency, total }: { line: MoneyLine; currency: string
 export function MoneyReconciliationTable({ recon }: { recon: MoneyReconciliation }) {
   return (
     <DataTable
-      caption="Money reconciliation per account: payments − refunds = revenue + refunded revenue + breakage + change in deferred"
+      caption="Money reconciliation per account: payments − refunds = revenue + refunded revenue + breakage + change in deferred + tax − tax refunded"
       tableId="money-recon-table"
-      columns={['Account', '#Payments', '#Refunds', '#Revenue', '#Refunded revenue', '#Breakage', '#Deferred change', '#Difference', 'Result']}
+      columns={[
+        'Account',
+        '#Payments',
+        '#Refunds',
+        '#Revenue',
+        '#Refunded revenue',
+        '#Breakage',
+        '#Deferred change',
+        '#Tax',
+        '#Tax refunded',
+        '#Difference',
+        'Result',
+      ]}
       empty="No money moved in this range."
       rows={recon.lines.map((l) => (
         <ReconRow key={l.account_id} line={l} currency={recon.currency} />

@@ -6,7 +6,7 @@ import { gatewayRoot, send } from '../../shared/http.ts';
 const SAFE = new Set(['GET', 'HEAD']);
 
 export interface AppCall {
-  method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   body?: unknown;
   signal?: AbortSignal;
 }

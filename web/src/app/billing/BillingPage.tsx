@@ -1,6 +1,6 @@
 // The billing page inside the /app shell, for a member whose role includes billing (owner,
-// billing): the balance, the price list with Stripe Checkout, redeeming a code, payments with
-// receipts, statements and the usage CSV. The shell neither links nor opens it for other roles,
+// billing): the balance, the price list with Stripe Checkout, redeeming a code, the billing details
+// invoices are made out to, payments with receipts, invoices and credit notes, statements and the usage CSV. The shell neither links nor opens it for other roles,
 // and the server refuses them every billing call (403).
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
@@ -9,8 +9,10 @@ import { MEMBER_ADVICE } from '../api/client.ts';
 import { useShell } from '../shell/context.ts';
 import { SubscriptionCard } from '../usage/SubscriptionCard.tsx';
 import { billingApi } from './api.ts';
+import { BillingDetails } from './BillingDetails.tsx';
 import { CheckoutReturn, checkoutOutcome } from './CheckoutReturn.tsx';
 import { Downloads } from './Downloads.tsx';
+import { InvoicesTable } from './InvoicesTable.tsx';
 import { PaymentsTable } from './PaymentsTable.tsx';
 import { PriceList } from './PriceList.tsx';
 import { RedeemCode } from './RedeemCode.tsx';
@@ -76,7 +78,9 @@ export function BillingPage() {
         <div class="billing-main">
           <PriceList api={api} prices={data.prices} onProblem={setProblem} />
           <PaymentsTable api={api} payments={data.payments} onProblem={setProblem} />
+          <InvoicesTable api={api} reloads={reloads} onProblem={setProblem} />
           <Downloads api={api} onProblem={setProblem} />
+          <BillingDetails api={api} onProblem={setProblem} />
         </div>
       </div>
     </>

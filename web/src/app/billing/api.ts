@@ -1,7 +1,7 @@
 // An account's billing routes of the session API, typed (paths of src/customers/customer-account-routes.ts).
 import { appApi } from '../api/client.ts';
 import type { Subscription } from '../../shared/v1.ts';
-import type { CheckoutSession, Payment, PriceList } from './types.ts';
+import type { BillingProfile, CheckoutSession, IssuedDocument, Payment, PriceList } from './types.ts';
 
 const at = (accountId: string, path: string) => `accounts/${encodeURIComponent(accountId)}/${path}`;
 
@@ -14,8 +14,16 @@ export const billingApi = (accountId: string) => ({
   redeem: (code: string) => appApi.json<{ payment: Payment }>(at(accountId, 'redemptions'), { method: 'POST', body: { code } }).then((r) => r.payment),
   /** A payment's printable receipt (HTML). */
   receipt: (paymentId: string) => appApi.call(at(accountId, `payments/${encodeURIComponent(paymentId)}?format=html`)),
+  /** The account's invoices and credit notes, newest first. */
+  documents: () => appApi.json<{ data: IssuedDocument[] }>(at(accountId, 'invoices')).then((r) => r.data),
+  /** One invoice or credit note as a PDF. */
+  documentPdf: (number: string) => appApi.call(at(accountId, `invoices/${encodeURIComponent(number)}?format=pdf`)),
   /** The statement of [from, to) as CSV. */
   statement: (from: string, to: string) => appApi.call(at(accountId, `statement?${new URLSearchParams({ format: 'csv', from, to })}`)),
+  /** Who the account's invoices are made out to (null until set). */
+  profile: () => appApi.json<BillingProfile>(at(accountId, 'billing-profile')),
+  /** Sets the whole billing profile (the server checks every field and names a wrong one). */
+  saveProfile: (fields: Record<string, unknown>) => appApi.json<BillingProfile>(at(accountId, 'billing-profile'), { method: 'PUT', body: fields }),
   /** The usage of the last `days` days per UTC day and key, as CSV. */
   usageCsv: (days: number) => appApi.call(at(accountId, `billing/usage?group_by=key&format=csv&range=${days}d`)),
 });

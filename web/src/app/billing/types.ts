@@ -40,3 +40,36 @@ export interface CheckoutSession {
   amount: number;
   currency: string;
 }
+
+/** Who the account's invoices are made out to (src/books/billing-profiles.ts shapes it). */
+export interface BillingProfileFields {
+  legal_name: string;
+  address_lines: string[];
+  city: string;
+  postal_code: string | null;
+  region: string | null;
+  country: string;
+  tax_id: string | null;
+  tax_id_checked: boolean;
+  business: boolean;
+  invoice_email: string;
+}
+
+export interface BillingProfile {
+  object: 'billing_profile';
+  account_id: string;
+  profile: BillingProfileFields | null;
+  updated_at: string | null;
+  updated_by: string | null;
+}
+
+/** An issued invoice or credit note as the session API lists it (src/books/document-views.ts). */
+export interface IssuedDocument {
+  object: 'invoice' | 'credit_note';
+  number: string;
+  issued_at: string;
+  invoice_number?: string;
+  total: number;
+  currency: string;
+  display: { subtotal: string; tax: string; total: string };
+}
