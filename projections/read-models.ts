@@ -4,6 +4,7 @@
 import { accounts } from './accounts/accounts.ts';
 import { holds } from './accounts/holds.ts';
 import { plans } from './accounts/plans.ts';
+import { notices } from './accounts/notices.ts';
 import { keys } from './keys/keys.ts';
 import { charges } from './calls/charges.ts';
 import { usageDaily } from './calls/usage-daily.ts';
@@ -49,5 +50,6 @@ export const ALL_PROJECTIONS = [
   books,
   documents,
   topUps,
+  notices,
 ];
 registerReadModels(ALL_PROJECTIONS);

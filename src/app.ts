@@ -28,6 +28,7 @@ import { listModels, subscription, usage } from './calls/account-routes.ts';
 import { adminRouter } from './wiring/admin-router.ts';
 import { paymentRoutes } from './books/payments-routes.ts';
 import { autoTopUpRoutes } from './books/auto-top-up-routes.ts';
+import { balanceAlertRoutes } from './accounts/balance-alert-routes.ts';
 import { documentHandlers } from './books/document-routes.ts';
 import { callerOf } from './http/state.ts';
 import { stripeWebhookRoute } from './books/stripe-webhook-routes.ts';
@@ -156,6 +157,9 @@ export function createApp(
   v1.put('/auto-top-up', auth, smallBody, topUp.set);
   v1.delete('/auto-top-up', auth, topUp.off);
   v1.post('/auto-top-up/card', auth, smallBody, topUp.card);
+  const alerts = balanceAlertRoutes(deps.ledger);
+  v1.get('/balance-alerts', auth, alerts.get);
+  v1.put('/balance-alerts', auth, smallBody, alerts.set);
   const documents = documentHandlers(deps.ledger, (ctx) => callerOf(ctx).accountId);
   v1.get('/invoices', auth, documents.list);
   v1.get('/invoices/:number', auth, documents.one);

@@ -36,6 +36,7 @@ import { createApp, metricsApp } from './app.ts';
 import { startTracing } from './tracing/sdk.ts';
 import { createSignIn } from './customers/sign-in.ts';
 import { createMailer } from './customers/mailer.ts';
+import { createNoticeMailer } from './customers/notice-mailer.ts';
 import { createOidc } from './customers/oidc.ts';
 import type { GatewayDeps } from './wiring/deps.ts';
 import type { Settings } from './config.ts';
@@ -245,14 +246,18 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
     baseUrl: (ctx: Context) => settings.publicBaseUrl ?? `${publicOrigin ?? `${ctx.protocol}://${ctx.host}`}/v1`,
     publicOrigin: () => publicOrigin,
   };
-  // A charge here that starts a top-up has it charged at once; the others at the next sweep.
+  // A charge here that starts a top-up has it charged at once, and a notice it raises mailed at once; the others at the next sweep.
   const topUps = createTopUpRunner(ledger, deps.stripe, log);
+  const mailer = createMailer({ smtpUrl: settings.customers.smtpUrl, from: settings.customers.mailFrom, log });
+  const notices = createNoticeMailer({ ledger, mailer, log, process: lease.processId, publicOrigin: () => publicOrigin });
+  const runAfterAppend = (run: () => Promise<number>, what: string) =>
+    void ledger
+      .readYourWrites()
+      .then(run)
+      .catch((err: unknown) => log.warn({ err: (err as Error).message }, `${what} failed; the next sweep tries again`));
   ledger.appended.on('events', (events: StoredEvent[]) => {
-    if (events.some((e) => e.type === 'AutoTopUpTriggered'))
-      void ledger
-        .readYourWrites()
-        .then(() => topUps.run())
-        .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'auto top-up run failed; the next sweep tries again'));
+    if (events.some((e) => e.type === 'AutoTopUpTriggered')) runAfterAppend(topUps.run, 'auto top-up run');
+    if (events.some((e) => e.type === 'BalanceAlertCrossed' || e.type === 'AutoTopUpFailed')) runAfterAppend(notices.run, 'mailing account notices');
   });
   const demo = settings.bootstrap ? await bootstrapDemo(ledger, payments, routes.registry.list()) : null;
   log.info(
@@ -287,7 +292,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
       settings: settings.customers,
       signIn: createSignIn({
         ledger,
-        mailer: createMailer({ smtpUrl: settings.customers.smtpUrl, from: settings.customers.mailFrom, log }),
+        mailer,
         settings: settings.customers,
         log,
       }),
@@ -328,6 +333,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
       });
       await documents.run();
       await topUps.run();
+      await notices.run();
     },
     idempotencyTtlS: Math.round(settings.idempotencyTtlHours * 3600),
   });

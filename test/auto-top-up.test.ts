@@ -6,7 +6,7 @@
 // naming the field, and writes nothing.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startStripeDouble, startStripeShop, type StripeDouble } from './support/stripe-double.ts';
+import { saveCard as saveCardFor, startStripeDouble, startStripeShop, type StripeDouble } from './support/stripe-double.ts';
 import type { TestGateway } from './support/gateway.ts';
 import { call, chat, userMessage } from './support/http.ts';
 import { streams } from '../src/ledger/events.ts';
@@ -29,20 +29,7 @@ const admin = (path: string, body?: unknown, method?: string) =>
 const topUp = (g: TestGateway, method: string, body?: unknown, k = key) => call(g, '/v1/auto-top-up', { key: k, body, method });
 const accountEvents = async (type: string) => (await gw.ledger.events.readStream(streams.account(accountId))).filter((e) => e.type === type);
 
-async function deliver(event: Record<string, unknown>) {
-  const { body, signature } = stripe.signed(event);
-  return call(gw2 ?? gw, '/webhooks/stripe', { raw: body, headers: { 'content-type': 'application/json', 'stripe-signature': signature } });
-}
-
-/** The customer saves a card: a setup-mode session through the gateway, completed on the double, its notice delivered. */
-async function saveCard(opts: { declines?: boolean; last4?: string } = {}) {
-  const session = await call(gw, '/v1/auto-top-up/card', { key, body: {} });
-  assert.is(session.status, 201, session.text);
-  assert.is(session.json.mode, 'setup');
-  const done = await deliver(stripe.event('checkout.session.completed', stripe.saveCard(session.json.id, opts)));
-  assert.is(done.status, 200, done.text);
-  assert.is(done.json.outcome, 'recorded');
-}
+const saveCard = (opts: { declines?: boolean; last4?: string } = {}) => saveCardFor(gw, stripe, key, opts, gw2 ?? gw);
 
 async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
   for (const end = Date.now() + ms; ;) {

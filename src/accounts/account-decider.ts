@@ -18,6 +18,7 @@ import { cacheWeightsOf, chatCharge, imageCharge } from '../money/pricing.ts';
 import { gcra, nextArrival } from '../ledger/call-rate.ts';
 import * as balance from './balance.ts';
 import { decideAutoTopUp, evolveAutoTopUp, topUpOnCharge, type AutoTopUpCommand } from './auto-top-up.ts';
+import { alertsOnCharge, decideBalanceAlerts, evolveBalanceAlerts, type BalanceAlertCommand } from './balance-alerts.ts';
 import {
   availableTokens,
   balanceOf,
@@ -89,7 +90,8 @@ export type AccountCommand =
   | AdjustCommand
   | AdjustPageCommand
   | PaymentCommand
-  | AutoTopUpCommand;
+  | AutoTopUpCommand
+  | BalanceAlertCommand;
 
 /** The most a charge of this hold may bill by its key's limit (see balance.keyChargeCap). */
 function keyCap(s: AccountState, hold: Hold): number {
@@ -123,10 +125,11 @@ function requireHold(s: AccountState, holdId: string): Hold {
   return hold;
 }
 
-/** A charge's events, with the top-up it starts when it takes the tokens left below the threshold (auto-top-up.ts). */
+/** A charge's events, with the top-up and the balance alerts it starts by taking the tokens left below their thresholds. */
 function withTopUp(s: AccountState, hold: Hold, holdId: string, charged: number, events: StreamEvents['account'][]): StreamEvents['account'][] {
-  const topUp = topUpOnCharge(s, charged, holdId, hold.at ? new Date(hold.at) : null);
-  return topUp ? [...events, topUp] : events;
+  const at = hold.at ? new Date(hold.at) : null;
+  const topUp = topUpOnCharge(s, charged, holdId, at);
+  return [...events, ...(topUp ? [topUp] : []), ...alertsOnCharge(s, charged, holdId, at)];
 }
 
 function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
@@ -274,6 +277,10 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
     case 'TurnOffAutoTopUp':
     case 'SettleTopUp':
       return decideAutoTopUp(c, s);
+    case 'SetBalanceAlerts':
+    case 'ClaimNotice':
+    case 'RecordNoticeEmailed':
+      return decideBalanceAlerts(c, s);
     case 'SetKeyControls':
       return decideKeyControls(c, s);
     case 'RecordPayment':
@@ -381,8 +388,15 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
     case 'AutoTopUpTurnedOff':
     case 'AutoTopUpTriggered':
     case 'AutoTopUpSucceeded':
-    case 'AutoTopUpFailed':
       return evolveAutoTopUp(s, e);
+    case 'AutoTopUpFailed':
+      // A failed top-up is also a notice to email.
+      return evolveBalanceAlerts(evolveAutoTopUp(s, e), e);
+    case 'BalanceAlertsSet':
+    case 'BalanceAlertCrossed':
+    case 'NoticeClaimed':
+    case 'NoticeEmailed':
+      return evolveBalanceAlerts(s, e);
     default:
       return s;
   }

@@ -26,6 +26,13 @@ export interface AccountKey {
   pool: string;
 }
 
+/** A notice (balance alert, failed top-up) not emailed yet, and which mailer has claimed it until when (null: unclaimed). */
+export interface UnmailedNotice {
+  id: string;
+  claimedBy: string | null;
+  claimedUntil: string | null;
+}
+
 /** Auto top-up as the account has it set (src/accounts/auto-top-up.ts has its rules). */
 export interface AutoTopUp {
   thresholdTokens: number;
@@ -77,6 +84,9 @@ export interface AccountState {
   /** The card saved for charges made without the customer, and auto top-up (src/accounts/auto-top-up.ts); absent or null: none. */
   paymentMethod?: Omit<EventDataByType['PaymentMethodSaved'], 'accountId'> | null;
   autoTopUp?: AutoTopUp | null;
+  /** Balance alert thresholds in tokens left, highest first, and the notices not emailed yet (src/accounts/balance-alerts.ts); absent: none. */
+  balanceAlerts?: number[];
+  unmailed?: UnmailedNotice[];
 }
 
 /** A charge's figure after its adjustments so far (as the charge log has it). */

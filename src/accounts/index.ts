@@ -36,3 +36,5 @@ export { poolShare, type PaidLot } from './lots.ts';
 export { cancellationBody, paymentBody, paymentsInOrder } from './payment-bodies.ts';
 export { type RecordPaymentCommand } from './payment-rules.ts';
 export { requireThreshold, tokensLeft, type AutoTopUp } from './auto-top-up.ts';
+export { requireAlertThresholds } from './balance-alerts.ts';
+export { noticesOf, unmailedNotices, type NoticeRow } from '../../projections/accounts/notices.ts';

@@ -5,7 +5,7 @@
 // runs next. Every gateway and the projector run it: two issuing the same document append it once
 // (its event id comes from what it documents), and the numbers stay gap-free (documents.ts).
 import type { Ledger } from '../ledger/ledger.ts';
-import { serialRuns } from './serial-runs.ts';
+import { serialRuns } from '../serial-runs.ts';
 import { metadataFor } from '../ledger/ledger.ts';
 import { streams } from '../ledger/events.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';

@@ -7,7 +7,7 @@
 // pending for the next run; a declined card fails it, and it is not tried again.
 import type { Logger } from 'pino';
 import type { Ledger } from '../ledger/ledger.ts';
-import { serialRuns } from './serial-runs.ts';
+import { serialRuns } from '../serial-runs.ts';
 import { metadataFor } from '../ledger/ledger.ts';
 import { accountCommand } from '../accounts/index.ts';
 import { pendingTopUps } from '../../projections/books/top-ups.ts';

@@ -1,4 +1,4 @@
-// Sends sign-in links: over SMTP through nodemailer when TOLLGATE_SMTP_URL is set, otherwise
+// Sends sign-in links and account notices (balance alerts, failed top-ups): over SMTP through nodemailer when TOLLGATE_SMTP_URL is set, otherwise
 // (as under `npm start`) printed to the gateway's console log, so a developer can sign in.
 import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
@@ -9,9 +9,17 @@ export interface SignInMail {
   minutes: number;
 }
 
+/** A notice to an account's people: one mail, every recipient in To (they share the account). */
+export interface NoticeMail {
+  to: string[];
+  subject: string;
+  text: string;
+}
+
 export interface Mailer {
   readonly via: 'smtp' | 'console';
   sendSignInLink(mail: SignInMail): Promise<void>;
+  sendNotice(mail: NoticeMail): Promise<void>;
 }
 
 const text = (m: SignInMail) =>
@@ -25,6 +33,9 @@ export function createMailer(opts: { smtpUrl?: string; from: string; log: Logger
         // No SMTP configured: the developer's console is the mailbox (never enabled with SMTP set).
         opts.log.warn(`sign-in link for ${m.to} (no TOLLGATE_SMTP_URL, so it is printed here): ${m.link}`);
       },
+      async sendNotice(m) {
+        opts.log.info({ recipients: m.to.length, subject: m.subject }, 'account notice (no TOLLGATE_SMTP_URL, so it is not mailed)');
+      },
     };
   }
   const transport = nodemailer.createTransport(opts.smtpUrl);
@@ -32,6 +43,9 @@ export function createMailer(opts: { smtpUrl?: string; from: string; log: Logger
     via: 'smtp',
     async sendSignInLink(m) {
       await transport.sendMail({ from: opts.from, to: m.to, subject: 'Your Tollgate sign-in link', text: text(m) });
+    },
+    async sendNotice(m) {
+      await transport.sendMail({ from: opts.from, to: m.to, subject: m.subject, text: m.text });
     },
   };
 }

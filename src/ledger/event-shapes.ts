@@ -397,6 +397,23 @@ export const EVENT_SHAPES = {
     { accountId: Id, topUpId: Id, reason: Reason },
     'A top-up could not be charged (a declined card, a card that needs the customer). It is not tried again: auto top-up waits until the customer sets it again.',
   ),
+  // Balance alerts (issue 43): thresholds the customer sets; each crossing is emailed and sent to webhooks.
+  BalanceAlertsSet: Event(
+    { accountId: Id, thresholdsTokens: Type.Array(Positive, { maxItems: 5, uniqueItems: true }) },
+    'The tokens-left thresholds the account is alerted at, highest first (none: alerts off; the actor is in the metadata).',
+  ),
+  BalanceAlertCrossed: Event(
+    { accountId: Id, alertId: Id, thresholdTokens: Positive, tokensLeft: Count, chargeHoldId: Id },
+    'A charge took the tokens left from at or above a threshold to below it, appended with that charge: one alert per crossing, however many calls race on any gateway.',
+  ),
+  NoticeClaimed: Event(
+    { accountId: Id, noticeId: Id, by: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' }), until: Instant },
+    'A gateway process mails the notice: no other does until the claim lapses (it died before the mail went out).',
+  ),
+  NoticeEmailed: Event(
+    { accountId: Id, noticeId: Id, recipients: Count },
+    "A balance alert or a failed top-up was emailed to the account's owners and billing members (how many; 0: the account had none).",
+  ),
   RedemptionCodesMinted: Event(
     {
       batchId: Id,

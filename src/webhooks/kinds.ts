@@ -22,6 +22,7 @@ export const NOTIFICATION_TYPES = [
   'correction.applied',
   'auto_top_up.succeeded',
   'auto_top_up.failed',
+  'balance.alert',
 ] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 
@@ -291,6 +292,24 @@ const autoTopUpEnded = (type: 'auto_top_up.succeeded' | 'auto_top_up.failed'): N
   },
 });
 
+/** A charge took the tokens left below a threshold the customer set (src/accounts/balance-alerts.ts): once per crossing. */
+const balanceAlert: NotificationKind = {
+  type: 'balance.alert',
+  onEvent({ logged, after }) {
+    const e = logged.event;
+    if (e.type !== 'BalanceAlertCrossed') return [];
+    return [
+      {
+        type: 'balance.alert',
+        key: `balance.alert|${e.data.alertId}`,
+        accountId: e.data.accountId,
+        createdAt: logged.timestamp,
+        data: { alert_id: e.data.alertId, threshold_tokens: e.data.thresholdTokens, tokens_left: e.data.tokensLeft, ...balanceData(after) },
+      },
+    ];
+  },
+};
+
 /** How many adjusted requests a correction notice names (the statement lists them all). */
 const MAX_LISTED_REQUESTS = 100;
 
@@ -350,6 +369,7 @@ export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
   correctionApplied,
   autoTopUpEnded('auto_top_up.succeeded'),
   autoTopUpEnded('auto_top_up.failed'),
+  balanceAlert,
 ];
 
 /** Merges notices that share a merge key into the first of them (order otherwise kept). */

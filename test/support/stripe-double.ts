@@ -759,8 +759,8 @@ export async function startStripeGateways(
  * The shop most Stripe tests start from: the gateways of startStripeGateways, plan `pro` (1000
  * tokens for 30 days) at $20.00, pack `p300` (300 tokens) at $3.00, and an open account with a key.
  */
-export async function startStripeShop(stripe: StripeDouble, adminToken: string, account: { id: string; name: string }) {
-  const gateways = await startStripeGateways(stripe, adminToken);
+export async function startStripeShop(stripe: StripeDouble, adminToken: string, account: { id: string; name: string }, overrides: Partial<Settings> = {}) {
+  const gateways = await startStripeGateways(stripe, adminToken, overrides);
   const admin = (path: string, body: unknown, method = 'POST') => call(gateways.gw, `/admin/v1${path}`, { key: adminToken, body, method });
   assert.is((await admin('/plans', { plan_id: 'pro', name: 'Pro', quota: 1000, validity_days: 30, requests_per_minute: 1000, models: ['*'] })).status, 201);
   assert.is((await admin('/plans/pro/price', { amount: 2000 }, 'PUT')).status, 200);
@@ -769,4 +769,20 @@ export async function startStripeShop(stripe: StripeDouble, adminToken: string, 
   const key: string = (await admin(`/accounts/${account.id}/keys`, { name: 'app' })).json.key;
   await gateways.gw.ledger.caughtUp();
   return { ...gateways, key };
+}
+
+/** A Stripe event, signed by the double, delivered to the gateway's webhook. */
+export function deliverStripeEvent(gw: TestGateway, stripe: StripeDouble, event: Record<string, unknown>) {
+  const { body, signature } = stripe.signed(event);
+  return call(gw, '/webhooks/stripe', { raw: body, headers: { 'content-type': 'application/json', 'stripe-signature': signature } });
+}
+
+/** The customer saves a card for auto top-up: a setup-mode session through `gw`, completed on the double, its notice delivered to `notified`. */
+export async function saveCard(gw: TestGateway, stripe: StripeDouble, key: string, opts: { declines?: boolean; last4?: string } = {}, notified = gw) {
+  const session = await call(gw, '/v1/auto-top-up/card', { key, body: {} });
+  assert.is(session.status, 201, session.text);
+  assert.is(session.json.mode, 'setup');
+  const done = await deliverStripeEvent(notified, stripe, stripe.event('checkout.session.completed', stripe.saveCard(session.json.id, opts)));
+  assert.is(done.status, 200, done.text);
+  assert.is(done.json.outcome, 'recorded');
 }
