@@ -64,7 +64,8 @@ if (skipReason) {
         const body = `<!doctype html><title>Checkout</title><p>Pay ${session.amount} ${session.currency}</p><a id="pay" href="${CHECKOUT}paid/${sessionId}">Pay</a> <a id="cancel" href="${CHECKOUT}cancel/${sessionId}">Back</a>`;
         return route.fulfill({ status: 200, contentType: 'text/html', body });
       }
-      const { body, signature } = stripe.signed(stripe.event('checkout.session.completed', stripe.pay(sessionId)));
+      const completed = session.mode === 'setup' ? stripe.saveCard(sessionId, { brand: 'visa', last4: '4242' }) : stripe.pay(sessionId);
+      const { body, signature } = stripe.signed(stripe.event('checkout.session.completed', completed));
       const notice = await call(gw, '/webhooks/stripe', { raw: body, headers: { 'content-type': 'application/json', 'stripe-signature': signature } });
       assert.is(notice.json?.outcome, 'recorded', notice.text);
       return route.fulfill({ status: 303, headers: { location: session.successUrl } });
@@ -208,6 +209,58 @@ if (skipReason) {
     assert.is(seen.json.profile.country, 'DE');
     assert.ok(seen.json.updated_by.endsWith(':owner@acme.test'), seen.json.updated_by);
     await browser.shots(page, 'billing-details');
+  });
+
+  test('the owner sets balance alerts (a wrong number reads as a message naming it), saves a card through Checkout in setup mode and turns auto top-up on; a call that crosses an alert lists it as mailed', async () => {
+    await page.goto(`${gw.url}/app/billing`);
+    await page.locator('#alerts-set', { hasText: 'No alerts set.' }).waitFor();
+    await page.getByLabel('Mail us when the tokens left fall below').fill('500 0');
+    await page.getByRole('button', { name: 'Save alerts' }).click();
+    const alert = page.locator('#problem[role="alert"]');
+    await alert.waitFor();
+    assert.match((await alert.textContent()) ?? '', /thresholds_tokens/);
+    await page.getByRole('button', { name: 'Dismiss this error' }).click();
+    const left = (await call(gw, '/v1/balance-alerts', { key: acme.key })).json.tokens_left as number;
+    await page.getByLabel('Mail us when the tokens left fall below').fill(`${left - 5}`);
+    await page.getByRole('button', { name: 'Save alerts' }).click();
+    await page.locator('#alerts-status', { hasText: `Saved. Alerts at ${(left - 5).toLocaleString('en-US')} tokens left.` }).waitFor();
+
+    // No card yet: auto top-up cannot be set. Saving one goes through Checkout (setup mode) and back.
+    await page.locator('#top-up-card', { hasText: 'No card saved.' }).waitFor();
+    assert.ok(await page.getByRole('button', { name: 'Save auto top-up' }).isDisabled());
+    const cardRequest = page.waitForRequest((r) => r.url().endsWith(`/app/api/accounts/${acme.accountId}/auto-top-up/card`));
+    await page.getByRole('button', { name: 'Save a card' }).click();
+    await cardRequest;
+    await page.waitForURL(`${CHECKOUT}**`);
+    await page.locator('#pay').click();
+    await page.waitForURL(/\/app\/billing/);
+    await page.locator('#top-up-card-status', { hasText: 'Card saved.' }).waitFor();
+    await page.locator('#top-up-card', { hasText: 'VISA •••• 4242' }).waitFor();
+    await page.getByLabel('Top up when the tokens left fall below').fill('100');
+    await page.getByLabel('Pack to buy').selectOption('p300');
+    await page.getByRole('button', { name: 'Save auto top-up' }).click();
+    await page
+      .locator('#top-up-status', { hasText: 'Saved. On: when the tokens left fall below 100, 300 tokens (3.00 USD) is bought with the card.' })
+      .waitFor();
+    const shown = (await call(gw, '/v1/auto-top-up', { key: acme.key })).json;
+    assert.equal([shown.enabled, shown.threshold_tokens, shown.pack_id], [true, 100, 'p300']);
+
+    // A call crosses the alert: the owner (the one member with billing) is mailed, and the page lists it.
+    const before = setup.smtp.mails.length;
+    const r = await call(gw, '/v1/chat/completions', {
+      key: acme.key,
+      body: { model: 'cx/gen-6-luna', messages: [{ role: 'user', content: 'Toll roads?' }], max_tokens: 20 },
+    });
+    assert.is(r.status, 200, r.text);
+    const mail = await setup.smtp.mailTo('owner@acme.test', before);
+    assert.match(mail.subject, new RegExp(`fewer than ${(left - 5).toLocaleString('en-US')} tokens left`));
+    for (let i = 0; i < 50 && !(await page.locator('#alerts-raised', { hasText: 'mailed to 1 person' }).count()); i++) {
+      await page.locator('#billing-refresh').click();
+      await page.waitForTimeout(200);
+    }
+    await page.locator('#alerts-raised', { hasText: `below ${(left - 5).toLocaleString('en-US')}` }).waitFor();
+    await page.locator('#alerts-raised', { hasText: 'mailed to 1 person' }).waitFor();
+    await browser.shots(page, 'billing-low-balance');
   });
 
   test('a phone-sized screen (390x844): the billing page fits the width', async () => {

@@ -163,6 +163,12 @@ test('a developer gets a 403 on every billing route, with nothing written and no
     ['GET', `/payments/${packPayment}?format=html`, undefined],
     ['GET', '/statement?format=csv', undefined],
     ['GET', '/billing/usage?format=csv', undefined],
+    ['GET', '/balance-alerts', undefined],
+    ['PUT', '/balance-alerts', { thresholds_tokens: [100] }],
+    ['GET', '/auto-top-up', undefined],
+    ['PUT', '/auto-top-up', { threshold_tokens: 100, pack_id: 'p300' }],
+    ['DELETE', '/auto-top-up', undefined],
+    ['POST', '/auto-top-up/card', {}],
   ] as const) {
     const r = await inAcme(dev, path, body, method);
     assert.is(r.status, 403, `${method} ${path}: ${r.text}`);

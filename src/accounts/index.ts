@@ -37,4 +37,5 @@ export { cancellationBody, paymentBody, paymentsInOrder } from './payment-bodies
 export { type RecordPaymentCommand } from './payment-rules.ts';
 export { requireThreshold, tokensLeft, type AutoTopUp } from './auto-top-up.ts';
 export { requireAlertThresholds } from './balance-alerts.ts';
+export { balanceAlertRoutes } from './balance-alert-routes.ts';
 export { noticesOf, unmailedNotices, type NoticeRow } from '../../projections/accounts/notices.ts';

@@ -5,4 +5,5 @@ export { type LotFoldState } from './lot-fold.ts';
 export { paymentRoutes } from './payments-routes.ts';
 export { billingProfileHandlers } from './billing-profile-routes.ts';
 export { documentHandlers } from './document-routes.ts';
+export { autoTopUpRoutes } from './auto-top-up-routes.ts';
 export type { BooksDeps } from './books-deps.ts';

@@ -13,7 +13,8 @@ import { requireEmail } from './sign-in.ts';
 import { buildStatement, statementCsv } from '../audit/index.ts';
 import { subscription, usage } from '../calls/index.ts';
 import { requireSession } from './customer-auth-routes.ts';
-import { billingProfileHandlers, documentHandlers, paymentRoutes } from '../books/index.ts';
+import { autoTopUpRoutes, billingProfileHandlers, documentHandlers, paymentRoutes } from '../books/index.ts';
+import { balanceAlertRoutes } from '../accounts/index.ts';
 import { requirePublicOrigin } from '../http/public-origin.ts';
 import { callerOf, personOf } from '../http/state.ts';
 
@@ -120,6 +121,19 @@ export function customerAccountRoutes(deps: CustomerDeps): Router {
   const documents = documentHandlers(ledger, (ctx) => acct(ctx));
   r.get('/invoices', allowed(deps, 'billing'), documents.list);
   r.get('/invoices/:number', allowed(deps, 'billing'), documents.one);
+  // When the balance runs low: auto top-up with a saved card, and balance alerts, as the account's key has them on /v1.
+  const topUp = autoTopUpRoutes(deps);
+  r.get('/auto-top-up', allowed(deps, 'billing'), topUp.get);
+  r.put('/auto-top-up', allowed(deps, 'billing'), topUp.set);
+  r.delete('/auto-top-up', allowed(deps, 'billing'), topUp.off);
+  r.post('/auto-top-up/card', allowed(deps, 'billing'), async (ctx) => {
+    const page = `${requirePublicOrigin(deps.publicOrigin, 'Saving a card from /app')}/app/billing`;
+    ctx.state.checkoutReturn = { success: `${page}?card=saved`, cancel: `${page}?card=cancelled` };
+    await topUp.card(ctx);
+  });
+  const alerts = balanceAlertRoutes(ledger);
+  r.get('/balance-alerts', allowed(deps, 'billing'), alerts.get);
+  r.put('/balance-alerts', allowed(deps, 'billing'), alerts.set);
   r.get('/statement', allowed(deps, 'billing'), async (ctx) => {
     const { from, to } = statementRange(ctx);
     await ledger.caughtUp();

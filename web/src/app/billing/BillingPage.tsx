@@ -1,5 +1,6 @@
 // The billing page inside the /app shell, for a member whose role includes billing (owner,
-// billing): the balance, the price list with Stripe Checkout, redeeming a code, the billing details
+// billing): the balance, the price list with Stripe Checkout, redeeming a code, balance alerts and
+// auto top-up, the billing details
 // invoices are made out to, payments with receipts, invoices and credit notes, statements and the usage CSV. The shell neither links nor opens it for other roles,
 // and the server refuses them every billing call (403).
 import { useEffect, useMemo, useState } from 'preact/hooks';
@@ -9,6 +10,8 @@ import { MEMBER_ADVICE } from '../api/client.ts';
 import { useShell } from '../shell/context.ts';
 import { SubscriptionCard } from '../usage/SubscriptionCard.tsx';
 import { billingApi } from './api.ts';
+import { AutoTopUp } from './AutoTopUp.tsx';
+import { BalanceAlerts } from './BalanceAlerts.tsx';
 import { BillingDetails } from './BillingDetails.tsx';
 import { CheckoutReturn, checkoutOutcome } from './CheckoutReturn.tsx';
 import { Downloads } from './Downloads.tsx';
@@ -74,6 +77,8 @@ export function BillingPage() {
         <div class="billing-side">
           <SubscriptionCard sub={data.sub} busy={busy} message={busy ? 'Loading the balance…' : 'The balance could not be loaded.'} />
           <RedeemCode api={api} onRedeemed={reload} onProblem={setProblem} />
+          <BalanceAlerts api={api} reloads={reloads} onProblem={setProblem} />
+          <AutoTopUp api={api} packs={data.prices?.packs ?? null} reloads={reloads} onProblem={setProblem} />
         </div>
         <div class="billing-main">
           <PriceList api={api} prices={data.prices} onProblem={setProblem} />

@@ -11,13 +11,19 @@ const POLL_MS = 3000;
 const POLLS = 20;
 const FRESH_MS = 15 * 60_000;
 
-/** The outcome in the URL, taken out of it (a reload does not announce it again). */
-export function checkoutOutcome(): Outcome {
+/** A query parameter of the page's URL, taken out of it (a reload does not announce it again). */
+export function takeFromUrl(name: string): string | null {
   const url = new URL(location.href);
-  const value = url.searchParams.get('checkout');
+  const value = url.searchParams.get(name);
   if (value === null) return null;
-  url.searchParams.delete('checkout');
+  url.searchParams.delete(name);
   history.replaceState(null, '', url);
+  return value;
+}
+
+/** The outcome in the URL (?checkout=paid|cancelled), taken out of it. */
+export function checkoutOutcome(): Outcome {
+  const value = takeFromUrl('checkout');
   return value === 'paid' ? 'paid' : value === 'cancelled' ? 'cancelled' : null;
 }
 

@@ -1,7 +1,7 @@
 // An account's billing routes of the session API, typed (paths of src/customers/customer-account-routes.ts).
 import { appApi } from '../api/client.ts';
 import type { Subscription } from '../../shared/v1.ts';
-import type { BillingProfile, CheckoutSession, IssuedDocument, Payment, PriceList } from './types.ts';
+import type { AutoTopUpView, BalanceAlertsView, BillingProfile, CheckoutSession, IssuedDocument, Payment, PriceList } from './types.ts';
 
 const at = (accountId: string, path: string) => `accounts/${encodeURIComponent(accountId)}/${path}`;
 
@@ -24,6 +24,15 @@ export const billingApi = (accountId: string) => ({
   profile: () => appApi.json<BillingProfile>(at(accountId, 'billing-profile')),
   /** Sets the whole billing profile (the server checks every field and names a wrong one). */
   saveProfile: (fields: Record<string, unknown>) => appApi.json<BillingProfile>(at(accountId, 'billing-profile'), { method: 'PUT', body: fields }),
+  /** Auto top-up: the saved card, the threshold and pack, the last top-ups. */
+  autoTopUp: () => appApi.json<AutoTopUpView>(at(accountId, 'auto-top-up')),
+  setAutoTopUp: (body: { threshold_tokens: number; pack_id: string }) => appApi.json<AutoTopUpView>(at(accountId, 'auto-top-up'), { method: 'PUT', body }),
+  autoTopUpOff: () => appApi.json<AutoTopUpView>(at(accountId, 'auto-top-up'), { method: 'DELETE' }),
+  /** A Stripe Checkout session in setup mode, to save a card (nothing is charged). */
+  saveCard: () => appApi.json<CheckoutSession>(at(accountId, 'auto-top-up/card'), { method: 'POST', body: {} }),
+  balanceAlerts: () => appApi.json<BalanceAlertsView>(at(accountId, 'balance-alerts')),
+  setBalanceAlerts: (thresholds: number[]) =>
+    appApi.json<BalanceAlertsView>(at(accountId, 'balance-alerts'), { method: 'PUT', body: { thresholds_tokens: thresholds } }),
   /** The usage of the last `days` days per UTC day and key, as CSV. */
   usageCsv: (days: number) => appApi.call(at(accountId, `billing/usage?group_by=key&format=csv&range=${days}d`)),
 });

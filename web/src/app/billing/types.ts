@@ -73,3 +73,22 @@ export interface IssuedDocument {
   currency: string;
   display: { subtotal: string; tax: string; total: string };
 }
+
+/** Auto top-up as GET /auto-top-up shows it (src/books/auto-top-up-routes.ts shapes it). */
+export interface AutoTopUpView {
+  enabled: boolean;
+  threshold_tokens: number | null;
+  pack_id: string | null;
+  tokens_left: number;
+  card: { brand: string | null; last4: string | null } | null;
+  pending_top_up: string | null;
+  failed_reason: string | null;
+  top_ups: Array<{ id: string; pack_id: string; status: 'pending' | 'succeeded' | 'failed'; started_at: string; reason: string | null }>;
+}
+
+/** Balance alerts as GET /balance-alerts shows them (src/accounts/balance-alert-routes.ts shapes them). */
+export interface BalanceAlertsView {
+  thresholds_tokens: number[];
+  tokens_left: number;
+  alerts: Array<{ id: string; threshold_tokens: number; tokens_left: number; raised_at: string; emailed_at: string | null; recipients: number | null }>;
+}
