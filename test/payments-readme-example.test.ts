@@ -8,8 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnGateway, type GatewayProcess } from './support/gateway.ts';
 import { call, type Reply } from './support/http.ts';
-import { startStripeDouble, type StripeDouble } from './support/stripe-double.ts';
-import { adminApi, deliverStripe } from './support/money.ts';
+import { startStripeDouble, stripeEnv, type StripeDouble } from './support/stripe-double.ts';
+import { adminApi, deliverStripe, spendExactly } from './support/money.ts';
 
 const ADMIN = 'tg_admin_readme_payments_example_0123456789';
 const accountId = 'acme';
@@ -38,20 +38,7 @@ async function ok(r: Promise<Reply>, status = 200): Promise<any> {
   return reply.json;
 }
 
-/**
- * Spends exactly `tokens` through chat calls: a one-word prompt with max_tokens 1 bills 10 tokens
- * (9 of prompt, 1 of completion) and each further word one more, as each reply's usage confirms.
- */
-async function spend(tokens: number): Promise<void> {
-  for (let left = tokens; left > 0;) {
-    const part = left <= 300 ? left : left - 300 >= 10 ? 300 : left - 10;
-    const content = ['toll', ...Array(part - 10).fill(' toll')].join('');
-    const r = await call(gw, '/v1/chat/completions', { key, body: { model: 'cx/gen-6-luna', messages: [{ role: 'user', content }], max_tokens: 1 } });
-    assert.is(r.status, 200, r.text);
-    assert.is(r.json.usage.billed_tokens, part, `the call billed ${r.json.usage.billed_tokens}, not ${part}`);
-    left -= part;
-  }
-}
+const spend = (tokens: number) => spendExactly(gw, key, tokens);
 
 const subscription = () => ok(call(gw, '/v1/subscription', { key }));
 /** A payment's lot as the finance read folds it (the window: from before this test to tomorrow). */
@@ -65,9 +52,7 @@ test.before(async () => {
   proc = await spawnGateway({
     TOLLGATE_BOOTSTRAP: 'off',
     TOLLGATE_ADMIN_TOKEN: ADMIN,
-    STRIPE_SECRET_KEY: stripe.secretKey,
-    STRIPE_WEBHOOK_SECRET: stripe.webhookSecret,
-    STRIPE_API_BASE: stripe.url,
+    ...stripeEnv(stripe),
   });
   gw = { url: proc.baseUrl.replace(/\/v1$/, '') };
   await ok(admin('/plans', { plan_id: 'pro', name: 'Pro', quota: 1000, validity_days: 30, requests_per_minute: 1000, models: ['*'] }), 201);

@@ -19,6 +19,22 @@ export async function deliverStripe(gw: { url: string }, stripe: StripeDouble, t
   return r.json.outcome;
 }
 
+/**
+ * Spends exactly `tokens` (at least 10) through chat calls: a one-word prompt with max_tokens 1
+ * bills 10 tokens (9 of prompt, 1 of completion) and each further word one more, as each reply's
+ * usage confirms.
+ */
+export async function spendExactly(gw: { url: string }, key: string, tokens: number): Promise<void> {
+  for (let left = tokens; left > 0;) {
+    const part = left <= 300 ? left : left - 300 >= 10 ? 300 : left - 10;
+    const content = ['toll', ...Array(part - 10).fill(' toll')].join('');
+    const r = await call(gw, '/v1/chat/completions', { key, body: { model: 'cx/gen-6-luna', messages: [{ role: 'user', content }], max_tokens: 1 } });
+    assert.is(r.status, 200, r.text);
+    assert.is(r.json.usage.billed_tokens, part, `the call billed ${r.json.usage.billed_tokens}, not ${part}`);
+    left -= part;
+  }
+}
+
 /** A GET with a key, retried while the gateway answers 503 (read models behind under load). */
 export const readWhenReady = (gw: { url: string }, path: string, key: string): Promise<Reply> =>
   eventually(

@@ -786,3 +786,10 @@ export async function saveCard(gw: TestGateway, stripe: StripeDouble, key: strin
   assert.is(done.status, 200, done.text);
   assert.is(done.json.outcome, 'recorded');
 }
+
+/** The environment that points a spawned gateway's Stripe path at the double. */
+export const stripeEnv = (stripe: StripeDouble) => ({
+  STRIPE_SECRET_KEY: stripe.secretKey,
+  STRIPE_WEBHOOK_SECRET: stripe.webhookSecret,
+  STRIPE_API_BASE: stripe.url,
+});
