@@ -563,6 +563,7 @@ test('registration shows the secret once; deliveries are signed and carry stable
     'correction.applied',
     'auto_top_up.succeeded',
     'auto_top_up.failed',
+    'balance.alert',
   ]);
   const w2 = await register('acme', { url: receiver.url('/hooks/half'), events: ['quota.threshold'], thresholds: [50] });
   W2 = w2.webhook_id;
