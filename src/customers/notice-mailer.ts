@@ -60,7 +60,9 @@ export function createNoticeMailer(o: { ledger: Ledger; mailer: Mailer; log: Log
           const { name } = await accountState(ledger, n.account_id);
           await mailer.sendNotice({ to, ...noticeMail(n, name || n.account_id, `${o.publicOrigin() ?? ''}/app/billing`) });
         }
-        await accountCommand(ledger, n.account_id, { type: 'RecordNoticeEmailed', noticeId: n.notice_id, recipients: to.length }, metadataFor(RUNNER));
+        // Without a mail server the notice is only logged: it reached no one.
+        const reached = mailer.via === 'smtp' ? to.length : 0;
+        await accountCommand(ledger, n.account_id, { type: 'RecordNoticeEmailed', noticeId: n.notice_id, recipients: reached }, metadataFor(RUNNER));
         mailed++;
       } catch (err) {
         log.warn({ err: (err as Error).message, noticeId: n.notice_id }, 'account notice not mailed yet; the next sweep tries again');

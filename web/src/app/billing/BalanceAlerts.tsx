@@ -19,6 +19,12 @@ const thresholdsOf = (text: string): number[] =>
     .filter((t) => t !== '')
     .map(Number);
 
+function mailedLine(a: BalanceAlertsView['alerts'][number]): string {
+  if (!a.emailed_at) return 'being mailed';
+  if (!a.recipients) return 'not mailed (no owner or billing member, or no mail server)';
+  return `mailed to ${a.recipients === 1 ? '1 person' : `${fmt(a.recipients)} people`}`;
+}
+
 const setLine = (v: BalanceAlertsView) =>
   v.thresholds_tokens.length === 0 ? 'No alerts set.' : `Alerts at ${v.thresholds_tokens.map(fmt).join(', ')} tokens left.`;
 
@@ -92,8 +98,7 @@ export function BalanceAlerts({ api, reloads, onProblem }: Props) {
         <ul id="alerts-raised" class="plain-list">
           {view.alerts.map((a) => (
             <li key={a.id}>
-              {when(a.raised_at)}: below {fmt(a.threshold_tokens)} ({fmt(a.tokens_left)} left),{' '}
-              {a.emailed_at ? `mailed to ${a.recipients === 1 ? '1 person' : `${fmt(a.recipients)} people`}` : 'being mailed'}
+              {when(a.raised_at)}: below {fmt(a.threshold_tokens)} ({fmt(a.tokens_left)} left), {mailedLine(a)}
             </li>
           ))}
         </ul>
