@@ -163,8 +163,8 @@ test('a card saved in setup mode; 100 calls at once cross the threshold: one top
     (v) => v.top_ups[0]?.status === 'succeeded',
   );
   assert.equal([after.pending_top_up, after.top_ups[0].payment_id, after.top_ups.length], [null, paid[0].paymentId, 1]);
-  // The top-up's payment has its invoice, like any payment.
-  const docs = await documentsOf<{ payment_id: string; total: number }>(gw, ADMIN, accountId, 2);
+  // The top-up's payment has its invoice, like any payment (the third: the two transfers have theirs).
+  const docs = await documentsOf<{ payment_id: string; total: number }>(gw, ADMIN, accountId, 3);
   assert.is(docs.find((d) => d.payment_id === paid[0].paymentId)?.total, 300);
   // More sweeps charge nothing more.
   await new Promise((res) => setTimeout(res, 1000));
