@@ -5,6 +5,7 @@ import { accounts } from './accounts/accounts.ts';
 import { holds } from './accounts/holds.ts';
 import { plans } from './accounts/plans.ts';
 import { notices } from './accounts/notices.ts';
+import { creditExpiries } from './accounts/credit-expiries.ts';
 import { keys } from './keys/keys.ts';
 import { charges } from './calls/charges.ts';
 import { usageDaily } from './calls/usage-daily.ts';
@@ -51,5 +52,6 @@ export const ALL_PROJECTIONS = [
   documents,
   topUps,
   notices,
+  creditExpiries,
 ];
 registerReadModels(ALL_PROJECTIONS);

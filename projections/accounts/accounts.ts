@@ -39,6 +39,7 @@ export const accounts = defineProjection<AccountRow>({
     'ReservationReleased',
     'ChargeAdjusted',
     'PaymentRefunded',
+    'CreditsExpired',
   ]),
   keysOf: (e) => [String(e.data.accountId)],
   evolve(row, e) {
@@ -105,6 +106,9 @@ export const accounts = defineProjection<AccountRow>({
           extra_granted: row.extra_granted + (d.extraCredited ?? 0),
         };
       }
+      case 'CreditsExpired':
+        // Expired tokens leave the extra tokens granted, as a refund's withdrawn ones do.
+        return { ...row, extra_granted: row.extra_granted - eventData<'CreditsExpired'>(e).tokens };
       case 'PaymentRefunded': {
         // A refund withdraws the unused tokens its money bought, from the pool they were granted to.
         const d = eventData<'PaymentRefunded'>(e);

@@ -6,9 +6,13 @@ import { definedOnly, type DomainEvent, type EventDataByType, type StreamEvents 
 import { DomainError, requireTokenAmount } from '../ledger/errors.ts';
 import * as balance from './balance.ts';
 import { balanceOf, requireOpen, type AccountState, type AdjustedCharge } from './account-state.ts';
+import { evolveCredited, returnable, termedSplit, withExtraMoved } from './credit-rules.ts';
 
 /** One charge re-priced to `billedCorrected` (see AdjustCommand): the adjustment's terms, less what the account decides. */
-export interface ChargeToAdjust extends Omit<EventDataByType['ChargeAdjusted'], 'accountId' | 'delta' | 'quotaDelta' | 'extraDelta' | 'extraCredited'> {
+export interface ChargeToAdjust extends Omit<
+  EventDataByType['ChargeAdjusted'],
+  'accountId' | 'delta' | 'quotaDelta' | 'extraDelta' | 'extraCredited' | 'credits'
+> {
   /** What the charge took from the main plan when it was charged. */
   fromQuotaBefore: number;
   /** The charge's figure now; absent: never adjusted. */
@@ -87,8 +91,9 @@ function adjustmentOf(c: ChargeToAdjust, s: AccountState): Extract<DomainEvent, 
   // The rest of a refund goes back to extra tokens used; what they cannot take (the charge was
   // made on a plan period since renewed) is credited as extra tokens, never a negative use.
   const rest = delta - quotaDelta;
-  const extraDelta = rest < 0 ? -Math.min(-rest, s.extraUsed) : rest;
+  const extraDelta = rest < 0 ? -Math.min(-rest, returnable(s)) : rest;
   const extraCredited = rest < 0 ? -rest + extraDelta : 0;
+  const credits = termedSplit(s, extraDelta, c.model);
   return {
     type: 'ChargeAdjusted',
     data: {
@@ -106,6 +111,7 @@ function adjustmentOf(c: ChargeToAdjust, s: AccountState): Extract<DomainEvent, 
       quotaDelta,
       extraDelta,
       ...definedOnly({
+        credits: credits.length ? credits : undefined,
         extraCredited: extraCredited || undefined,
         keyId: c.keyId,
         correctionRevision: c.correctionRevision,
@@ -118,11 +124,10 @@ function adjustmentOf(c: ChargeToAdjust, s: AccountState): Extract<DomainEvent, 
 }
 
 export function evolveAdjusted(s: AccountState, d: EventDataByType['ChargeAdjusted']): AccountState {
+  const moved = evolveCredited({ ...s, ...withExtraMoved(s, d.extraDelta, d.credits) }, d.extraCredited ?? 0);
   return {
-    ...s,
+    ...moved,
     quotaUsed: s.quotaUsed + d.quotaDelta,
-    extraUsed: s.extraUsed + d.extraDelta,
-    extraGranted: s.extraGranted + (d.extraCredited ?? 0),
     adjustments: s.adjustments + 1,
     lastAdjustment: `${d.correctionId}|${d.chargeEventId}`,
   };

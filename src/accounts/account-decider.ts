@@ -42,6 +42,7 @@ import {
   type SetKeyControlsCommand,
 } from './key-limits.ts';
 import { decideAdjust, decideAdjustPage, evolveAdjusted, type AdjustCommand, type AdjustPageCommand } from './account-adjust.ts';
+import { decideCredits, evolveExpired, evolveGranted, withExtraMoved, type CreditCommand } from './credit-rules.ts';
 import { decidePayment, evolvePayment, suspendedByDispute, withPaidPeriod, type PaymentCommand } from './payment-rules.ts';
 
 export type { AdjustCommand, AdjustPageCommand } from './account-adjust.ts';
@@ -54,7 +55,6 @@ export type AccountCommand =
       plan: { planId: string; name: string; quota: number; validityDays: number; requestsPerMinute: number; models: string[] };
       now: Date;
     }
-  | { type: 'GrantExtra'; accountId: string; amount: number; reason: string }
   | {
       type: 'Reserve';
       holdId: string;
@@ -91,7 +91,8 @@ export type AccountCommand =
   | AdjustPageCommand
   | PaymentCommand
   | AutoTopUpCommand
-  | BalanceAlertCommand;
+  | BalanceAlertCommand
+  | CreditCommand;
 
 /** The most a charge of this hold may bill by its key's limit (see balance.keyChargeCap). */
 function keyCap(s: AccountState, hold: Hold): number {
@@ -110,6 +111,10 @@ function chargeHead(s: AccountState, c: { holdId: string; multiplierMilli: numbe
     reserved: hold.amount,
   };
 }
+
+/** A charge's split: the main plan, then the lots the hold's model may draw at the hold's time. */
+const splitOf = (s: AccountState, hold: Hold, billed: number) =>
+  balance.splitCharge(balanceOf(s), hold.amount, billed, hold.model, hold.at ? new Date(hold.at) : null);
 
 /** The upstream that answered a charged call (what is set of it; a failover list only when there was one). */
 const upstreamOf = (c: UpstreamTrail) => ({
@@ -154,9 +159,8 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
       return [s.subscription ? { type: 'SubscriptionRenewed', data } : { type: 'SubscriptionStarted', data }];
     }
     case 'GrantExtra':
-      requireOpen(s);
-      requireTokenAmount(c.amount, 'amount');
-      return [{ type: 'ExtraTokensGranted', data: { accountId: s.accountId, amount: c.amount, reason: c.reason } }];
+    case 'ExpireCredits':
+      return decideCredits(c, s);
     case 'Reserve': {
       requireOpen(s);
       if (suspendedByDispute(s)) throw new DomainError('account_suspended', "this account's keys are suspended while a payment dispute is open");
@@ -173,14 +177,14 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
         const { decision } = gcra(s.rateTat, perMinute, c.now.getTime());
         if (!decision.allowed) throw new DomainError('rate_limited', `over the plan's call rate of ${perMinute} per minute`, { ...decision });
       }
-      const available = availableTokens(s, c.now);
+      const available = availableTokens(s, c.now, c.model);
       if (c.amount > available) {
         throw new DomainError('insufficient_quota', 'insufficient quota', {
           available,
           needed: c.amount,
           planActive: balance.isPlanActive(balanceOf(s), c.now),
           mainRemaining: balance.mainRemaining(balanceOf(s)),
-          extraRemaining: balance.extraRemaining(balanceOf(s)),
+          extraRemaining: balance.extraRemaining(balanceOf(s), c.now, c.model),
         });
       }
       // The key's limit: the hold must fit in what the key's period leaves, its open holds counted.
@@ -205,11 +209,7 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
     }
     case 'SettleChat': {
       const hold = requireHold(s, c.holdId);
-      const split = balance.splitCharge(
-        balanceOf(s),
-        hold.amount,
-        Math.min(keyCap(s, hold), chatCharge(c.promptTokens, c.completionTokens, c.multiplierMilli, c, cacheWeightsOf(c))),
-      );
+      const split = splitOf(s, hold, Math.min(keyCap(s, hold), chatCharge(c.promptTokens, c.completionTokens, c.multiplierMilli, c, cacheWeightsOf(c))));
       return withTopUp(s, hold, c.holdId, split.billed, [
         {
           type: 'ChatCharged',
@@ -238,7 +238,7 @@ function decide(c: AccountCommand, s: AccountState): StreamEvents['account'][] {
     }
     case 'SettleImage': {
       const hold = requireHold(s, c.holdId);
-      const split = balance.splitCharge(balanceOf(s), hold.amount, Math.min(keyCap(s, hold), imageCharge(c.multiplierMilli, c.images, c.tokensPerImage)));
+      const split = splitOf(s, hold, Math.min(keyCap(s, hold), imageCharge(c.multiplierMilli, c.images, c.tokensPerImage)));
       return withTopUp(s, hold, c.holdId, split.billed, [
         {
           type: 'ImageCharged',
@@ -344,7 +344,9 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
     case 'SubscriptionRenewed':
       return withPaidPeriod({ ...s, subscription: { ...e.data }, quotaUsed: 0 }, e.data.paymentId, e.data.startsAt);
     case 'ExtraTokensGranted':
-      return { ...s, extraGranted: s.extraGranted + e.data.amount };
+      return evolveGranted(s, e.data);
+    case 'CreditsExpired':
+      return evolveExpired(s, e.data);
     case 'QuotaReserved': {
       const d = e.data;
       const hold: Hold = { amount: d.amount, kind: d.kind, model: d.model, keyId: d.keyId, requestId: d.requestId, expiresAt: d.expiresAt };
@@ -363,7 +365,7 @@ function evolve(s: AccountState, e: DomainEvent): AccountState {
         ...s,
         ...withoutHold(s, e.data.holdId, e.data.billed),
         quotaUsed: s.quotaUsed + e.data.fromQuota,
-        extraUsed: s.extraUsed + e.data.fromExtra,
+        ...withExtraMoved(s, e.data.fromExtra, e.data.credits),
       };
     case 'ReservationReleased':
       return { ...s, ...withoutHold(s, e.data.holdId) };

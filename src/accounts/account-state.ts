@@ -6,6 +6,7 @@ import { DomainError } from '../ledger/errors.ts';
 import * as balance from './balance.ts';
 import type { Balance, KeySpend } from './balance.ts';
 import type { DisputeRecord, PaidLot } from './lots.ts';
+import type { CreditLot } from './credits.ts';
 
 export interface Hold {
   amount: number;
@@ -49,8 +50,13 @@ export interface AccountState {
   name: string;
   subscription: SubscriptionTerms | null;
   quotaUsed: number;
+  /** The pool of extra tokens without terms: granted (less withdrawn), and used oldest first. */
   extraGranted: number;
   extraUsed: number;
+  /** The grants of extra tokens with terms (expiry, priority, scope), one lot each (src/accounts/credits.ts). */
+  credits: CreditLot[];
+  /** How many grants of extra tokens the account has had (tokens given back included): the next one's place. */
+  extraLots: number;
   /**
    * Open holds by hold id. A persistent map: adding or removing one hold shares the rest, so a
    * busy account with hundreds of calls in flight does not copy all of them on every event.
@@ -109,6 +115,8 @@ export const initialAccountState = (): AccountState => ({
   quotaUsed: 0,
   extraGranted: 0,
   extraUsed: 0,
+  credits: [],
+  extraLots: 0,
   holds: ImmutableMap(),
   reserved: 0,
   adjustments: 0,
@@ -151,6 +159,7 @@ export function balanceOf(s: AccountState): Balance {
     quotaUsed: s.quotaUsed,
     extraGranted: s.extraGranted,
     extraUsed: s.extraUsed,
+    credits: s.credits,
     reserved: s.reserved,
     startsAt: s.subscription?.startsAt ?? null,
     expiresAt: s.subscription?.expiresAt ?? null,
@@ -160,8 +169,8 @@ export function balanceOf(s: AccountState): Balance {
 export const isModelEnabled = (s: AccountState, model: string): boolean =>
   !!s.subscription && (s.subscription.models.includes('*') || s.subscription.models.includes(model));
 
-/** Tokens a new hold may take now (the money rule, on this account's state). */
-export const availableTokens = (s: AccountState, now: Date): number => balance.availableTokens(balanceOf(s), now);
+/** Tokens a new hold for `model` may take now (the money rule, on this account's state). */
+export const availableTokens = (s: AccountState, now: Date, model: string | null = null): number => balance.availableTokens(balanceOf(s), now, model);
 
 /** Commands on an account that was never opened are refused as unknown. */
 export function requireOpen(s: AccountState): void {

@@ -3,14 +3,18 @@
 // metering and the read endpoints all ask here, whether their figures come from the account
 // stream or from its read model.
 import { InvariantViolation } from '../ledger/errors.ts';
+import { creditsAvailable, drawCredits, poolLot, POOL, type CreditDraw, type CreditLot } from './credits.ts';
 
 /** An account's money as any view of it holds it. */
 export interface Balance {
   /** The main plan's quota (0 without a plan). */
   quota: number;
   quotaUsed: number;
+  /** The pool of extra tokens without terms (a view without `credits`: every extra token). */
   extraGranted: number;
   extraUsed: number;
+  /** The lots of credit with terms, where the view keeps them (the account's state). */
+  credits?: readonly CreditLot[];
   /** Tokens held by calls in flight. */
   reserved: number;
   /** The main plan's window, ISO 8601; null without a plan. */
@@ -23,24 +27,38 @@ export const isPlanActive = (b: Balance, now: Date): boolean =>
   b.startsAt !== null && b.expiresAt !== null && now.getTime() >= Date.parse(b.startsAt) && now.getTime() < Date.parse(b.expiresAt);
 
 export const mainRemaining = (b: Balance): number => Math.max(0, b.quota - b.quotaUsed);
-export const extraRemaining = (b: Balance): number => Math.max(0, b.extraGranted - b.extraUsed);
+/** Every lot a charge may draw on: the termed lots and the pool. */
+export const creditViews = (b: Balance): CreditLot[] => [...(b.credits ?? []), poolLot(b.extraGranted, b.extraUsed)];
 
-/** Tokens a new hold may take now: the main plan only while it is active, then extra tokens, less what is held. */
-export function availableTokens(b: Balance, now: Date): number {
+/** Extra tokens a charge for `model` at `at` may draw (every model's, expiry counted only with `at`). */
+export const extraRemaining = (b: Balance, at: Date | null = null, model: string | null = null): number => creditsAvailable(creditViews(b), model, at);
+
+/** Tokens a new hold may take now: the main plan only while it is active, then the extra tokens the model may draw, less what is held. */
+export function availableTokens(b: Balance, now: Date, model: string | null = null): number {
   const main = isPlanActive(b, now) ? mainRemaining(b) : 0;
-  return Math.max(0, main + extraRemaining(b) - b.reserved);
+  return Math.max(0, main + extraRemaining(b, now, model) - b.reserved);
 }
 
 /**
- * The main plan first, then extra tokens. A charge is capped at what the account holds (its own
- * hold at least); the upstream's count can exceed the hold only as far as the balance covers it.
+ * The main plan first, then extra tokens, split over their lots by the draw-down rule for the
+ * charge's model at its hold's time. A charge is capped at what the account holds (its own hold
+ * at least); the upstream's count can exceed the hold only as far as the balance covers it.
  */
-export function splitCharge(b: Balance, holdAmount: number, billed: number): { billed: number; fromQuota: number; fromExtra: number } {
+export function splitCharge(
+  b: Balance,
+  holdAmount: number,
+  billed: number,
+  model: string | null = null,
+  at: Date | null = null,
+): { billed: number; fromQuota: number; fromExtra: number; credits?: CreditDraw[] } {
   const othersReserved = b.reserved - holdAmount;
-  const coverable = Math.max(holdAmount, mainRemaining(b) + extraRemaining(b) - othersReserved);
+  const coverable = Math.max(holdAmount, mainRemaining(b) + extraRemaining(b, at, model) - othersReserved);
   const charged = Math.min(billed, coverable);
   const fromQuota = Math.min(charged, mainRemaining(b));
-  return { billed: charged, fromQuota, fromExtra: charged - fromQuota };
+  const fromExtra = charged - fromQuota;
+  // The termed lots' part is recorded; the rest is the pool's (past it too, if the charge overran every lot).
+  const termed = fromExtra > 0 && b.credits?.length ? drawCredits(creditViews(b), fromExtra, model, at).draws.filter((d) => d.lot !== POOL) : [];
+  return termed.length ? { billed: charged, fromQuota, fromExtra, credits: termed } : { billed: charged, fromQuota, fromExtra };
 }
 
 /**

@@ -33,9 +33,21 @@ export {
   keyStanding,
 } from './key-limits.ts';
 export { poolShare, type PaidLot } from './lots.ts';
+export {
+  drawCredits,
+  isTermed,
+  requireCreditTerms,
+  requireExpiryDays,
+  requireModels,
+  requirePriority,
+  type CreditDraw,
+  type CreditLot,
+  type CreditTerms,
+} from './credits.ts';
 export { cancellationBody, paymentBody, paymentsInOrder } from './payment-bodies.ts';
 export { type RecordPaymentCommand } from './payment-rules.ts';
 export { requireThreshold, tokensLeft, type AutoTopUp } from './auto-top-up.ts';
 export { requireAlertThresholds } from './balance-alerts.ts';
 export { balanceAlertRoutes } from './balance-alert-routes.ts';
 export { noticesOf, unmailedNotices, type NoticeRow } from '../../projections/accounts/notices.ts';
+export { accountsWithCreditsDue } from '../../projections/accounts/credit-expiries.ts';

@@ -25,6 +25,8 @@ export interface PaidLot extends PaymentFacts {
    * reached yet (absent on lots recorded before it was kept: the whole pool then).
    */
   extraStart?: number;
+  /** A pack's place in the account's grants of extra tokens: its lot of credit, if its grant had terms (src/accounts/credits.ts). */
+  credit?: number;
 }
 
 /**

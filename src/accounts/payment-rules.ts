@@ -3,12 +3,13 @@
 // no payment without its grant, no paid grant without its payment. Every act is idempotent by the
 // processor's own id: a replayed notification finds it in the state and appends nothing.
 import type { DomainEvent, EventDataByType, EventOf, PaidItem, PaymentFacts, StreamEvents } from '../ledger/events.ts';
-import { DomainError, invalid } from '../ledger/errors.ts';
+import { DomainError, invalid, InvariantViolation } from '../ledger/errors.ts';
 import { type AccountState, balanceOf, requireOpen } from './account-state.ts';
 import * as balance from './balance.ts';
 import { bookedAmount, requireMinorUnits, tokensFor } from '../money/money.ts';
 import { taxRefunded, type TaxApplied } from '../money/tax.ts';
 import { poolShare, type PaidLot } from './lots.ts';
+import { unusedOf, type CreditLot, type CreditTerms } from './credits.ts';
 import { cancellationAfterGrant, decideCancellation, evolveCancellation, type CancellationCommand } from './cancellation.ts';
 
 /** The grant a payment buys, as the account decider's own command decides it. */
@@ -19,14 +20,23 @@ export type GrantCommand =
       plan: { planId: string; name: string; quota: number; validityDays: number; requestsPerMinute: number; models: string[] };
       now: Date;
     }
-  | { type: 'GrantExtra'; accountId: string; amount: number; reason: string };
+  | { type: 'GrantExtra'; accountId: string; amount: number; reason: string; terms?: Partial<CreditTerms> };
 
 export interface RecordPaymentCommand extends PaymentFacts {
   type: 'RecordPayment';
   paymentId: string;
   reference?: string;
   /** What it buys: a plan period (the plan's terms) or a pack (tokens). */
-  grant: { kind: 'plan'; plan: Extract<GrantCommand, { type: 'Subscribe' }>['plan'] } | { kind: 'pack'; packId: string; packName: string; tokens: number };
+  grant:
+    | { kind: 'plan'; plan: Extract<GrantCommand, { type: 'Subscribe' }>['plan'] }
+    | {
+        kind: 'pack';
+        packId: string;
+        packName: string;
+        tokens: number;
+        /** The pack's credit terms as priced: its expiry counts from the payment. */
+        credit?: { expiresInDays?: number; priority?: number; models?: string[] };
+      };
   /** The tax the amount holds, decided by the tax table (absent: untaxed). */
   tax?: TaxApplied;
   now: Date;
@@ -64,11 +74,17 @@ function requireLot(s: AccountState, paymentId: string): PaidLot {
   return lot;
 }
 
-/** A pack's own unused tokens: extra tokens are used oldest first (the money rule), so its share of the pool's use. */
-function packUnused(lot: PaidLot, b: balance.Balance): number {
-  if (lot.extraStart === undefined) return balance.extraRemaining(b);
+/**
+ * A pack's own unused tokens: a termed pack's, those of its lot while it is open; a pack in the
+ * pool (used oldest first, the money rule), its share of the pool's use.
+ */
+function packUnused(lot: PaidLot, s: AccountState): number {
+  const credit = s.credits.find((l) => l.lot === lot.credit);
+  if (credit) return credit.closed ? 0 : unusedOf(credit);
+  const b = balanceOf(s);
+  if (lot.extraStart === undefined) return balance.extraRemaining({ ...b, credits: [] });
   const own = lot.tokens - lot.tokensWithdrawn;
-  return Math.min(balance.extraRemaining(b), own - poolShare(lot.extraStart, own, b.extraUsed));
+  return Math.min(Math.max(0, b.extraGranted - b.extraUsed), own - poolShare(lot.extraStart, own, b.extraUsed));
 }
 
 /**
@@ -92,7 +108,7 @@ function decideRefund(
   const bought = tokensFor(lot.refunded + amount, lot.amount, lot.tokens) - tokensFor(lot.refunded, lot.amount, lot.tokens);
   const b = balanceOf(s);
   const unused =
-    lot.kind === 'plan' ? (s.subscription?.startsAt === lot.periodStartsAt && balance.isPlanActive(b, now) ? balance.mainRemaining(b) : 0) : packUnused(lot, b);
+    lot.kind === 'plan' ? (s.subscription?.startsAt === lot.periodStartsAt && balance.isPlanActive(b, now) ? balance.mainRemaining(b) : 0) : packUnused(lot, s);
   const tokensWithdrawn = Math.min(bought, unused);
   const tax = taxRefunded(lot.amount, lot.tax, lot.refunded, amount);
   const net = amount - tax;
@@ -128,7 +144,13 @@ export function decidePayment(c: PaymentCommand, s: AccountState, decideGrant: (
       const grant =
         c.grant.kind === 'plan'
           ? decideGrant({ type: 'Subscribe', accountId: s.accountId, plan: c.grant.plan, now: c.now })
-          : decideGrant({ type: 'GrantExtra', accountId: s.accountId, amount: c.grant.tokens, reason: `pack ${c.grant.packName}` });
+          : decideGrant({
+              type: 'GrantExtra',
+              accountId: s.accountId,
+              amount: c.grant.tokens,
+              reason: `pack ${c.grant.packName}`,
+              terms: packTerms(c.grant.credit, c.now),
+            });
       const item: PaidItem =
         c.grant.kind === 'plan'
           ? { kind: 'plan', planId: c.grant.plan.planId, tokens: c.grant.plan.quota }
@@ -219,16 +241,22 @@ export function evolvePayment(s: AccountState, e: DomainEvent): AccountState {
         tax: d.tax?.amount ?? 0,
         taxRefunded: 0,
       };
-      if (d.item.kind === 'pack') lot.extraStart = s.extraGranted;
+      // The pack's grant, appended with the payment, is the account's next grant of extra tokens:
+      // a lot of its own if it has terms, else the pool's newest.
+      if (d.item.kind === 'pack') {
+        lot.credit = s.extraLots;
+        lot.extraStart = s.extraGranted;
+      }
       return { ...s, payments: s.payments.set(d.paymentId, lot) };
     }
     case 'PaymentRefunded': {
       const d = e.data;
       const lot = s.payments.get(d.paymentId);
       if (!lot) return s;
-      // Tokens withdrawn from a pack leave the pool: the packs granted after it move up.
+      const termed = s.credits.some((l) => l.lot === lot.credit);
+      // Tokens withdrawn from a pack in the pool leave it: the packs granted after it move up.
       const shifted =
-        d.pool === 'extra' && lot.extraStart !== undefined && d.tokensWithdrawn > 0
+        d.pool === 'extra' && !termed && lot.extraStart !== undefined && d.tokensWithdrawn > 0
           ? s.payments.map((p) => (p.extraStart !== undefined && p.extraStart > lot.extraStart! ? { ...p, extraStart: p.extraStart - d.tokensWithdrawn } : p))
           : s.payments;
       const payments = shifted.set(d.paymentId, {
@@ -239,7 +267,10 @@ export function evolvePayment(s: AccountState, e: DomainEvent): AccountState {
         taxRefunded: lot.taxRefunded + (d.taxRefunded ?? 0),
       });
       if (d.pool === 'main' && s.subscription) return { ...s, payments, subscription: { ...s.subscription, quota: s.subscription.quota - d.tokensWithdrawn } };
-      return { ...s, payments, extraGranted: s.extraGranted - (d.pool === 'extra' ? d.tokensWithdrawn : 0) };
+      if (d.pool !== 'extra') return { ...s, payments };
+      return termed
+        ? { ...s, payments, credits: withdrawn(s.credits, lot.credit!, d.tokensWithdrawn) }
+        : { ...s, payments, extraGranted: s.extraGranted - d.tokensWithdrawn };
     }
     case 'PaymentDisputed': {
       const d = e.data;
@@ -269,3 +300,24 @@ export function withPaidPeriod(s: AccountState, paymentId: string | undefined, s
 
 /** A dispute that suspends the account's keys is open. */
 export const suspendedByDispute = (s: AccountState): boolean => s.disputes.some((d) => d.outcome === null && d.suspendsKeys);
+
+/** The lots after a refund withdrew `tokens` unused tokens from the pack's lot. */
+function withdrawn(credits: CreditLot[], lot: number, tokens: number): CreditLot[] {
+  if (tokens === 0) return credits;
+  const i = credits.findIndex((l) => l.lot === lot);
+  if (credits[i].tokens - credits[i].used < tokens)
+    throw new InvariantViolation(`a refund withdraws ${tokens} tokens from credit lot ${lot}, which has fewer unused`);
+  const next = credits.slice();
+  next[i] = { ...next[i], tokens: next[i].tokens - tokens };
+  return next;
+}
+
+/** A pack's credit terms for a purchase at `now`: its expiry counts from then. */
+function packTerms(credit: { expiresInDays?: number; priority?: number; models?: string[] } | undefined, now: Date): Partial<CreditTerms> {
+  if (!credit) return {};
+  return {
+    expiresAt: credit.expiresInDays ? new Date(now.getTime() + credit.expiresInDays * 86_400_000).toISOString() : null,
+    priority: credit.priority,
+    models: credit.models ?? null,
+  };
+}

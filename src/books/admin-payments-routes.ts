@@ -36,7 +36,16 @@ export function adminPaymentsRoutes(deps: BooksDeps, payments: Payments, opts: {
     const b = body(ctx);
     const data = await payments.pricePack(
       ctx.params.id,
-      { name: b.name, tokens: b.tokens, amount: b.amount, currency: b.currency, active: b.active },
+      {
+        name: b.name,
+        tokens: b.tokens,
+        amount: b.amount,
+        currency: b.currency,
+        active: b.active,
+        expires_in_days: b.expires_in_days,
+        priority: b.priority,
+        models: b.models,
+      },
       ctx.state.actor,
     );
     ctx.body = { object: 'token_pack', ...data };

@@ -7,15 +7,16 @@
 // correction finds its charge's channel through `channelOf` (the upstream_calls read model).
 // Each paid grant is a lot (tokens, money paid); free grants are lots with no value (promotional).
 // Charges take tokens as the decider split them (fromQuota: the current plan period's lot;
-// fromExtra: the extra pool, each extra lot's use its `poolShare` of the pool's use, the money rule
-// the decider's refunds read too), and each use books the value of its tokens by the cumulative
-// rounding rule (bookedAmount) on that lot.
+// fromExtra: the lots with terms by the split the charge recorded, src/accounts/credits.ts, the
+// rest the pool of lots without terms, oldest first), and each use books the value of its tokens by the
+// cumulative rounding rule (bookedAmount) on that lot. A termed lot's expiry (CreditsExpired) ends
+// it: its unused value becomes breakage.
 import type { ProjectedEvent } from '../eventstore/port.ts';
 import type { EventDataByType } from '../ledger/events.ts';
 import { InvariantViolation } from '../ledger/errors.ts';
 import { bookedAmount } from '../money/money.ts';
 import { assertLot, type Booking, type Lot } from './lot.ts';
-import { poolShare } from '../accounts/index.ts';
+import { isTermed, poolShare, type CreditDraw } from '../accounts/index.ts';
 
 export { assertLot, type Booking, type Lot } from './lot.ts';
 
@@ -29,7 +30,7 @@ export interface AccountLots {
   plan: string | null;
   /** Every plan lot, oldest first. */
   plans: string[];
-  /** Extra lots in pool order (grant order) and the pool's use (the decider's extraUsed). */
+  /** Extra lots in grant order (a split names a termed lot by its place here), and the use of the pool of those without terms (the decider's extraUsed). */
   extra: string[];
   extraUsed: number;
   pendingPayment: Map<string, EventDataByType['PaymentReceived']>;
@@ -164,16 +165,28 @@ function endLot(b: LotBook, e: ProjectedEvent, l: Lot, at: string): void {
 }
 
 /**
- * Moves the extra pool's use by `delta` tokens (a charge: more; a correction: more or fewer). Each
- * extra lot's use becomes its poolShare: tokens are taken oldest lot first and given back newest
- * first, as the decider counts the pool, so a refund's withdrawal and the lot agree on every lot.
+ * Moves the extra tokens used by `delta` (a charge: more; a correction: more or fewer): the termed
+ * lots by the split the event recorded (src/accounts/credits.ts), the rest by the pool of lots
+ * without terms, whose lots' uses are each its poolShare of the pool's use: tokens are taken
+ * oldest lot first and given back newest first, as the decider counts the pool, so a refund's
+ * withdrawal and the lot agree on every lot.
  */
-function moveExtraUsed(b: LotBook, e: ProjectedEvent, a: AccountLots, delta: number, trail: ChargeTrail): void {
+function moveExtraUsed(b: LotBook, e: ProjectedEvent, a: AccountLots, delta: number, recorded: readonly CreditDraw[] | undefined, trail: ChargeTrail): void {
   if (delta === 0) return;
-  const after = a.extraUsed + delta;
+  let termed = 0;
+  for (const d of recorded ?? []) {
+    const l = a.extra[d.lot] === undefined ? undefined : b.lots.get(a.extra[d.lot]);
+    if (!l || !l.termed) throw new InvariantViolation(`a split names extra lot ${d.lot}, which is not a lot with terms`);
+    use(b, e, l, d.tokens, trail);
+    termed += d.tokens;
+  }
+  const poolDelta = delta - termed;
+  if (poolDelta === 0) return;
+  const after = a.extraUsed + poolDelta;
   let start = 0;
   for (const id of a.extra) {
     const l = b.lots.get(id)!;
+    if (l.termed) continue;
     const own = l.tokens - l.withdrawn;
     const n = poolShare(start, own, after) - l.used;
     if (n !== 0) use(b, e, l, n, trail);
@@ -194,6 +207,7 @@ export const BOOK_EVENT_TYPES: ReadonlySet<string> = new Set([
   'SubscriptionStarted',
   'SubscriptionRenewed',
   'ExtraTokensGranted',
+  'CreditsExpired',
   'ChatCharged',
   'ImageCharged',
   'ChargeAdjusted',
@@ -266,7 +280,17 @@ export function applyOwn(b: LotBook, e: ProjectedEvent, currency: string): void 
     case 'ExtraTokensGranted': {
       const d = e.data as unknown as EventDataByType['ExtraTokensGranted'];
       const a = accountOf(b, d.accountId);
-      a.extra.push(grantLot(b, e, a, d.accountId, d.amount, d.paymentId, 'extra', null, currency).lotId);
+      const l = grantLot(b, e, a, d.accountId, d.amount, d.paymentId, 'extra', d.expiresAt ?? null, currency);
+      if (isTermed(d)) l.termed = true;
+      a.extra.push(l.lotId);
+      return;
+    }
+    case 'CreditsExpired': {
+      const d = e.data as unknown as EventDataByType['CreditsExpired'];
+      const id = accountOf(b, d.accountId).extra[d.lot];
+      const l = id ? b.lots.get(id) : undefined;
+      if (!l) throw new InvariantViolation(`credits expired on extra lot ${d.lot} of account ${d.accountId}, which does not exist`);
+      endLot(b, e, l, e.timestamp);
       return;
     }
     case 'ChatCharged':
@@ -275,7 +299,7 @@ export function applyOwn(b: LotBook, e: ProjectedEvent, currency: string): void 
       const a = accountOf(b, d.accountId);
       const trail: ChargeTrail = { model: d.model, channel: d.channel ?? '' };
       if (d.fromQuota > 0) use(b, e, requirePlan(b, a.plan), d.fromQuota, trail);
-      moveExtraUsed(b, e, a, d.fromExtra, trail);
+      moveExtraUsed(b, e, a, d.fromExtra, d.credits, trail);
       return;
     }
     case 'ChargeAdjusted': {
@@ -283,7 +307,7 @@ export function applyOwn(b: LotBook, e: ProjectedEvent, currency: string): void 
       const a = accountOf(b, d.accountId);
       const trail: ChargeTrail = { model: d.model, channel: b.channelOf(d.chargeEventId) };
       if (d.quotaDelta !== 0) use(b, e, requirePlan(b, a.plan), d.quotaDelta, trail);
-      moveExtraUsed(b, e, a, d.extraDelta, trail);
+      moveExtraUsed(b, e, a, d.extraDelta, d.credits, trail);
       // The plan lot of the charge's period: the latest granted at or before the charge.
       const origin = a.plans
         .map((id) => b.lots.get(id)!)
@@ -398,7 +422,7 @@ function refund(b: LotBook, e: ProjectedEvent, l: Lot, d: EventDataByType['Payme
   const withdrawn = Math.min(d.tokensWithdrawn, l.tokens - l.withdrawn - l.used);
   const tax = d.taxRefunded ?? 0;
   const net = d.amount - tax;
-  // Deferred first. The decider's split reads the same pool rule (poolShare), so these bounds only
+  // Deferred first. The decider's split reads the same lot's unused tokens, so these bounds only
   // guard the invariant: never more revenue taken back than the lot recognised, nor more deferred than it holds.
   const fromDeferred = Math.min(Math.max(d.fromDeferred, net - l.recognised), l.deferred, net);
   const refundedRevenue = net - fromDeferred;

@@ -29,8 +29,11 @@ export interface Lot {
   deferred: number;
   /** When it was granted (a correction of a charge made in a plan period finds that period's lot). */
   grantedAt: string;
+  /** A plan lot: its period's end; an extra lot: when its credit expires (null: never). */
   expiresAt: string | null;
   ended: boolean;
+  /** An extra lot whose grant had terms (src/accounts/credits.ts): drawn by the charges' recorded splits, not in the pool. */
+  termed?: boolean;
 }
 
 export type BookingKind = 'payment' | 'use' | 'breakage' | 'refund' | 'dispute' | 'dispute_fee';

@@ -7,7 +7,7 @@ import { streams, type DomainEvent, type PaidItem, type PaymentFacts, type Payme
 import { DomainError, invalid, requireTokenAmount } from '../ledger/errors.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';
 import { uuidFrom } from '../ledger/event-ids.ts';
-import { priceListDecider, type PriceListState } from './prices.ts';
+import { priceListDecider, type PackCredit, type PriceListState } from './prices.ts';
 import { codeBatchDecider, generateCode, newBatchId, parseCode, MAX_CODES_PER_BATCH } from './codes.ts';
 import { currencyOf, requireMinorUnits, type Money } from '../money/money.ts';
 import { hashKey } from '../keys/index.ts';
@@ -15,7 +15,7 @@ import type { CancellationCommand, CancellationKind, PaidLot, RecordPaymentComma
 import { codeAttemptsDecider, utcHour } from './code-attempts.ts';
 import { billingProfileDecider } from './billing-profile.ts';
 import { NO_TAX, taxApplied, taxTreatment, type TaxSettings, type TaxTreatment } from '../money/tax.ts';
-import { accountCommand, accountState, planTerms } from '../accounts/index.ts';
+import { accountCommand, accountState, planTerms, requireExpiryDays, requireModels, requirePriority } from '../accounts/index.ts';
 
 /** Tollgate's id of a processor's payment: the same processor id always gives the same payment. */
 export const paymentIdFor = (processor: PaymentProcessor, processorPaymentId: string): string =>
@@ -62,7 +62,13 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
     const pack = prices.packs[p.packId];
     if (!pack) throw invalid(`there is no pack ${p.packId}`, { param: 'pack_id' });
     return {
-      grant: { kind: 'pack', packId: p.packId, packName: pack.name, tokens: pack.tokens },
+      grant: {
+        kind: 'pack',
+        packId: p.packId,
+        packName: pack.name,
+        tokens: pack.tokens,
+        credit: { expiresInDays: pack.expiresInDays, priority: pack.priority, models: pack.models },
+      },
       item: { kind: 'pack', packId: p.packId, tokens: pack.tokens },
       listPrice: pack.active ? { amount: pack.amount, currency: pack.currency } : null,
     };
@@ -157,8 +163,25 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
       );
       return res.events[0]?.data;
     },
-    async pricePack(packId: string, b: { name: unknown; tokens: unknown; amount: unknown; currency?: unknown; active?: unknown }, actor: string) {
+    async pricePack(
+      packId: string,
+      b: {
+        name: unknown;
+        tokens: unknown;
+        amount: unknown;
+        currency?: unknown;
+        active?: unknown;
+        expires_in_days?: unknown;
+        priority?: unknown;
+        models?: unknown;
+      },
+      actor: string,
+    ) {
       requireId(packId, 'pack_id');
+      const credit: PackCredit = {};
+      if (b.expires_in_days !== undefined && b.expires_in_days !== null) credit.expiresInDays = requireExpiryDays(b.expires_in_days, 'expires_in_days');
+      if (b.priority !== undefined && b.priority !== null) credit.priority = requirePriority(b.priority, 'priority');
+      if (b.models !== undefined && b.models !== null) credit.models = requireModels(b.models, 'models');
       const res = await onPriceList(
         {
           type: 'PricePack',
@@ -168,6 +191,7 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
           amount: b.amount as number,
           currency: b.currency === undefined ? undefined : String(b.currency),
           active: b.active === false ? false : true,
+          credit,
         },
         actor,
       );

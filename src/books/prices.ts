@@ -2,7 +2,7 @@
 // price per period and the token packs for sale. Each price is an event with its actor and applies
 // to purchases from then on; a payment records what it paid, so old purchases keep their price.
 import type { Decider } from '../ledger/decider.ts';
-import type { StreamEvents } from '../ledger/events.ts';
+import { definedOnly, type StreamEvents } from '../ledger/events.ts';
 import { DomainError, invalid, requireTokenAmount } from '../ledger/errors.ts';
 import { currencyOf, requireMinorUnits } from '../money/money.ts';
 
@@ -11,12 +11,17 @@ export interface PlanPrice {
   currency: string;
   active: boolean;
 }
+
 export interface TokenPack {
   name: string;
   tokens: number;
   amount: number;
   currency: string;
   active: boolean;
+  /** The credit it grants (absent: tokens that never expire, priority 50, every model). */
+  expiresInDays?: number;
+  priority?: number;
+  models?: string[];
 }
 
 export interface PriceListState {
@@ -28,7 +33,24 @@ export interface PriceListState {
 export type PriceListCommand =
   | { type: 'SetCurrency'; currency: string }
   | { type: 'PricePlan'; planId: string; amount: number; currency?: string; active?: boolean }
-  | { type: 'PricePack'; packId: string; name: string; tokens: number; amount: number; currency?: string; active?: boolean };
+  | {
+      type: 'PricePack';
+      packId: string;
+      name: string;
+      tokens: number;
+      amount: number;
+      currency?: string;
+      active?: boolean;
+      /** The terms of the credit it grants (src/accounts/credits.ts), checked where the request is read. */
+      credit?: PackCredit;
+    };
+
+/** A pack's credit terms: days after a purchase that its unused tokens expire, priority, models. */
+export interface PackCredit {
+  expiresInDays?: number;
+  priority?: number;
+  models?: string[];
+}
 
 /** The price's currency: the ledger's own, which it must be set to first (a price in another is refused). */
 function settlementCurrency(s: PriceListState, given: string | undefined): string {
@@ -58,7 +80,12 @@ export const priceListDecider: Decider<PriceListState, PriceListCommand, StreamE
         const amount = requireMinorUnits(c.amount, 'amount', { allowZero: true });
         requireTokenAmount(c.tokens, 'tokens');
         if (typeof c.name !== 'string' || !c.name || c.name.length > 200) throw invalid('name must be 1-200 characters', { param: 'name' });
-        return [{ type: 'TokenPackPriced', data: { packId: c.packId, name: c.name, tokens: c.tokens, amount, currency, active: c.active ?? true } }];
+        return [
+          {
+            type: 'TokenPackPriced',
+            data: { packId: c.packId, name: c.name, tokens: c.tokens, amount, currency, active: c.active ?? true, ...definedOnly({ ...c.credit }) },
+          },
+        ];
       }
     }
   },

@@ -1,10 +1,11 @@
 // Releases holds that were never settled, through the account decider, so nothing is lost and
 // nothing is charged: holds of a process whose lease lapsed (it died mid-call) within seconds,
 // and any hold at its expiry. It also revokes the rotated keys whose grace period is over
-// (authentication refuses them from the deadline on), and purges expired idempotency records.
+// (authentication refuses them from the deadline on), closes lots of credit past their expiry,
+// and purges expired idempotency records.
 import type { Ledger } from '../ledger/ledger.ts';
 import { metadataFor } from '../ledger/ledger.ts';
-import { accountCommand, holdsReadModel as holds } from '../accounts/index.ts';
+import { accountCommand, accountsWithCreditsDue, holdsReadModel as holds } from '../accounts/index.ts';
 import { revokeRotatedKeys } from '../keys/index.ts';
 import type { Queryable } from '../eventstore/db.ts';
 import { forgetOldLeases, leaseTable } from '../eventstore/process-lease.ts';
@@ -29,6 +30,16 @@ export async function sweepExpiredHolds(ledger: Ledger, now = new Date()): Promi
     released += result.events.length;
   }
   return released;
+}
+
+/** Closes the lots of credit past their expiry: their unused tokens go to breakage. */
+export async function sweepExpiredCredits(ledger: Ledger, now = new Date()): Promise<number> {
+  let expired = 0;
+  for (const accountId of await accountsWithCreditsDue(ledger.readModels.db, ledger.rmSchema, now)) {
+    const result = await accountCommand(ledger, accountId, { type: 'ExpireCredits', now }, metadataFor('system:sweeper'));
+    expired += result.events.length;
+  }
+  return expired;
 }
 
 /** Releases the open holds of processes whose lease lapsed; a hold whose charge committed is not open, so never released. */
@@ -93,6 +104,7 @@ export function startSweeper(
         await purgeOldInvalidRequests(opts.leases.db, opts.leases.schema);
       }
       await sweepExpiredHolds(ledger);
+      await sweepExpiredCredits(ledger);
       await revokeRotatedKeys(ledger);
       await opts.extra?.();
       outage.ok();

@@ -98,6 +98,22 @@ export const CHARGE_COMMON = {
   billed: Count,
   fromQuota: Count,
   fromExtra: Count,
+  credits: Type.Optional(
+    Described(
+      Type.Array(Type.Object({ lot: Count, tokens: Signed }, { additionalProperties: false }), { maxItems: 10000 }),
+      'fromExtra split over the lots of extra tokens it came from (absent on charges from before lots were kept: oldest first).',
+    ),
+  ),
+};
+
+/** A change of the extra tokens used, split over the lots (negative tokens: given back). */
+export const CREDIT_SPLIT = CHARGE_COMMON.credits;
+
+/** What a grant of extra tokens may carry (src/accounts/credits.ts): absent, it never expires, has priority 50 and pays for every model. */
+export const CREDIT_TERMS = {
+  expiresAt: Type.Optional(Described(Instant, 'When its unused tokens expire.')),
+  priority: Type.Optional(Described(Type.Integer({ minimum: 1, maximum: 100 }), 'Lower numbers are drawn first.')),
+  models: Type.Optional(Described(Type.Array(Name100, { minItems: 1, maxItems: 50, uniqueItems: true }), 'The models it may pay for (absent: every model).')),
 };
 
 /** An invoice's or credit note's number: its series, year and place in both (TG-2026-000123, TG-CN-2026-000007). */

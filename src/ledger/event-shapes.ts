@@ -30,6 +30,8 @@ import {
   DOCUMENT_COMMON,
   DocumentNumber,
   TaxApplied,
+  CREDIT_TERMS,
+  CREDIT_SPLIT,
 } from './event-atoms.ts';
 
 /** The data of each event type. */
@@ -46,8 +48,9 @@ export const EVENT_SHAPES = {
       amount: Positive,
       reason: Reason,
       paymentId: Type.Optional(Described(Id, 'The payment this grant was bought with (absent: a free grant).')),
+      ...CREDIT_TERMS,
     },
-    'Top-up tokens that do not change the call rate; spent after the main plan.',
+    'Top-up tokens that do not change the call rate; spent after the main plan. Each grant is a lot of credit, drawn down by src/accounts/credits.ts.',
   ),
   // Keys: API keys on their own streams, their controls on the account stream, management keys.
   KeyIssued: Event(
@@ -253,6 +256,15 @@ export const EVENT_SHAPES = {
     },
     "A retroactive fix of a priced input other than the multiplier over a time window [from, to): a cache weight (chat charges) or the tokens counted per image (image charges). Ordered with the model's MultiplierCorrected events by stream revision: where windows overlap, the later one decides its component.",
   ),
+  CreditsExpired: Event(
+    {
+      accountId: Id,
+      lot: Described(Count, "The lot's place in the account's grants of extra tokens (0: the first)."),
+      tokens: Described(Count, 'Its unused tokens, which are gone (breakage); 0 when it was used up.'),
+      expiresAt: Instant,
+    },
+    'A lot of extra tokens reached its expiry: it is closed, and its unused tokens go to breakage.',
+  ),
   ChargeAdjusted: Event(
     {
       accountId: Id,
@@ -286,6 +298,7 @@ export const EVENT_SHAPES = {
       ),
       tokensPerImageCorrected: Type.Optional(Described(Positive, 'Corrected tokens counted per image, when a correction changed it.')),
       keyId: Type.Optional(Described(Id, 'The key of the charge adjusted (absent on adjustments made before usage was kept per key).')),
+      credits: CREDIT_SPLIT,
       extraCredited: Type.Optional(
         Described(
           Positive,
@@ -302,8 +315,20 @@ export const EVENT_SHAPES = {
     "A plan's price per period from now on (minor units of the settlement currency); old purchases keep theirs.",
   ),
   TokenPackPriced: Event(
-    { packId: Id, name: Text200, tokens: Positive, amount: Count, currency: Currency, active: Bool },
-    'A pack of extra tokens for sale at a price from now on (minor units).',
+    {
+      packId: Id,
+      name: Text200,
+      tokens: Positive,
+      amount: Count,
+      currency: Currency,
+      active: Bool,
+      expiresInDays: Type.Optional(
+        Described(Type.Integer({ minimum: 1, maximum: 3650 }), "Days after the purchase that the pack's unused tokens expire (absent: never)."),
+      ),
+      priority: CREDIT_TERMS.priority,
+      models: CREDIT_TERMS.models,
+    },
+    'A pack of extra tokens for sale at a price from now on (minor units), with the terms of the credit it grants.',
   ),
   PaymentReceived: Event(
     {

@@ -105,6 +105,7 @@ const STREAM_EVENT_TYPES = {
     'SubscriptionStarted',
     'SubscriptionRenewed',
     'ExtraTokensGranted',
+    'CreditsExpired',
     'KeyControlsSet',
     'QuotaReserved',
     'ChatCharged',
