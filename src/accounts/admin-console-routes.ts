@@ -5,6 +5,8 @@ import Router from '@koa/router';
 import type { RouteDeps } from '../http/route-deps.ts';
 import { ApiError, badRequest } from '../http/errors.ts';
 import * as balance from './balance.ts';
+import { accountState } from './commands.ts';
+import { creditsBody } from './payment-bodies.ts';
 import type { Balance } from './balance.ts';
 import * as accounts from '../../projections/accounts/accounts.ts';
 import type { AccountRow } from '../../projections/accounts/accounts.ts';
@@ -82,7 +84,9 @@ export function adminConsoleRoutes(deps: RouteDeps): Router {
     await ledger.readYourWrites();
     const row = await accounts.byId(db, ledger.rmSchema, id);
     if (!row) throw new ApiError(404, `account ${id} not found`, 'invalid_request_error', 'not_found');
-    ctx.body = accountSummary(row, new Date());
+    const now = new Date();
+    // Its lots of credit with terms, as the account's stream holds them (the customer sees the same in /v1/subscription).
+    ctx.body = { ...accountSummary(row, now), credits: creditsBody((await accountState(ledger, id)).credits, now) };
   });
   return r;
 }

@@ -9,6 +9,7 @@ import { streams, type DomainEvent, type PlanTerms } from '../ledger/events.ts';
 import { metadataFor, requireId, type Ledger } from '../ledger/ledger.ts';
 import { accountDecider, type AccountCommand } from './account-decider.ts';
 import type { AccountState } from './account-state.ts';
+import type { CreditTerms } from './credits.ts';
 import { planDecider } from './plan-decider.ts';
 
 /** How often a decision that reads a plan is decided again because the plan kept changing under it. */
@@ -50,8 +51,8 @@ export async function openAccount(ledger: Ledger, input: { accountId?: string; n
   return accountId;
 }
 
-export const grantExtra = (ledger: Ledger, accountId: string, amount: number, reason: string, actor: string) =>
-  accountCommand(ledger, accountId, { type: 'GrantExtra', accountId, amount, reason }, metadataFor(actor));
+export const grantExtra = (ledger: Ledger, accountId: string, amount: number, reason: string, actor: string, terms: Partial<CreditTerms> = {}) =>
+  accountCommand(ledger, accountId, { type: 'GrantExtra', accountId, amount, reason, terms }, metadataFor(actor));
 
 export function definePlan(ledger: Ledger, terms: PlanTerms, actor: string) {
   requireId(terms.planId, 'plan_id');

@@ -34,7 +34,10 @@ export {
 } from './key-limits.ts';
 export { poolShare, type PaidLot } from './lots.ts';
 export {
+  DEFAULT_PRIORITY,
   drawCredits,
+  drawOrder,
+  isLive,
   isTermed,
   requireCreditTerms,
   requireExpiryDays,
@@ -44,7 +47,7 @@ export {
   type CreditLot,
   type CreditTerms,
 } from './credits.ts';
-export { cancellationBody, paymentBody, paymentsInOrder } from './payment-bodies.ts';
+export { cancellationBody, creditsBody, paymentBody, paymentsInOrder } from './payment-bodies.ts';
 export { type RecordPaymentCommand } from './payment-rules.ts';
 export { requireThreshold, tokensLeft, type AutoTopUp } from './auto-top-up.ts';
 export { requireAlertThresholds } from './balance-alerts.ts';

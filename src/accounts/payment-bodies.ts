@@ -1,8 +1,9 @@
-// How an account's payments and cancellation read in an answer (/v1/subscription, /v1/payments,
-// the session API): from the account's state, which holds them as lots.
+// How an account's payments, cancellation and lots of credit read in an answer (/v1/subscription,
+// /v1/payments, the session API, the console): from the account's state, which holds them as lots.
 import { formatMoney } from '../money/money.ts';
 import type { PaidLot } from './lots.ts';
 import type { AccountState } from './account-state.ts';
+import { drawOrder, isLive, type CreditLot } from './credits.ts';
 
 /** A payment as its receipt and the listings show it. */
 export function paymentBody(accountId: string, lot: PaidLot) {
@@ -44,3 +45,22 @@ export function cancellationBody(s: AccountState) {
 /** An account's payments in the order they were received (the state's map has no order). */
 export const paymentsInOrder = (payments: Iterable<PaidLot>): PaidLot[] =>
   [...payments].sort((a, b) => a.receivedAt.localeCompare(b.receivedAt) || a.paymentId.localeCompare(b.paymentId));
+
+/** The lots of credit with terms as a customer reads them: the open ones in draw-down order (any model's), then those expired. */
+export function creditsBody(credits: readonly CreditLot[], now: Date) {
+  const open = drawOrder(credits, null, null);
+  const order = [...open, ...credits.map((_, i) => i).filter((i) => !open.includes(i))];
+  return order.map((i) => {
+    const l = credits[i];
+    const live = isLive(l, now);
+    return {
+      granted: l.tokens,
+      used: l.used,
+      remaining: live ? Math.max(0, l.tokens - l.used) : 0,
+      expires_at: l.expiresAt,
+      priority: l.priority,
+      models: l.models,
+      status: live ? 'active' : 'expired',
+    };
+  });
+}

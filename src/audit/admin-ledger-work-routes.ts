@@ -15,7 +15,7 @@ import { writeStatementCsv, writeStatementJson } from './statements.ts';
 import { buildUpstreamReport, upstreamReportCsv, upstreamReportQuery } from '../catalogue/index.ts';
 import { verifyLedger, type VerifyProgress } from './verify.ts';
 import { rebuildReadModels } from '../../projections/runner/rebuild.ts';
-import { sweepExpiredHolds, sweepOrphanedHolds } from '../calls/index.ts';
+import { sweepExpiredCredits, sweepExpiredHolds, sweepOrphanedHolds } from '../calls/index.ts';
 import { body, MAX_MODEL_ID, parseTime, str, type Body } from '../http/admin-input.ts';
 
 /** The least time between two progress lines of POST /admin/v1/verify's NDJSON answer. */
@@ -197,7 +197,8 @@ export function adminLedgerWorkRoutes(deps: RouteDeps): Router {
   });
   r.post('/sweep', async (ctx) => {
     const orphaned = await sweepOrphanedHolds(ledger, { db: ledger.readModels.db, schema: ledger.schema });
-    ctx.body = { object: 'sweep', released: orphaned + (await sweepExpiredHolds(ledger)), of_lost_processes: orphaned };
+    const released = orphaned + (await sweepExpiredHolds(ledger));
+    ctx.body = { object: 'sweep', released, of_lost_processes: orphaned, credits_expired: await sweepExpiredCredits(ledger) };
   });
   r.get('/events', async (ctx) => {
     // Checked before the stream starts: a failure once it runs can only cut the connection.

@@ -13,7 +13,7 @@ import {
   paymentsInOrder,
 } from '../accounts/index.ts';
 import { fromMilli } from '../money/pricing.ts';
-import type { AccountRow, Balance } from '../accounts/index.ts';
+import { balanceOf, creditsBody, type AccountRow, type Balance } from '../accounts/index.ts';
 import type { UsageRow } from '../../projections/calls/usage-daily.ts';
 import * as usageDaily from '../../projections/calls/usage-daily.ts';
 import * as usageKeys from '../../projections/calls/usage-keys.ts';
@@ -62,20 +62,23 @@ export function subscription(deps: CallDeps) {
       expiresAt: a.expires_at ? new Date(a.expires_at).toISOString() : null,
     };
     const now = new Date();
+    const state = await deps.metering.state(a.account_id);
+    // The extra tokens as the account holds them: the pool and its lots of credit, whose expiry counts now.
+    const held = balanceOf(state);
+    Object.assign(b, { extraGranted: held.extraGranted, extraUsed: held.extraUsed, credits: held.credits });
     const active = balance.isPlanActive(b, now);
     const quotaRemaining = balance.mainRemaining(b);
-    const extraRemaining = balance.extraRemaining(b);
+    const extraRemaining = balance.extraRemaining(b, now);
     // The same rule as a new hold's: holds are taken from the combined pool.
     const usable = balance.availableTokens(b, now);
     const expiresAt = b.expiresAt ? new Date(b.expiresAt) : null;
-    const state = await deps.metering.state(a.account_id);
     ctx.body = {
       object: 'subscription',
       account_id: a.account_id,
       plan: a.plan_id ? { id: a.plan_id, name: a.plan_name } : null,
       status: active ? 'active' : 'expired',
       quota: { total: a.quota_total, used: a.quota_used, reserved: a.reserved, remaining: quotaRemaining },
-      extra_tokens: { granted: a.extra_granted, used: a.extra_used, remaining: extraRemaining },
+      extra_tokens: { granted: a.extra_granted, used: a.extra_used, remaining: extraRemaining, credits: creditsBody(state.credits, now) },
       remaining_tokens: usable,
       starts_at: a.starts_at ? new Date(a.starts_at).toISOString() : null,
       expires_at: expiresAt ? expiresAt.toISOString() : null,

@@ -13,5 +13,5 @@ export {
 export { subscription, usage } from './account-routes.ts';
 export { VOID_RANK, isVoidCorrection } from './charge-void.ts';
 export { guardedLookup, isNonPublicAddress } from './image-source.ts';
-export { sweepExpiredHolds, sweepOrphanedHolds } from './sweeper.ts';
+export { sweepExpiredCredits, sweepExpiredHolds, sweepOrphanedHolds } from './sweeper.ts';
 export type { CallDeps } from './call-deps.ts';

@@ -88,3 +88,25 @@ export const requiredArg = (p: string[], i: number, name: string): string => {
   if (!p[i]) throw new CliError(`Missing <${name}>.`, 2);
   return p[i];
 };
+
+/**
+ * A credit's terms from the options (--expires ISO or --expires-in-days N, --priority N, --models
+ * a,b), as the admin API takes them; the API checks them. `expires` only where a date is meant.
+ */
+export function creditTermsOf(v: Record<string, string | boolean | undefined>, { withDate = true } = {}): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  const number = (name: string) => {
+    const s = v[name];
+    if (typeof s !== 'string' || !/^\d+$/.test(s)) throw new CliError(`--${name} must be a whole number.`, 2);
+    return Number(s);
+  };
+  if (withDate && typeof v.expires === 'string') body.expires_at = v.expires;
+  if (v['expires-in-days'] !== undefined) body.expires_in_days = number('expires-in-days');
+  if (v.priority !== undefined) body.priority = number('priority');
+  if (typeof v.models === 'string')
+    body.models = v.models
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean);
+  return body;
+}

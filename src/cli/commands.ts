@@ -1,7 +1,7 @@
 // The operator commands: each maps to one admin API call and prints a line or JSON.
 import { createWriteStream } from 'node:fs';
 import cliProgress from 'cli-progress';
-import { adminClient, CliError, requiredOption } from './admin-client.ts';
+import { adminClient, CliError, creditTermsOf, requiredOption } from './admin-client.ts';
 import { runWebhookCommand } from './webhook-commands.ts';
 import { runKeyCommand } from './key-commands.ts';
 import { runPaymentCommand } from './payment-commands.ts';
@@ -43,7 +43,8 @@ export const COMMAND_HELP = `tollgate <command> [options]
   account open --name N [--id ID]         open an account
   account show <id>
   subscribe <account> --plan <plan>       start or renew the account's main plan
-  grant <account> --amount T [--reason R] add extra tokens
+  grant <account> --amount T [--reason R] [--expires ISO | --expires-in-days N] [--priority 1-100] [--models a,b]
+                                          add extra tokens (a credit: expiry, priority, scope)
   key issue <account> [--name N]          the secret is printed once
   key list <account>                      masked, with last use
   key revoke <key-id> [--reason R]
@@ -159,8 +160,9 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
       const r = await c.json('POST', `/accounts/${encodeURIComponent(arg(p.positionals, 1, 'account'))}/extra-tokens`, {
         amount: int(v.amount, 'amount'),
         reason: (v.reason as string) ?? '',
+        ...creditTermsOf(v),
       });
-      return out(`granted ${r.granted} extra tokens to ${r.account_id}`, r);
+      return out(`granted ${r.granted} extra tokens to ${r.account_id}${r.expires_at ? ` until ${r.expires_at}` : ''}`, r);
     }
     case 'key issue': {
       const r = await c.json('POST', `/accounts/${encodeURIComponent(arg(p.positionals, 2, 'account'))}/keys`, { name: (v.name as string) ?? 'default' });

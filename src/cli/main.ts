@@ -100,6 +100,8 @@ const options = {
   limit: { type: 'string' },
   period: { type: 'string' },
   expires: { type: 'string' },
+  'expires-in-days': { type: 'string' },
+  priority: { type: 'string' },
   grace: { type: 'string' },
   pack: { type: 'string' },
   tokens: { type: 'string' },

@@ -1,6 +1,6 @@
 // `tollgate price|payment|codes|unmatched …`: the money admin API (src/books/admin-payments-routes.ts)
 // from the command line (`payment stripe-replay`: Stripe's kept notices through today's handlers). Amounts are whole minor units of the settlement currency (cents for USD).
-import { CliError, requiredArg as arg, type AdminClient, type CliArgs as Args, type CliOut as Out } from './admin-client.ts';
+import { CliError, creditTermsOf, requiredArg as arg, type AdminClient, type CliArgs as Args, type CliOut as Out } from './admin-client.ts';
 
 /** A whole number (minor units, tokens, a count): never a decimal, so no float reaches money. */
 function whole(v: string | boolean | undefined, name: string): number {
@@ -47,7 +47,12 @@ export async function runPaymentCommand(cmd: string, sub: string, p: Args, c: Ad
     }
     case 'price pack': {
       const id = arg(p.positionals, 2, 'pack');
-      const r = await c.json('PUT', `/packs/${enc(id)}`, { name: v.name ?? id, tokens: whole(v.tokens, 'tokens'), amount: whole(v.amount, 'amount') });
+      const r = await c.json('PUT', `/packs/${enc(id)}`, {
+        name: v.name ?? id,
+        tokens: whole(v.tokens, 'tokens'),
+        amount: whole(v.amount, 'amount'),
+        ...creditTermsOf(v, { withDate: false }),
+      });
       return out(`pack ${id}: ${r.tokens} tokens for ${r.amount} ${r.currency} minor units`, r);
     }
     case 'payment record': {

@@ -30,7 +30,7 @@ import { body, MAX_MODEL_ID, str, type Body } from '../http/admin-input.ts';
 import { adminLedgerWorkRoutes } from '../audit/admin-ledger-work-routes.ts';
 import { priceModel, setChannelEnabled } from '../catalogue/index.ts';
 import { issueKey, revokeKey } from '../keys/index.ts';
-import { definePlan, grantExtra, openAccount, subscribe, updatePlan } from '../accounts/index.ts';
+import { DEFAULT_PRIORITY, definePlan, grantExtra, openAccount, requireCreditTerms, subscribe, updatePlan } from '../accounts/index.ts';
 
 /**
  * The admin token, compared first: the right one always goes through, so nobody can lock the
@@ -151,8 +151,23 @@ export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failu
   r.post('/accounts/:id/extra-tokens', async (ctx) => {
     const b = body(ctx);
     const amount = requireTokenAmount(b.amount, 'amount');
-    await grantExtra(ledger, requireId(ctx.params.id, 'account_id'), amount, typeof b.reason === 'string' ? b.reason.slice(0, 500) : '', ctx.state.actor);
-    ctx.body = { object: 'extra_tokens', account_id: ctx.params.id, granted: amount };
+    const terms = requireCreditTerms(b, new Date());
+    await grantExtra(
+      ledger,
+      requireId(ctx.params.id, 'account_id'),
+      amount,
+      typeof b.reason === 'string' ? b.reason.slice(0, 500) : '',
+      ctx.state.actor,
+      terms,
+    );
+    ctx.body = {
+      object: 'extra_tokens',
+      account_id: ctx.params.id,
+      granted: amount,
+      expires_at: terms.expiresAt ?? null,
+      priority: terms.priority ?? DEFAULT_PRIORITY,
+      models: terms.models ?? null,
+    };
   });
   r.post('/accounts/:id/keys', async (ctx) => {
     const b = ctx.request.body && typeof ctx.request.body === 'object' ? (ctx.request.body as Body) : {};

@@ -275,6 +275,14 @@ export const ModelsList = Closed(
 );
 
 const TOKEN_POOL = { used: Count, remaining: Count };
+const CREDIT = Closed({
+  granted: Count,
+  ...TOKEN_POOL,
+  expires_at: Nullable(Instant),
+  priority: Type.Integer({ minimum: 1, maximum: 100, description: 'Lower numbers are drawn first.' }),
+  models: Nullable(Type.Array(Type.String(), { description: 'The models it pays for (null: every model).' })),
+  status: OneOf(['active', 'expired']),
+});
 
 const Payment = Closed({
   object: Type.Literal('payment'),
@@ -315,7 +323,14 @@ export const SubscriptionReply = Closed(
     plan: Nullable(Closed({ id: Type.String(), name: Nullable(Type.String()) })),
     status: OneOf(['active', 'expired']),
     quota: Closed({ total: Count, ...TOKEN_POOL, reserved: Count }),
-    extra_tokens: Closed({ granted: Count, ...TOKEN_POOL }),
+    extra_tokens: Closed({
+      granted: Count,
+      ...TOKEN_POOL,
+      credits: Type.Array(CREDIT, {
+        description:
+          'The grants of extra tokens with terms (an expiry, a priority, a scope of models), in draw-down order; the other extra tokens never expire.',
+      }),
+    }),
     remaining_tokens: Type.Integer({ minimum: 0, description: 'What a new call may hold: the main quota (while the plan is active) and the extra tokens.' }),
     starts_at: Nullable(Instant),
     expires_at: Nullable(Instant),
