@@ -192,7 +192,8 @@ if (skipReason) {
     assert.equal(north.plan, { id: 'pro', name: 'Pro' });
     assert.ok(north.quota.used > 0 && north.quota.remaining === 200_000 - north.quota.used);
     assert.is(north.remaining_tokens, north.quota.remaining);
-    assert.equal((await adminApi('GET', '/accounts/north/balance')).json, north);
+    // The balance is the listing's summary and the account's grants with terms (none yet).
+    assert.equal((await adminApi('GET', '/accounts/north/balance')).json, { ...north, credits: [] });
     for (const bad of ['limit=0', 'limit=201', 'limit=abc', 'limit=1.5']) assert.is((await adminApi('GET', `/accounts?${bad}`)).status, 400, bad);
     assert.is((await adminApi('GET', '/accounts/nobody/balance')).status, 404);
     assert.is((await adminApi('GET', '/accounts', undefined, 'tg_admin_wrong')).status, 401);
@@ -331,6 +332,42 @@ if (skipReason) {
     assert.is(after.extra_tokens.remaining, before.extra_tokens.remaining + 5000);
     assert.is(await dataValue(page, '#balance p[data-field="remaining_tokens"]'), after.remaining_tokens);
     assert.is(after.remaining_tokens, before.remaining_tokens + 5000);
+    assert.equal(after.credits, [], 'a grant without terms is not a credit of its own');
+    assert.is(await page.locator('#balance-credits').count(), 0);
+
+    // Extra tokens with terms: the gateway's refusal (a priority out of range) reads as a message
+    // naming the field; then an expiry day, a priority and a model, shown in the balance's table.
+    const expiryDay = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
+    const grant = page.locator('section[aria-labelledby="extra-heading"]');
+    await grant.getByLabel('Tokens to grant').fill('2000');
+    await grant.getByLabel(/^Reason for the grant/).fill('launch credit');
+    await grant.getByLabel(/^Expires on/).fill(expiryDay);
+    await grant.getByLabel(/^Priority/).fill('0');
+    await grant.getByLabel(/^Models/).fill(MODEL);
+    await grant.getByRole('button', { name: 'Grant extra tokens' }).click();
+    await grant.getByText('priority must be a whole number from 1 (drawn first) to 100.').waitFor();
+    assert.is(await grant.getByLabel(/^Priority/).getAttribute('aria-invalid'), 'true', 'the field the gateway named is marked');
+    assert.is((await adminApi('GET', '/accounts/north/balance')).json.extra_tokens.granted, after.extra_tokens.granted, 'nothing was granted');
+    await grant.getByLabel(/^Priority/).fill('10');
+    await grant.getByRole('button', { name: 'Grant extra tokens' }).click();
+    await grant.getByText(`Granted 2,000 extra tokens, expiring ${expiryDay} 23:59 UTC, for ${MODEL}, priority 10.`).waitFor();
+    assert.is(await grant.getByLabel(/^Expires on/).inputValue(), '', 'the form is emptied');
+    const termed = (await adminApi('GET', '/accounts/north/balance')).json;
+    assert.equal(termed.credits, [
+      { granted: 2000, used: 0, remaining: 2000, expires_at: `${expiryDay}T23:59:59.000Z`, priority: 10, models: [MODEL], status: 'active' },
+    ]);
+    assert.is(termed.extra_tokens.remaining, after.extra_tokens.remaining + 2000);
+    const creditRow = page.locator('#balance-credits tbody tr');
+    await creditRow.first().waitFor();
+    assert.is(await creditRow.count(), 1);
+    const cells = (await creditRow.locator('td').allTextContents()).map((t) => t.trim());
+    const shownDay = await page.evaluate(
+      (t) => new Date(t).toLocaleDateString('en-US', { year: 'numeric', month: 'short', day: 'numeric' }),
+      termed.credits[0].expires_at,
+    );
+    assert.is(cells.length, 5);
+    assert.match(cells[1], new RegExp(`^${shownDay} \\(in 3[01] days\\)$`));
+    assert.equal([cells[0], cells[2], cells[3], cells[4]], ['2,000 of 2,000', MODEL, '10', 'Active']);
 
     await shot(page, 'admin-account-desktop.png', true);
 
@@ -777,8 +814,10 @@ if (skipReason) {
     for (const url of authorizedUrls) assert.ok(url.startsWith(`${gw.url}/admin/v1/`), url);
     assert.equal(cspProblems, []);
     assert.equal(pageErrors, []);
-    // The only console errors are the browser's notes on the refused sign-in (HTTP 401).
-    for (const e of consoleErrors) assert.match(e, /Failed to load resource: the server responded with a status of 401/, e);
+    // The only console errors are the browser's notes on the refused sign-in (HTTP 401) and the
+    // refused grant of extra tokens (HTTP 400, a priority out of range).
+    for (const e of consoleErrors) assert.match(e, /Failed to load resource: the server responded with a status of 40[01]/, e);
+    assert.is(consoleErrors.filter((e) => / 400 /.test(e)).length, 1, 'one refused grant');
   });
 }
 

@@ -14,7 +14,7 @@ import type { BrowserContext, ConsoleMessage, Page } from 'playwright-core';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { chromiumMissing, launchChromium, PHONE } from './support/browser.ts';
 import { issueKey } from '../src/keys/index.ts';
-import { definePlan, openAccount, subscribe } from '../src/accounts/index.ts';
+import { definePlan, grantExtra, openAccount, subscribe } from '../src/accounts/index.ts';
 
 const ARTIFACTS = new URL('../artifacts/', import.meta.url).pathname;
 
@@ -373,7 +373,17 @@ if (skipReason) {
     await page.waitForFunction(() => !(document.getElementById('model') as HTMLSelectElement).disabled);
   });
 
-  test('usage: per-day stacked bars split by model with today present, tables with totals, the subscription card', async () => {
+  test('usage: per-day stacked bars split by model with today present, tables with totals, the subscription card with its credits', async () => {
+    // Extra tokens with terms on the demo account: one for one model that expires in 30 days, one
+    // for every model that never expires (a priority of its own), and one that has expired.
+    const actor = 'admin:test';
+    const inThirtyDays = new Date(Date.now() + 30 * 86_400_000).toISOString();
+    const soon = new Date(Date.now() + 1000).toISOString();
+    await grantExtra(gw.ledger, gw.demo!.accountId, 3000, 'launch', actor, { expiresAt: inThirtyDays, priority: 20, models: ['cx/gen-6-terra'] });
+    await grantExtra(gw.ledger, gw.demo!.accountId, 700, 'goodwill', actor, { priority: 5 });
+    await grantExtra(gw.ledger, gw.demo!.accountId, 400, 'trial', actor, { expiresAt: soon });
+    await gw.ledger.caughtUp();
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(soon) - Date.now() + 50)));
     const api = await (await fetch(`${gw.baseUrl}/usage?daily=true&range=7d`, { headers: { authorization: `Bearer ${demoKey}` } })).json();
     const sub = await (await fetch(`${gw.baseUrl}/subscription`, { headers: { authorization: `Bearer ${demoKey}` } })).json();
     assert.ok(api.totals.billed > 0);
@@ -408,6 +418,26 @@ if (skipReason) {
     assert.match((await card.textContent()) ?? '', /Active/);
     assert.match((await card.textContent()) ?? '', /Expires/);
     assert.is(await page.locator('#sub-remaining').textContent(), sub.remaining_tokens.toLocaleString('en-US'));
+
+    // The credits with terms, as the API lists them: open ones in draw-down order, then the expired one.
+    assert.equal(
+      sub.extra_tokens.credits.map((c: any) => [c.granted, c.remaining, c.expires_at, c.priority, c.models, c.status]),
+      [
+        [3000, 3000, inThirtyDays, 20, ['cx/gen-6-terra'], 'active'],
+        [700, 700, null, 5, null, 'active'],
+        [400, 0, soon, 50, null, 'expired'],
+      ],
+    );
+    const credits = page.locator('#sub-credits');
+    await credits.locator('tbody tr').nth(2).waitFor();
+    assert.is(await credits.locator('caption').textContent(), 'Credits with an expiry or a scope');
+    const rows = await credits.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim())));
+    const shownDay = (iso: string) => page.evaluate((t) => new Date(t).toLocaleDateString('en-US', { year: 'numeric', month: 'short', day: 'numeric' }), iso);
+    assert.equal(rows, [
+      ['3,000 of 3,000', `${await shownDay(inThirtyDays)} (in 30 days)`, 'cx/gen-6-terra', '20', 'Active'],
+      ['700 of 700', 'Never', 'All models', '5', 'Active'],
+      ['0 of 400', `${await shownDay(soon)} (today)`, 'All models', '50', 'Expired'],
+    ]);
 
     // The chart is one tab stop; the arrow keys read the days out.
     await page.locator('svg.chart').focus();

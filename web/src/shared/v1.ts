@@ -3,11 +3,25 @@ import { createClient, gatewayRoot } from './http.ts';
 import { ApiProblem } from './problem.ts';
 import { getKey } from './storage.ts';
 
+/** A grant of extra tokens with terms (an expiry, a priority, a scope of models), as /v1/subscription lists it. */
+export interface Credit {
+  granted: number;
+  used: number;
+  remaining: number;
+  expires_at: string | null;
+  /** 1 to 100: lower numbers are drawn first. */
+  priority: number;
+  /** The models it pays for; null: every model. */
+  models: string[] | null;
+  status: 'active' | 'expired';
+}
+
 export interface Subscription {
   status: 'active' | 'expired' | string;
   plan: { id: string; name: string } | null;
   quota: { total: number; used: number; reserved: number; remaining: number };
-  extra_tokens: { granted: number; used: number; remaining: number };
+  /** `credits`: the grants with terms, the open ones in draw-down order, then those expired (the others never expire). */
+  extra_tokens: { granted: number; used: number; remaining: number; credits: Credit[] };
   remaining_tokens: number;
   starts_at: string | null;
   expires_at: string | null;

@@ -1,8 +1,10 @@
-// One account: its balance by the money rule, its plan (subscribe or renew), extra tokens, keys
-// and statements. The balance is read again after every change that moves it.
+// One account: its balance by the money rule (with its grants of extra tokens that carry terms),
+// its plan (subscribe or renew), extra tokens, keys and statements. The balance is read again after
+// every change that moves it.
 import { useEffect, useState } from 'preact/hooks';
 import { admin, enc } from '../api/client.ts';
-import type { AccountSummary, List, Plan } from '../api/types.ts';
+import type { AccountBalance, List, Plan } from '../api/types.ts';
+import { CreditsTable } from '../../shared/components/CreditsTable.tsx';
 import { Loading } from '../../shared/components/Page.tsx';
 import { fmt, when } from '../../shared/format.ts';
 import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
@@ -21,7 +23,7 @@ export function AccountPage({ accountId }: { accountId: string }) {
     setProblem,
     load: loadBalance,
   } = useLoaded(async () => {
-    const a = await admin<AccountSummary>(`accounts/${enc(accountId)}/balance`);
+    const a = await admin<AccountBalance>(`accounts/${enc(accountId)}/balance`);
     document.title = `${a.name} · Operator console · Tollgate`;
     return a;
   });
@@ -81,7 +83,7 @@ function Fact({ label, field, value, text }: { label: string; field: string; val
   );
 }
 
-function BalanceFacts({ a }: { a: AccountSummary }) {
+function BalanceFacts({ a }: { a: AccountBalance }) {
   const total = a.quota.total;
   const pct = total > 0 ? Math.max(0, Math.min(100, Math.round((a.quota.remaining / total) * 100))) : 0;
   const rpm = a.rate_limit.requests_per_minute;
@@ -108,6 +110,7 @@ function BalanceFacts({ a }: { a: AccountSummary }) {
         <Fact label="Plan expires" field="expires_at" value={a.expires_at} text={when(a.expires_at)} />
         <Fact label="Call rate" field="rpm" value={rpm} text={rpm ? `${fmt(rpm)} requests/min` : '—'} />
       </dl>
+      {a.credits?.length ? <CreditsTable credits={a.credits} tableId="balance-credits" /> : null}
     </>
   );
 }

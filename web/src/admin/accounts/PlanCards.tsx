@@ -1,14 +1,15 @@
-// An account's plan (subscribe, or renew the current one) and its extra tokens (grant with a reason).
+// An account's plan (subscribe, or renew the current one) and its extra tokens (grant with a reason,
+// and optionally terms: an expiry day, a priority, a scope of models; only the filled ones are sent).
 import { useRef, useState } from 'preact/hooks';
 import { admin, enc } from '../api/client.ts';
 import { clientProblem } from '../../shared/problem.ts';
 import { Field, InputField } from '../../shared/components/Field.tsx';
 import { Result } from '../../shared/components/Page.tsx';
-import { fmt, when } from '../../shared/format.ts';
+import { dayUtc, fmt, when } from '../../shared/format.ts';
 import { ProblemRegion } from '../../shared/components/ProblemBox.tsx';
 import { useAction } from '../../shared/useAction.tsx';
 import { FormActions } from '../../shared/components/FormActions.tsx';
-import type { AccountSummary, Plan } from '../api/types.ts';
+import type { AccountSummary, ExtraTokensGrant, Plan } from '../api/types.ts';
 
 interface PlanCardProps {
   accountId: string;
@@ -69,6 +70,9 @@ export function ExtraTokensCard({ accountId, onChanged }: { accountId: string; o
   const action = useAction(form);
   const [amount, setAmount] = useState('');
   const [reason, setReason] = useState('');
+  const [expiresOn, setExpiresOn] = useState('');
+  const [priority, setPriority] = useState('');
+  const [models, setModels] = useState('');
   const [done, setDone] = useState('');
   const submit = async (ev: Event) => {
     ev.preventDefault();
@@ -76,15 +80,35 @@ export function ExtraTokensCard({ accountId, onChanged }: { accountId: string; o
     const n = Number(amount);
     const res = await action.run(async () => {
       if (!Number.isSafeInteger(n) || n < 1) throw clientProblem('Enter a whole number of tokens, at least 1.', 'amount');
-      return admin<{ granted: number }>(`accounts/${enc(accountId)}/extra-tokens`, { method: 'POST', body: { amount: n, reason: reason.trim() } });
+      const body: Record<string, unknown> = { amount: n, reason: reason.trim() };
+      // The chosen day's end in UTC; the gateway refuses a day already over.
+      if (expiresOn) {
+        if (!/^\d{4}-\d{2}-\d{2}$/.test(expiresOn)) throw clientProblem('Choose a day, or leave it empty.', 'expires_at');
+        body.expires_at = `${expiresOn}T23:59:59Z`;
+      }
+      if (priority.trim()) {
+        const p = Number(priority);
+        if (!Number.isFinite(p)) throw clientProblem('Enter a whole number from 1 to 100, or leave it empty.', 'priority');
+        body.priority = p;
+      }
+      const list = models.split(/[\s,]+/).filter(Boolean);
+      if (list.length) body.models = list;
+      return admin<ExtraTokensGrant>(`accounts/${enc(accountId)}/extra-tokens`, { method: 'POST', body });
     });
     if (!res) return;
     const a = await onChanged();
+    const terms: string[] = [];
+    if (res.expires_at) terms.push(`expiring ${when(res.expires_at)}`);
+    if (res.models?.length) terms.push(`for ${res.models.join(', ')}`);
+    if (priority.trim()) terms.push(`priority ${res.priority}`);
     setDone(
-      `Granted ${fmt(res.granted)} extra tokens.${a ? ` Extra tokens left: ${fmt(a.extra_tokens.remaining)}; remaining tokens: ${fmt(a.remaining_tokens)}.` : ''}`,
+      `Granted ${fmt(res.granted)} extra tokens${terms.length ? `, ${terms.join(', ')}` : ''}.${a ? ` Extra tokens left: ${fmt(a.extra_tokens.remaining)}; remaining tokens: ${fmt(a.remaining_tokens)}.` : ''}`,
     );
     setAmount('');
     setReason('');
+    setExpiresOn('');
+    setPriority('');
+    setModels('');
   };
   return (
     <section class="card" aria-labelledby="extra-heading">
@@ -112,6 +136,41 @@ export function ExtraTokensCard({ accountId, onChanged }: { accountId: string; o
           maxLength={500}
           value={reason}
           onValue={(v) => setReason(v)}
+        />
+        <InputField
+          id="grant-expires"
+          label="Expires on"
+          optional
+          help="The unused tokens expire at the end of that day (23:59:59 UTC). Empty: they never expire."
+          type="date"
+          name="expires_at"
+          min={dayUtc()}
+          value={expiresOn}
+          onValue={(v) => setExpiresOn(v)}
+        />
+        <InputField
+          id="grant-priority"
+          label="Priority"
+          optional
+          help="1 to 100: lower numbers are drawn first. Empty: 50."
+          type="number"
+          name="priority"
+          min={1}
+          max={100}
+          step={1}
+          inputMode="numeric"
+          value={priority}
+          onValue={(v) => setPriority(v)}
+        />
+        <InputField
+          id="grant-models"
+          label="Models"
+          optional
+          help="Model ids, separated by commas, that these tokens may pay for. Empty: every model."
+          type="text"
+          name="models"
+          value={models}
+          onValue={(v) => setModels(v)}
         />
         <FormActions submit="Grant extra tokens" busy={action.busy} />
       </form>

@@ -20,6 +20,24 @@ export interface AccountSummary {
   rate_limit: { requests_per_minute: number | null };
 }
 
+/** GET /accounts/{id}/balance: the summary and the grants with terms (open ones in draw-down order, then those expired). */
+import type { Credit } from '../../shared/v1.ts';
+export type { Credit };
+
+export interface AccountBalance extends AccountSummary {
+  credits: Credit[];
+}
+
+/** POST /accounts/{id}/extra-tokens. */
+export interface ExtraTokensGrant {
+  object: 'extra_tokens';
+  account_id: string;
+  granted: number;
+  expires_at: string | null;
+  priority: number;
+  models: string[] | null;
+}
+
 export interface KeyRow {
   key_id: string;
   name: string;

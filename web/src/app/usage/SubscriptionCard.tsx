@@ -1,5 +1,7 @@
-// The usage page's subscription card: remaining tokens with a bar, the plan and its dates, and what
-// to do when the plan expired or the quota is used up.
+// The usage page's subscription card: remaining tokens with a bar, the plan and its dates, the
+// extra tokens granted with terms (an expiry, a scope of models), and what to do when the plan
+// expired or the quota is used up.
+import { CreditsTable } from '../../shared/components/CreditsTable.tsx';
 import { dateOf, fmt, relativeDays } from '../../shared/format.ts';
 import type { Subscription } from '../../shared/v1.ts';
 
@@ -57,6 +59,7 @@ function SubscriptionBody({ sub }: { sub: Subscription }) {
           </>
         ))}
       </dl>
+      {sub.extra_tokens?.credits?.length ? <CreditsTable credits={sub.extra_tokens.credits} tableId="sub-credits" /> : null}
       {!active ? (
         <p class="help warn">The main plan has expired: only extra tokens can be used. Renew the plan to continue.</p>
       ) : sub.remaining_tokens <= 0 ? (
