@@ -119,7 +119,7 @@ test('a pack of 300 tokens redeemed from a code sold at $2.50: PaymentReceived 2
   const granted = events.find((e) => e.position === paid.position + 1)!;
   assert.equal([paid.data.processor, paid.data.amount, paid.data.fee], ['code', 250, null]);
   assert.equal([granted.type, granted.data.amount, granted.data.paymentId], ['ExtraTokensGranted', 300, codePayment]);
-  assert.equal((await subscription()).extra_tokens, { granted: 300, used: 0, remaining: 300 });
+  assert.equal((await subscription()).extra_tokens, { granted: 300, used: 0, remaining: 300, credits: [] });
   const recognised: number[] = [];
   for (let i = 0; i < 3; i++) {
     await spend(100);
