@@ -33,8 +33,10 @@ async function mismatch(ctx: StripeContext, accountId: string | undefined, purch
     if (err instanceof DomainError) return `no known plan or pack (${err.message})`;
     throw err;
   }
+  // Another currency is matched when the item is offered in it (booked at the day's exchange rate).
   const settlement = (await ctx.payments.priceList()).currency;
-  if (currency !== settlement) return `paid in ${currency}, the ledger settles in ${settlement}`;
+  if (currency !== settlement && !(await ctx.payments.resolve(purchase(), currency).catch(() => null))?.listPrice)
+    return `paid in ${currency}, which the item is not offered in (the ledger settles in ${settlement})`;
   return null;
 }
 
