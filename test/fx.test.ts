@@ -82,7 +82,13 @@ test.before(async () => {
     await ok(admin(`/accounts/${id}/subscription`, { plan_id: 'access' }));
   }
   dollarKey = (await ok(admin('/accounts/dollar/keys', { name: 'app' }), 201)).key;
-  await ok(admin('/accounts/dollar/billing-profile', { legal_name: 'Dollar Kunde', address_lines: ['Hauptstraße 5'], city: 'Berlin', country: 'DE', invoice_email: 'ap@buyer.test' }, 'PUT'));
+  await ok(
+    admin(
+      '/accounts/dollar/billing-profile',
+      { legal_name: 'Dollar Kunde', address_lines: ['Hauptstraße 5'], city: 'Berlin', country: 'DE', invoice_email: 'ap@buyer.test' },
+      'PUT',
+    ),
+  );
 });
 test.after(async () => {
   await proc?.stop();
@@ -136,7 +142,10 @@ test('paid in dollars through Checkout: 11.90 USD with 1.90 of USt, booked as 11
   });
   if (received.fx.fee !== null) assert.is(received.fee, Math.round(received.fx.fee * 0.9512), 'the fee converted at the same rate');
   const receipt = (await ok(call(gw, '/v1/payments', { key: dollarKey }))).data[0];
-  assert.equal([receipt.amount, receipt.currency, receipt.paid_in.amount, receipt.paid_in.currency, receipt.paid_in.rate], [1132, 'EUR', 1190, 'USD', '0.9512']);
+  assert.equal(
+    [receipt.amount, receipt.currency, receipt.paid_in.amount, receipt.paid_in.currency, receipt.paid_in.rate],
+    [1132, 'EUR', 1190, 'USD', '0.9512'],
+  );
   const [invoice] = await docs('dollar', 1);
   assert.equal([invoice.currency, invoice.total, invoice.tax], ['USD', 1190, 190]);
   assert.equal(invoice.booked, { currency: 'EUR', total: 1132, tax: 181, rate: '0.9512', day: TODAY, source: 'ECB reference rate' });
@@ -178,7 +187,7 @@ test("refunded 5.95 USD after the rate moved to 0.94: 5.66 EUR back at the payme
   await refused(admin(`/accounts/dollar/payments/${paymentId}/refunds`, { amount: 1, refund_id: 'R-X' }), 400, 'amount');
 });
 
-test('a bank transfer in dollars is converted at the day\'s rate; one in pounds is refused; a Stripe payment in pounds is kept unmatched', async () => {
+test("a bank transfer in dollars is converted at the day's rate; one in pounds is refused; a Stripe payment in pounds is kept unmatched", async () => {
   const wire = await ok(admin('/accounts/wire/payments', { reference: 'WIRE-USD-1', amount: 1000, currency: 'USD', pack_id: 'p1000' }), 201);
   // No billing profile: untaxed. 1000 x 0.94 = 940.
   assert.equal([wire.amount, wire.currency, wire.paid_in.amount, wire.paid_in.currency, wire.paid_in.rate], [940, 'EUR', 1000, 'USD', '0.94']);
@@ -215,7 +224,10 @@ test('an upstream cost rate given in dollars is converted at the rate of its day
 
 test('the books: the FX gain in the report, the reconciliation at zero, the journal balanced (hledger agrees); the same after a rebuild from zero', async () => {
   const report = await ok(admin(`/finance/report?${WINDOW}`));
-  assert.equal([report.totals.payments, report.totals.refunds, report.totals.tax, report.totals.tax_refunded, report.totals.fx_gain_loss], [1132 + 940, 1132, 181, 181, 14]);
+  assert.equal(
+    [report.totals.payments, report.totals.refunds, report.totals.tax, report.totals.tax_refunded, report.totals.fx_gain_loss],
+    [1132 + 940, 1132, 181, 181, 14],
+  );
   const reconciliation = await ok(admin(`/finance/reconciliation?${WINDOW}`));
   assert.equal([reconciliation.total.difference, reconciliation.total.fx_gain_loss], [0, 14]);
   const journal = await ok(admin(`/finance/journal?${WINDOW}&format=json`));

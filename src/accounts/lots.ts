@@ -51,7 +51,9 @@ export interface PaidInCurrency {
 
 /** What a payment was made as: in its own currency when it came in another than the settlement currency. */
 export const paidAs = (lot: PaidLot): { amount: number; refunded: number; currency: string } =>
-  lot.fx ? { amount: lot.fx.amount, refunded: lot.fx.refunded, currency: lot.fx.currency } : { amount: lot.amount, refunded: lot.refunded, currency: lot.currency };
+  lot.fx
+    ? { amount: lot.fx.amount, refunded: lot.fx.refunded, currency: lot.fx.currency }
+    : { amount: lot.amount, refunded: lot.refunded, currency: lot.currency };
 
 /** A dispute as the account knows it: open (outcome null) or closed; kept once closed, so a replayed notice opens nothing. */
 export interface DisputeRecord {

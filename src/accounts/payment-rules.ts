@@ -117,7 +117,12 @@ function decideRefund(
     throw invalid(`at most ${paid.amount - paid.refunded} minor units (${paid.currency}) of payment ${lot.paymentId} are left to refund`, { param: 'amount' });
   // A payment in another currency goes back at its own rate (cumulatively, so refunding all of it gives back all of its conversion).
   const amount = lot.fx
-    ? convertedPart({ amount: lot.fx.refunded, currency: lot.fx.currency }, { amount: lot.fx.refunded + given, currency: lot.fx.currency }, lot.currency, lot.fx.rate)
+    ? convertedPart(
+        { amount: lot.fx.refunded, currency: lot.fx.currency },
+        { amount: lot.fx.refunded + given, currency: lot.fx.currency },
+        lot.currency,
+        lot.fx.rate,
+      )
     : given;
   const bought = tokensFor(lot.refunded + amount, lot.amount, lot.tokens) - tokensFor(lot.refunded, lot.amount, lot.tokens);
   const b = balanceOf(s);
@@ -273,7 +278,17 @@ export function evolvePayment(s: AccountState, e: DomainEvent): AccountState {
         tax: d.tax?.amount ?? 0,
         taxRefunded: 0,
       };
-      if (d.fx) lot.fx = { currency: d.fx.currency, amount: d.fx.amount, tax: d.fx.tax, rate: d.fx.rate, day: d.fx.day, source: d.fx.source, refunded: 0, taxRefunded: 0 };
+      if (d.fx)
+        lot.fx = {
+          currency: d.fx.currency,
+          amount: d.fx.amount,
+          tax: d.fx.tax,
+          rate: d.fx.rate,
+          day: d.fx.day,
+          source: d.fx.source,
+          refunded: 0,
+          taxRefunded: 0,
+        };
       // The pack's grant, appended with the payment, is the account's next grant of extra tokens:
       // a lot of its own if it has terms, else the pool's newest.
       if (d.item.kind === 'pack') {

@@ -103,7 +103,9 @@ export function createDocumentIssuer(ledger: Ledger, settings: DocumentSettings,
         currency: fx ? fx.currency : refund.currency,
         reason: refund.reason,
         taxRefunded: fx ? fx.taxRefunded : (refund.taxRefunded ?? 0),
-        ...(fx ? { booked: { currency: refund.currency, total: refund.amount, tax: refund.taxRefunded ?? 0, rate: fx.rate, day: fx.day, source: fx.source } } : {}),
+        ...(fx
+          ? { booked: { currency: refund.currency, total: refund.amount, tax: refund.taxRefunded ?? 0, rate: fx.rate, day: fx.day, source: fx.source } }
+          : {}),
       },
       invoiceRow.document as unknown as InvoiceData,
       at,

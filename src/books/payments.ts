@@ -291,8 +291,9 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
       const disputed = state.disputes.get(disputeId);
       const lot = disputed ? state.payments.get(disputed.paymentId) : undefined;
       const rateNow = lot ? await rateNowFor(lot, now) : undefined;
-      return (await accountCommand(ledger, accountId, { type: 'CloseDispute', disputeId, outcome, fee, now, ...(rateNow ? { rateNow } : {}) }, metadataFor(actor)))
-        .events;
+      return (
+        await accountCommand(ledger, accountId, { type: 'CloseDispute', disputeId, outcome, fee, now, ...(rateNow ? { rateNow } : {}) }, metadataFor(actor))
+      ).events;
     },
     /** A recurring plan stops renewing (or, `resume`, renews again); idempotent by the processor's subscription id. Resolves to the events appended. */
     async setRenewal(accountId: string, processor: PaymentProcessor, processorSubscriptionId: string, change: CancellationKind | 'resume', actor: string) {

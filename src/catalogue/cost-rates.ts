@@ -56,9 +56,13 @@ export function rateOf(c: SetRateCommand, settlement: string | null): CostRate {
   if (!settlement) throw new DomainError('conflict', 'the settlement currency is not set yet');
   const currency = currencyOf(c.currency ?? settlement).code;
   if (currency !== settlement && !c.rate)
-    throw new DomainError('conflict', `there is no exchange rate for ${currency} into ${settlement}: record one first (PUT /admin/v1/exchange-rates/${currency})`, {
-      param: 'currency',
-    });
+    throw new DomainError(
+      'conflict',
+      `there is no exchange rate for ${currency} into ${settlement}: record one first (PUT /admin/v1/exchange-rates/${currency})`,
+      {
+        param: 'currency',
+      },
+    );
   const at = typeof c.effectiveAt === 'string' ? Date.parse(c.effectiveAt) : NaN;
   if (!Number.isFinite(at)) throw invalid('effective_at must be an ISO 8601 time', { param: 'effective_at' });
   const given = (p: PriceParam) => (c.prices[p] === undefined || c.prices[p] === null ? undefined : priceText(c.prices[p], currency, p));

@@ -89,8 +89,10 @@ export const COMMAND_HELP = `tollgate <command> [options]
   webhook deliveries <webhook-id> [--status pending|delivered|failed|cancelled] [--limit N]
   webhook replay <webhook-id> <delivery-id>   send a delivery again
   price list                              the settlement currency, plan prices and packs
-  price plan <plan> --amount CENTS        a plan's price per period from now on (whole minor units)
-  price pack <pack> --tokens T --amount CENTS [--name N]
+  price plan <plan> --amount CENTS [--currency C]
+                                          a plan's price per period from now on (whole minor units; another
+                                          currency than the settlement one: an offer in it)
+  price pack <pack> --tokens T --amount CENTS [--name N] [--currency C] [--expires-in-days N] [--priority 1-100] [--models a,b]
   payment record <account> --reference R --amount CENTS (--plan P | --pack K) [--fee CENTS] [--currency C]
                                           a bank transfer or paid invoice, with the grant it pays for
   payment list <account>

@@ -213,7 +213,7 @@ export const DOCUMENT_COMMON = {
   booked: Type.Optional(
     Described(
       Type.Object({ currency: Currency, total: Count, tax: Count, ...FX_RATE_USED }, { additionalProperties: false }),
-      "A document in another currency than the settlement currency: its total and tax as booked in the settlement currency, and the exchange rate they were booked at (absent: in the settlement currency).",
+      'A document in another currency than the settlement currency: its total and tax as booked in the settlement currency, and the exchange rate they were booked at (absent: in the settlement currency).',
     ),
   ),
 };

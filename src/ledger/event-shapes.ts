@@ -35,6 +35,16 @@ import {
   FX_RATE_USED,
 } from './event-atoms.ts';
 
+/** An upstream cost rate's prices: decimal major units per million tokens (image: per image, null: not priced). */
+const COST_PRICES = {
+  input: Decimal,
+  cacheRead: Decimal,
+  cacheWrite5m: Decimal,
+  cacheWrite1h: Decimal,
+  output: Decimal,
+  image: Type.Union([Decimal, Type.Null()]),
+};
+
 /** The data of each event type. */
 export const EVENT_SHAPES = {
   // Plans and accounts.
@@ -214,19 +224,14 @@ export const EVENT_SHAPES = {
       upstreamModel: Text200,
       currency: Currency,
       effectiveAt: Instant,
-      input: Decimal,
-      cacheRead: Decimal,
-      cacheWrite5m: Decimal,
-      cacheWrite1h: Decimal,
-      output: Decimal,
-      image: Type.Union([Decimal, Type.Null()]),
+      ...COST_PRICES,
       fx: Type.Optional(
         Described(
           Type.Object(
             {
               currency: Currency,
               ...FX_RATE_USED,
-              given: Type.Object({ input: Decimal, cacheRead: Decimal, cacheWrite5m: Decimal, cacheWrite1h: Decimal, output: Decimal, image: Type.Union([Decimal, Type.Null()]) }, { additionalProperties: false }),
+              given: Type.Object(COST_PRICES, { additionalProperties: false }),
             },
             { additionalProperties: false },
           ),
@@ -398,7 +403,10 @@ export const EVENT_SHAPES = {
               taxRefunded: Count,
               ...FX_RATE_USED,
               now: Described(Type.Object(FX_RATE_USED, { additionalProperties: false }), "The day's exchange rate when the money went back."),
-              gainLoss: Described(Signed, 'amount at the payment\'s rate less amount at the rate of now, in settlement minor units: positive is an FX gain, negative a loss.'),
+              gainLoss: Described(
+                Signed,
+                "amount at the payment's rate less amount at the rate of now, in settlement minor units: positive is an FX gain, negative a loss.",
+              ),
             },
             { additionalProperties: false },
           ),

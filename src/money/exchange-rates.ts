@@ -59,6 +59,7 @@ export function rateOn(s: ExchangeRatesState, currency: string, day: string): Ra
 /** The rate for `currency` on `day`, or a conflict naming the currency: a foreign amount is never booked without one. */
 export function requireRateOn(s: ExchangeRatesState, currency: string, day: string): RateUsed {
   const r = rateOn(s, currency, day);
-  if (!r) throw new DomainError('conflict', `there is no exchange rate for ${currency} on or before ${day}: the operator records one first`, { param: 'currency' });
+  if (!r)
+    throw new DomainError('conflict', `there is no exchange rate for ${currency} on or before ${day}: the operator records one first`, { param: 'currency' });
   return r;
 }

@@ -315,7 +315,10 @@ const Payment = Closed({
         day: Type.String(),
         source: Type.String(),
       },
-      { description: 'Paid in another currency than the settlement currency: as paid, and the exchange rate it was booked at (amount, fee and tax above are in the settlement currency).' },
+      {
+        description:
+          'Paid in another currency than the settlement currency: as paid, and the exchange rate it was booked at (amount, fee and tax above are in the settlement currency).',
+      },
     ),
   ),
 });
