@@ -129,7 +129,7 @@ test('a pack of 300 tokens redeemed from a code sold at $2.50: PaymentReceived 2
     recognised.map((r, i) => r - (recognised[i - 1] ?? 0)),
     [83, 84, 83],
   );
-  assert.equal((await subscription()).extra_tokens, { granted: 300, used: 300, remaining: 0 });
+  assert.equal((await subscription()).extra_tokens, { granted: 300, used: 300, remaining: 0, credits: [] });
 });
 
 test.run();
