@@ -100,7 +100,15 @@ const big = 'x'.repeat(600 * 1024);
 const app = `/app/api/accounts/${accountId}`;
 type Body = Record<string, unknown>;
 /** A row per endpoint: what is sent, and the answer's status and param (or, `code:`, its code). */
-const adminPut = (what: string, path: string, body: unknown, param?: string, status = 400): Row => ({ what, as: 'admin', method: 'PUT', path, body, status, param });
+const adminPut = (what: string, path: string, body: unknown, param?: string, status = 400): Row => ({
+  what,
+  as: 'admin',
+  method: 'PUT',
+  path,
+  body,
+  status,
+  param,
+});
 const adminPost = (what: string, path: string, body: unknown, param?: string, status = 400): Row => ({ what, as: 'admin', path, body, status, param });
 const manual = (what: string, body: Body, param?: string, status = 400) =>
   adminPost(what, `/admin/v1/accounts/${accountId}/payments`, { reference: 'INV-BAD', amount: 2000, currency: 'USD', plan_id: 'pro', ...body }, param, status);

@@ -94,20 +94,24 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
     return code;
   }
 
-  /** A payment in another currency converted at the rate of its day (a conflict when there is none yet). */
-  async function converted(input: { amount: number; currency: string; fee: number | null; tax: TaxApplied | null; now: Date }) {
+  /**
+   * A payment in another currency converted at the rate of its day (a conflict when there is none
+   * yet). A fee the processor took in the settlement currency already is kept as it is.
+   */
+  async function converted(input: { amount: number; currency: string; fee: number | null; feeCurrency: string | null; tax: TaxApplied | null; now: Date }) {
     const { currency: settlement } = await priceList();
     if (!settlement || input.currency === settlement) return null;
     const used = requireRateOn(await exchangeRates(), input.currency, input.now.toISOString().slice(0, 10));
     const to = (amount: number) => convertMoney({ amount, currency: input.currency }, settlement, used.rate).amount;
+    const feeSettled = input.feeCurrency === settlement;
     return {
       settlement: {
         amount: to(input.amount),
         currency: settlement,
-        fee: input.fee === null ? null : to(input.fee),
+        fee: input.fee === null ? null : feeSettled ? input.fee : to(input.fee),
         tax: input.tax ? { ...input.tax, amount: to(input.tax.amount) } : null,
       },
-      fx: { currency: input.currency, amount: input.amount, fee: input.fee, tax: input.tax?.amount ?? 0, ...used },
+      fx: { currency: input.currency, amount: input.amount, fee: feeSettled ? null : input.fee, tax: input.tax?.amount ?? 0, ...used },
     };
   }
 
@@ -143,6 +147,8 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
       purchase: Purchase;
       /** A pack's tokens as sold (a code minted before the pack changed), not as listed now. */
       packTokens?: number;
+      /** The fee's currency, when it is not the payment's (a processor's fee in its balance currency). */
+      feeCurrency?: string | null;
       actor: string;
       now?: Date;
     },
@@ -153,7 +159,7 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
     // A code's payment was taxed where the code was sold; every other amount holds the tax of the buyer's country.
     const applied = input.processor === 'code' ? null : taxApplied(input.amount, await taxTreatmentFor(input.accountId));
     const now = input.now ?? new Date();
-    const fx = await converted({ amount: input.amount, currency: input.currency, fee: input.fee, tax: applied, now });
+    const fx = await converted({ amount: input.amount, currency: input.currency, fee: input.fee, feeCurrency: input.feeCurrency ?? null, tax: applied, now });
     const tax = fx ? fx.settlement.tax : applied;
     const command: RecordPaymentCommand = {
       type: 'RecordPayment',

@@ -375,7 +375,7 @@ export const EVENT_SHAPES = {
             { currency: Currency, amount: Count, fee: Type.Union([Count, Type.Null()]), tax: Count, ...FX_RATE_USED },
             { additionalProperties: false },
           ),
-          'The payment as made in another currency the item is offered in, and the exchange rate it was booked at: amount, fee and tax above are their conversions into the settlement currency (absent: paid in the settlement currency).',
+          'The payment as made in another currency the item is offered in, and the exchange rate it was booked at: amount, fee and tax above are their conversions into the settlement currency (a fee the processor took in the settlement currency is not converted: this fee is then null). Absent: paid in the settlement currency.',
         ),
       ),
     },
