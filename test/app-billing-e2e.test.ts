@@ -1,7 +1,8 @@
 // Buying in /app, driven in Debian's chromium through playwright-core: an owner signed in by the
 // email link (mailed through a real SMTP server on loopback; the session cookie set in the
 // browser) opens Billing, buys a pack through Stripe Checkout (the local Stripe double's page, the
-// notice signed with the official `stripe` library, back to /app/billing), redeems a code,
+// notice signed with the official `stripe` library, back to /app/billing), pays for a pack offered in
+// another currency than the settlement one, redeems a code,
 // downloads a receipt and the statement, and sees the balance grow. A developer of the same account
 // sees no Billing at all. Screenshots go to artifacts/app/ (APP_SHOTS overrides). Without chromium
 // the file prints a SKIP line.
@@ -179,6 +180,67 @@ if (skipReason) {
     await page.locator('#sub-remaining').waitFor();
     assert.is(await shownBalance(page), before);
     assert.is(await page.locator('#payments-table tbody tr').count(), payments);
+  });
+
+  test('a pack offered in euros: the owner pays in EUR (refused, naming why, until a rate is recorded), sees the euro price, checks out in EUR and the payment lists what it was booked as', async () => {
+    // The gateway settles in USD: the operator offers the pack in euros beside its dollar price.
+    const offered = await setup.admin('/packs/p300', { name: '300 tokens', tokens: 300, amount: 280, currency: 'EUR' }, 'PUT');
+    assert.is(offered.status, 200, offered.text);
+    await page.goto(`${gw.url}/app/billing`);
+    await page.locator('#sub-remaining').waitFor();
+    const before = await shownBalance(page);
+    const payIn = page.getByLabel('Pay in');
+    assert.equal(await payIn.locator('option').allTextContents(), ['USD', 'EUR'], 'the settlement currency first');
+    assert.is(await payIn.inputValue(), 'USD');
+    const pack = page.locator('#packs li[data-pack="p300"]');
+    assert.match((await pack.textContent()) ?? '', /3\.00 USD/);
+
+    await payIn.selectOption('EUR');
+    await pack.getByText('2.80 EUR').waitFor();
+    // The plan is not sold in euros: it says so and cannot be bought in them.
+    const plan = page.locator(`#plans li[data-plan="${acme.planId}"]`);
+    assert.match((await plan.textContent()) ?? '', /Not sold in EUR/);
+    assert.ok(await plan.getByRole('button', { name: /^Buy / }).isDisabled());
+    await browser.shots(page, 'billing-pay-in-eur');
+
+    // No exchange rate yet: the server refuses (409, naming the currency) and the page shows its message.
+    const alert = page.locator('#problem[role="alert"]');
+    const refusedRequest = page.waitForRequest((r) => r.url().endsWith(`/app/api/accounts/${acme.accountId}/checkout`));
+    await page.getByRole('button', { name: 'Buy 300 tokens for 2.80 EUR' }).click();
+    assert.equal((await refusedRequest).postDataJSON(), { pack_id: 'p300', currency: 'EUR' });
+    await alert.locator('.problem-message').waitFor();
+    assert.match((await alert.textContent()) ?? '', /exchange rate.*EUR|EUR.*exchange rate/i);
+    assert.match((await alert.textContent()) ?? '', /HTTP 409/);
+    await page.getByRole('button', { name: 'Dismiss this error' }).click();
+
+    const rate = await setup.admin('/exchange-rates/EUR', { rate: '1.0513', source: 'ECB reference rate' }, 'PUT');
+    assert.is(rate.status, 200, rate.text);
+    // The session's answer, read on its way to the page (the page leaves for Stripe at once).
+    const checkoutPath = `**/app/api/accounts/${acme.accountId}/checkout`;
+    let answer: { status: number; json: any } | null = null;
+    await page.route(checkoutPath, async (route) => {
+      const response = await route.fetch();
+      answer = { status: response.status(), json: await response.json() };
+      await route.fulfill({ response });
+    });
+    const checkout = page.waitForRequest((r) => r.url().endsWith(`/app/api/accounts/${acme.accountId}/checkout`));
+    await page.getByRole('button', { name: 'Buy 300 tokens for 2.80 EUR' }).click();
+    assert.equal((await checkout).postDataJSON(), { pack_id: 'p300', currency: 'EUR' });
+    await page.waitForURL(`${CHECKOUT}**`);
+    await page.unroute(checkoutPath);
+    const session = answer as { status: number; json: any } | null;
+    assert.equal([session?.status, session?.json.currency, session?.json.amount], [201, 'EUR', 280]);
+    assert.is(stripe.sessions.get(session!.json.id)?.amount, 280);
+    assert.match((await page.locator('p').textContent()) ?? '', /^Pay 280 eur$/i, "Stripe's page asks for 2.80 EUR");
+    await page.locator('#pay').click();
+    await page.waitForURL(/\/app\/billing/);
+    await page.locator('#checkout-status').getByText('Payment confirmed: 300 tokens added.').waitFor();
+    await page.waitForFunction((b) => Number(document.getElementById('sub-remaining')?.textContent?.replace(/,/g, '')) === b + 300, before);
+    // Booked in dollars at the day's rate: 280 × 1.0513 = 294.36, 2.94 USD.
+    const row = page.locator('#payments-table tbody tr').first();
+    assert.match((await row.textContent()) ?? '', /Pack p300 · 300 tokens.*Card \(Stripe\).*paid 2\.80 EUR \(booked 2\.94 USD at 1\.0513\)/);
+    assert.is(await page.getByLabel('Pay in').inputValue(), 'USD', 'back on the page, the settlement currency again');
+    await browser.shots(page, 'billing-paid-in-eur');
   });
 
   test('the owner fills in the billing details: a tax id in the wrong format reads as a message naming it; saved, they come back on reload and the operator sees them', async () => {

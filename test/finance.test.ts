@@ -160,7 +160,7 @@ test('the finance report, the reconciliation and the hledger journal agree to th
   const csv = await admin(`/finance/report?${window()}&format=csv`);
   assert.is(
     csv.text.split('\n')[0],
-    'day,account_id,model,channel,payments,fees,refunds,disputes,dispute_fees,revenue,refunded_revenue,breakage,promotional_tokens,tax,tax_refunded,upstream_cost,unpriced_calls,margin',
+    'day,account_id,model,channel,payments,fees,refunds,disputes,dispute_fees,revenue,refunded_revenue,breakage,promotional_tokens,tax,tax_refunded,fx_gain_loss,upstream_cost,unpriced_calls,margin',
   );
 
   const rec = await ok(`/finance/reconciliation?${window()}`);

@@ -100,7 +100,15 @@ const big = 'x'.repeat(600 * 1024);
 const app = `/app/api/accounts/${accountId}`;
 type Body = Record<string, unknown>;
 /** A row per endpoint: what is sent, and the answer's status and param (or, `code:`, its code). */
-const adminPut = (what: string, path: string, body: unknown, param?: string): Row => ({ what, as: 'admin', method: 'PUT', path, body, status: 400, param });
+const adminPut = (what: string, path: string, body: unknown, param?: string, status = 400): Row => ({
+  what,
+  as: 'admin',
+  method: 'PUT',
+  path,
+  body,
+  status,
+  param,
+});
 const adminPost = (what: string, path: string, body: unknown, param?: string, status = 400): Row => ({ what, as: 'admin', path, body, status, param });
 const manual = (what: string, body: Body, param?: string, status = 400) =>
   adminPost(what, `/admin/v1/accounts/${accountId}/payments`, { reference: 'INV-BAD', amount: 2000, currency: 'USD', plan_id: 'pro', ...body }, param, status);
@@ -136,14 +144,15 @@ const rows = (): Row[] => [
   adminPut('plan price as a string', '/admin/v1/plans/pro/price', { amount: '20.00' }, 'amount'),
   adminPut('plan price beyond 2^53', '/admin/v1/plans/pro/price', { amount: 2 ** 60 }, 'amount'),
   adminPut('unknown currency', '/admin/v1/plans/pro/price', { amount: 100, currency: 'XYZ' }, 'currency'),
-  adminPut('another currency', '/admin/v1/plans/pro/price', { amount: 100, currency: 'EUR' }, 'currency'),
+  adminPut('an unknown currency', '/admin/v1/plans/pro/price', { amount: 100, currency: 'EUX' }, 'currency'),
   adminPut('price for an unknown plan', '/admin/v1/plans/nope/price', { amount: 100 }, 'plan_id'),
   adminPut('price body not an object', '/admin/v1/plans/pro/price', [2000]),
   adminPut('pack of no tokens', '/admin/v1/packs/p9', { name: 'x', tokens: 0, amount: 100 }, 'tokens'),
   adminPut('pack of fractional tokens', '/admin/v1/packs/p9', { name: 'x', tokens: 1.5, amount: 100 }, 'tokens'),
   adminPut('pack at a negative price', '/admin/v1/packs/p9', { name: 'x', tokens: 10, amount: -5 }, 'amount'),
   adminPut('pack without a name', '/admin/v1/packs/p9', { tokens: 10, amount: 5 }, 'name'),
-  adminPut('pack in another currency', '/admin/v1/packs/p9', { name: 'x', tokens: 10, amount: 5, currency: 'JPY' }, 'currency'),
+  // Another currency is an offer beside the settlement price, which the pack must have first.
+  adminPut('pack offered in another currency before its own', '/admin/v1/packs/p9', { name: 'x', tokens: 10, amount: 5, currency: 'JPY' }, 'currency', 409),
   manual('negative payment', { amount: -5 }, 'amount'),
   manual('fractional payment', { amount: 12.5 }, 'amount'),
   manual('payment in an unknown currency', { currency: 'XYZ' }, 'currency'),

@@ -118,7 +118,10 @@ test('a Stripe payment in another currency, or for a pack that does not exist, i
   assert.is(await deliver('checkout.session.completed', { ...unknownPack, metadata: { account_id: accountId, pack_id: 'p_gone' } }), 'unmatched');
   const unmatched = (await admin('/unmatched-payments')).json.data;
   const of = (session: Record<string, unknown>) => unmatched.find((u: any) => u.processorPaymentId === session.payment_intent);
-  assert.equal([of(inEuros).amount, of(inEuros).currency, of(inEuros).reason], [450, 'EUR', 'paid in EUR, the ledger settles in USD']);
+  assert.equal(
+    [of(inEuros).amount, of(inEuros).currency, of(inEuros).reason],
+    [450, 'EUR', 'paid in EUR, which the item is not offered in (the ledger settles in USD)'],
+  );
   assert.match(of(unknownPack).reason, /^no known plan or pack/);
   assert.is((await call(gw, '/v1/payments', { key })).json.data.length, paidBefore);
 });

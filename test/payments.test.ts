@@ -75,7 +75,7 @@ test('bad input is a 400 and writes nothing', async () => {
     ['/plans/nope/price', { amount: 100 }, 'plan_id'],
     ['/plans/pro/price', { amount: -1 }, 'amount'],
     ['/plans/pro/price', { amount: 1.5 }, 'amount'],
-    ['/plans/pro/price', { amount: 100, currency: 'EUR' }, 'currency'],
+    ['/plans/pro/price', { amount: 100, currency: 'EURO' }, 'currency'],
   ] as const) {
     const r = await admin(gw, path, body, 'PUT');
     assert.is(r.status, 400, r.text);

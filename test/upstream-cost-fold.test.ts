@@ -224,7 +224,7 @@ test('pure: exact cost, the series booking and the price checks', () => {
         { type: 'SetRate', channel: 'A', upstreamModel: 'A', currency: 'EUR', effectiveAt: '2026-03-01T00:00:00Z', prices: { input: '1', output: '1' } },
         'USD',
       ),
-    /settlement currency/,
+    /no exchange rate for EUR/,
   );
 });
 

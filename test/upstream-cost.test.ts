@@ -142,7 +142,6 @@ test('bad rates are refused with a 400 naming the field, and nothing is written'
     [{ ...good, cache_read: 'cheap' }, 'cache_read'],
     [{ ...good, channel: 'nowhere/x' }, 'channel'],
     [{ ...good, currency: 'XYZ' }, 'currency'],
-    [{ ...good, currency: 'EUR' }, 'currency'],
     [{ ...good, effective_at: 'yesterday' }, 'effective_at'],
     [{ channel: 'first/claude-a', output: '1' }, 'input'],
     [{ ...good, colour: 'red' }, 'colour'],
@@ -152,6 +151,9 @@ test('bad rates are refused with a 400 naming the field, and nothing is written'
     assert.is(res.status, 400, JSON.stringify(body));
     assert.is(res.json.error?.param, param, JSON.stringify(res.json));
   }
+  // Another currency needs an exchange rate to be converted at: none recorded, a conflict.
+  const noRate = await admin('POST', '/cost-rates', { ...good, currency: 'EUR' });
+  assert.equal([noRate.status, noRate.json.error?.param], [409, 'currency'], JSON.stringify(noRate.json));
   assert.is(await gw.ledger.events.headPosition(), head, 'nothing written');
 });
 

@@ -25,7 +25,7 @@ export const bookDays = bookTable(
     breakage bigint NOT NULL, promotional_tokens bigint NOT NULL`,
   ['day'],
   // Tax came later (issue 43): every booking before it was untaxed.
-  { addedColumns: ['tax bigint NOT NULL DEFAULT 0', 'tax_refunded bigint NOT NULL DEFAULT 0'] },
+  { addedColumns: ['tax bigint NOT NULL DEFAULT 0', 'tax_refunded bigint NOT NULL DEFAULT 0', 'fx_gain_loss bigint NOT NULL DEFAULT 0'] },
 );
 
 /**

@@ -39,6 +39,7 @@ export const DAY_COLUMNS = [
   'promotional_tokens',
   'tax',
   'tax_refunded',
+  'fx_gain_loss',
 ] as const;
 export type DayFigures = Record<(typeof DAY_COLUMNS)[number], number>;
 
@@ -54,6 +55,7 @@ export const noFigures = (): DayFigures => ({
   promotional_tokens: 0,
   tax: 0,
   tax_refunded: 0,
+  fx_gain_loss: 0,
 });
 
 /** What one booking adds to its row of the report. */
@@ -80,6 +82,9 @@ export function addBooking(r: DayFigures, b: Booking): void {
       return;
     case 'dispute_fee':
       r.dispute_fees += b.amount;
+      return;
+    case 'fx':
+      r.fx_gain_loss += b.amount;
       return;
   }
 }

@@ -32,7 +32,7 @@ export {
   keyLimitExceeded,
   keyStanding,
 } from './key-limits.ts';
-export { poolShare, type PaidLot } from './lots.ts';
+export { paidAs, poolShare, type PaidLot } from './lots.ts';
 export {
   DEFAULT_PRIORITY,
   drawCredits,
@@ -48,7 +48,7 @@ export {
   type CreditTerms,
 } from './credits.ts';
 export { cancellationBody, creditsBody, paymentBody, paymentsInOrder } from './payment-bodies.ts';
-export { type RecordPaymentCommand } from './payment-rules.ts';
+export { type RateNow, type RecordPaymentCommand } from './payment-rules.ts';
 export { requireThreshold, tokensLeft, type AutoTopUp } from './auto-top-up.ts';
 export { requireAlertThresholds } from './balance-alerts.ts';
 export { balanceAlertRoutes } from './balance-alert-routes.ts';

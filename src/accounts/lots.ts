@@ -25,6 +25,8 @@ export interface PaidLot extends PaymentFacts {
    * reached yet (absent on lots recorded before it was kept: the whole pool then).
    */
   extraStart?: number;
+  /** A payment made in another currency: as made, the rate it was booked at, and what refunds gave back in it. */
+  fx?: PaidInCurrency;
   /** A pack's place in the account's grants of extra tokens: its lot of credit, if its grant had terms (src/accounts/credits.ts). */
   credit?: number;
 }
@@ -35,6 +37,23 @@ export interface PaidLot extends PaymentFacts {
  * pool's tokens before it), the pool's use `poolUsed` has reached this many.
  */
 export const poolShare = (start: number, own: number, poolUsed: number): number => Math.max(0, Math.min(own, poolUsed - start));
+
+export interface PaidInCurrency {
+  currency: string;
+  amount: number;
+  tax: number;
+  rate: string;
+  day: string;
+  source: string;
+  refunded: number;
+  taxRefunded: number;
+}
+
+/** What a payment was made as: in its own currency when it came in another than the settlement currency. */
+export const paidAs = (lot: PaidLot): { amount: number; refunded: number; currency: string } =>
+  lot.fx
+    ? { amount: lot.fx.amount, refunded: lot.fx.refunded, currency: lot.fx.currency }
+    : { amount: lot.amount, refunded: lot.refunded, currency: lot.currency };
 
 /** A dispute as the account knows it: open (outcome null) or closed; kept once closed, so a replayed notice opens nothing. */
 export interface DisputeRecord {

@@ -24,6 +24,17 @@ export function paymentBody(accountId: string, lot: PaidLot) {
     refunded: lot.refunded,
     tax_refunded: lot.taxRefunded,
     tokens_withdrawn: lot.tokensWithdrawn,
+    paid_in: lot.fx
+      ? {
+          amount: lot.fx.amount,
+          currency: lot.fx.currency,
+          display: formatMoney({ amount: lot.fx.amount, currency: lot.fx.currency }),
+          refunded: lot.fx.refunded,
+          rate: lot.fx.rate,
+          day: lot.fx.day,
+          source: lot.fx.source,
+        }
+      : null,
   };
 }
 

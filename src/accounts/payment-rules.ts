@@ -6,9 +6,9 @@ import type { DomainEvent, EventDataByType, EventOf, PaidItem, PaymentFacts, Str
 import { DomainError, invalid, InvariantViolation } from '../ledger/errors.ts';
 import { type AccountState, balanceOf, requireOpen } from './account-state.ts';
 import * as balance from './balance.ts';
-import { bookedAmount, requireMinorUnits, tokensFor } from '../money/money.ts';
+import { bookedAmount, convertedPart, convertMoney, requireMinorUnits, tokensFor } from '../money/money.ts';
 import { taxRefunded, type TaxApplied } from '../money/tax.ts';
-import { poolShare, type PaidLot } from './lots.ts';
+import { paidAs, poolShare, type PaidInCurrency, type PaidLot } from './lots.ts';
 import { unusedOf, type CreditLot, type CreditTerms } from './credits.ts';
 import { cancellationAfterGrant, decideCancellation, evolveCancellation, type CancellationCommand } from './cancellation.ts';
 
@@ -39,15 +39,22 @@ export interface RecordPaymentCommand extends PaymentFacts {
       };
   /** The tax the amount holds, decided by the tax table (absent: untaxed). */
   tax?: TaxApplied;
+  /** Paid in another currency: as paid, and the rate it was converted at (amount, fee and tax are the conversions). */
+  fx?: EventDataByType['PaymentReceived']['fx'];
   now: Date;
 }
+
+/** The exchange rate of the day, for a refund of a payment made in another currency (its FX gain or loss). */
+export type RateNow = { rate: string; day: string; source: string };
 
 export interface RefundPaymentCommand {
   type: 'RefundPayment';
   paymentId: string;
   refundId: string;
+  /** In the currency the payment was made in. */
   amount: number;
   now: Date;
+  rateNow?: RateNow;
 }
 
 export interface OpenDisputeCommand {
@@ -64,6 +71,7 @@ export interface CloseDisputeCommand {
   outcome: 'won' | 'lost';
   fee: number;
   now: Date;
+  rateNow?: RateNow;
 }
 
 export type PaymentCommand = RecordPaymentCommand | RefundPaymentCommand | OpenDisputeCommand | CloseDisputeCommand | CancellationCommand;
@@ -98,13 +106,24 @@ function decideRefund(
   s: AccountState,
   lot: PaidLot,
   refundId: string,
-  amount: number,
+  given: number,
   now: Date,
   reason: 'refund' | 'dispute_lost',
+  rateNow?: RateNow,
 ): EventOf<'PaymentRefunded'> {
-  requireMinorUnits(amount, 'amount');
-  if (amount > lot.amount - lot.refunded)
-    throw invalid(`at most ${lot.amount - lot.refunded} minor units of payment ${lot.paymentId} are left to refund`, { param: 'amount' });
+  requireMinorUnits(given, 'amount');
+  const paid = paidAs(lot);
+  if (given > paid.amount - paid.refunded)
+    throw invalid(`at most ${paid.amount - paid.refunded} minor units (${paid.currency}) of payment ${lot.paymentId} are left to refund`, { param: 'amount' });
+  // A payment in another currency goes back at its own rate (cumulatively, so refunding all of it gives back all of its conversion).
+  const amount = lot.fx
+    ? convertedPart(
+        { amount: lot.fx.refunded, currency: lot.fx.currency },
+        { amount: lot.fx.refunded + given, currency: lot.fx.currency },
+        lot.currency,
+        lot.fx.rate,
+      )
+    : given;
   const bought = tokensFor(lot.refunded + amount, lot.amount, lot.tokens) - tokensFor(lot.refunded, lot.amount, lot.tokens);
   const b = balanceOf(s);
   const unused =
@@ -130,7 +149,23 @@ function decideRefund(
       fromDeferred,
       refundedRevenue: net - fromDeferred,
       ...(lot.tax > 0 ? { taxRefunded: tax } : {}),
+      ...(lot.fx ? { fx: refundFx(lot.fx, given, amount, rateNow, lot.currency) } : {}),
     },
+  };
+}
+
+/** A refund in the payment's own currency: the amount, its tax, the payment's rate, the day's rate and the FX gain or loss between them. */
+function refundFx(fx: PaidInCurrency, given: number, atPaymentRate: number, rateNow: RateNow | undefined, settlement: string) {
+  const now = rateNow ?? { rate: fx.rate, day: fx.day, source: fx.source };
+  return {
+    currency: fx.currency,
+    amount: given,
+    taxRefunded: taxRefunded(fx.amount, fx.tax, fx.refunded, given),
+    rate: fx.rate,
+    day: fx.day,
+    source: fx.source,
+    now,
+    gainLoss: atPaymentRate - convertMoney({ amount: given, currency: fx.currency }, settlement, now.rate).amount,
   };
 }
 
@@ -167,6 +202,7 @@ export function decidePayment(c: PaymentCommand, s: AccountState, decideGrant: (
         receivedAt: c.now.toISOString(),
       };
       if (c.reference) paid.reference = c.reference;
+      if (c.fx) paid.fx = c.fx;
       if (c.tax) {
         if (c.tax.amount > c.amount) throw invalid(`the tax ${c.tax.amount} is more than the amount paid ${c.amount}`, { param: 'amount' });
         paid.tax = c.tax;
@@ -176,7 +212,7 @@ export function decidePayment(c: PaymentCommand, s: AccountState, decideGrant: (
     case 'RefundPayment': {
       const lot = requireLot(s, c.paymentId);
       if (lot.refundIds.includes(c.refundId)) return [];
-      return [decideRefund(s, lot, c.refundId, c.amount, c.now, 'refund')];
+      return [decideRefund(s, lot, c.refundId, c.amount, c.now, 'refund', c.rateNow)];
     }
     case 'OpenDispute': {
       const lot = requireLot(s, c.paymentId);
@@ -189,8 +225,8 @@ export function decidePayment(c: PaymentCommand, s: AccountState, decideGrant: (
             accountId: s.accountId,
             paymentId: lot.paymentId,
             disputeId: c.disputeId,
-            amount: Math.min(c.amount, lot.amount),
-            currency: lot.currency,
+            amount: Math.min(c.amount, paidAs(lot).amount),
+            currency: paidAs(lot).currency,
             suspendsKeys: c.suspendKeys,
           },
         },
@@ -211,8 +247,9 @@ export function decidePayment(c: PaymentCommand, s: AccountState, decideGrant: (
       if (c.outcome === 'won') return [closed];
       const lot = requireLot(s, d.paymentId);
       // A lost dispute is a refund of what is still unrefunded of the disputed amount (plus its fee, on the close).
-      const amount = Math.min(d.amount, lot.amount - lot.refunded);
-      return amount > 0 ? [closed, decideRefund(s, lot, c.disputeId, amount, c.now, 'dispute_lost')] : [closed];
+      const paid = paidAs(lot);
+      const amount = Math.min(d.amount, paid.amount - paid.refunded);
+      return amount > 0 ? [closed, decideRefund(s, lot, c.disputeId, amount, c.now, 'dispute_lost', c.rateNow)] : [closed];
     }
   }
 }
@@ -241,6 +278,17 @@ export function evolvePayment(s: AccountState, e: DomainEvent): AccountState {
         tax: d.tax?.amount ?? 0,
         taxRefunded: 0,
       };
+      if (d.fx)
+        lot.fx = {
+          currency: d.fx.currency,
+          amount: d.fx.amount,
+          tax: d.fx.tax,
+          rate: d.fx.rate,
+          day: d.fx.day,
+          source: d.fx.source,
+          refunded: 0,
+          taxRefunded: 0,
+        };
       // The pack's grant, appended with the payment, is the account's next grant of extra tokens:
       // a lot of its own if it has terms, else the pool's newest.
       if (d.item.kind === 'pack') {
@@ -265,6 +313,7 @@ export function evolvePayment(s: AccountState, e: DomainEvent): AccountState {
         refundIds: [...lot.refundIds, d.refundId],
         tokensWithdrawn: lot.tokensWithdrawn + d.tokensWithdrawn,
         taxRefunded: lot.taxRefunded + (d.taxRefunded ?? 0),
+        ...(lot.fx && d.fx ? { fx: { ...lot.fx, refunded: lot.fx.refunded + d.fx.amount, taxRefunded: lot.fx.taxRefunded + d.fx.taxRefunded } } : {}),
       });
       if (d.pool === 'main' && s.subscription) return { ...s, payments, subscription: { ...s.subscription, quota: s.subscription.quota - d.tokensWithdrawn } };
       if (d.pool !== 'extra') return { ...s, payments };

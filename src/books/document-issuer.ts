@@ -13,7 +13,7 @@ import { accountState, planTerms } from '../accounts/index.ts';
 import * as documentRows from '../../projections/books/documents.ts';
 import { priceListDecider } from './prices.ts';
 import { billingProfileDecider } from './billing-profile.ts';
-import type { TaxApplied } from '../money/tax.ts';
+import type { EventDataByType } from '../ledger/events.ts';
 import {
   creditNoteEventId,
   creditNoteOf,
@@ -71,15 +71,18 @@ export function createDocumentIssuer(ledger: Ledger, settings: DocumentSettings,
     const at = now();
     const year = at.getUTCFullYear();
     if (row.kind === 'invoice') {
-      const paid = row.source as { amount: number; currency: string; item: Parameters<typeof describe>[0]; tax?: TaxApplied };
+      const paid = row.source as EventDataByType['PaymentReceived'];
+      // A payment in another currency is invoiced in it, with what it was booked as.
+      const fx = paid.fx;
       const invoice = invoiceOf(
         {
           accountId: row.account_id,
           paymentId: row.payment_id,
-          amount: paid.amount,
-          currency: paid.currency,
+          amount: fx ? fx.amount : paid.amount,
+          currency: fx ? fx.currency : paid.currency,
           description: await describe(paid.item),
-          tax: paid.tax ?? null,
+          tax: paid.tax ? { ...paid.tax, amount: fx ? fx.tax : paid.tax.amount } : null,
+          ...(fx ? { booked: { currency: paid.currency, total: paid.amount, tax: paid.tax?.amount ?? 0, rate: fx.rate, day: fx.day, source: fx.source } } : {}),
         },
         { seller: settings.seller, buyer: await buyerOf(row.account_id) },
         at,
@@ -88,16 +91,21 @@ export function createDocumentIssuer(ledger: Ledger, settings: DocumentSettings,
     }
     const invoiceRow = await documentRows.invoiceOfPayment(db, schema, row.payment_id);
     if (!invoiceRow?.document) return false; // its invoice is not issued yet: the next pass
-    const refund = row.source as { amount: number; currency: string; reason: 'refund' | 'dispute_lost'; taxRefunded?: number };
+    const refund = row.source as EventDataByType['PaymentRefunded'];
     const series = creditNoteSeries(settings.series);
+    // A refund in another currency is credited in it, at its payment's rate as booked.
+    const fx = refund.fx;
     const creditNote = creditNoteOf(
       {
         paymentId: row.payment_id,
         refundId: row.refund_id!,
-        amount: refund.amount,
-        currency: refund.currency,
+        amount: fx ? fx.amount : refund.amount,
+        currency: fx ? fx.currency : refund.currency,
         reason: refund.reason,
-        taxRefunded: refund.taxRefunded ?? 0,
+        taxRefunded: fx ? fx.taxRefunded : (refund.taxRefunded ?? 0),
+        ...(fx
+          ? { booked: { currency: refund.currency, total: refund.amount, tax: refund.taxRefunded ?? 0, rate: fx.rate, day: fx.day, source: fx.source } }
+          : {}),
       },
       invoiceRow.document as unknown as InvoiceData,
       at,

@@ -53,6 +53,8 @@ export function documentBody(d: IssuedDocument) {
           reverse_charge: d.taxTreatment.reverseCharge,
         }
       : null,
+    // Another currency than the settlement currency: the total and tax as booked, and the rate.
+    booked: d.booked ?? null,
     notes: notesOf(d),
     display: {
       subtotal: formatMoney({ amount: d.subtotal, currency: d.currency }),
@@ -62,12 +64,24 @@ export function documentBody(d: IssuedDocument) {
   };
 }
 
-/** What the document must say about its tax beside the figures: the reverse charge, stated as such. */
+/** What the document must say beside the figures: its tax (the reverse charge stated as such), and what another currency was booked as. */
 function notesOf(d: IssuedDocument): string[] {
+  return [...taxNotes(d), ...bookedNotes(d)];
+}
+
+function taxNotes(d: IssuedDocument): string[] {
   const t = d.taxTreatment;
   if (!t) return [];
   if (t.reverseCharge) return ['Reverse charge: no tax is charged; the buyer accounts for it (VAT reverse charge).'];
   return [`${t.name} ${rate(t.rateBasisPoints)} (${t.country}), ${t.inclusive ? 'included in the prices' : 'added to the prices'}.`];
+}
+
+function bookedNotes(d: IssuedDocument): string[] {
+  const b = d.booked;
+  if (!b) return [];
+  return [
+    `Booked in ${b.currency} at 1 ${d.currency} = ${b.rate} ${b.currency} (${b.source}, ${b.day}): total ${amount(b.total, b.currency)}, of which tax ${amount(b.tax, b.currency)}.`,
+  ];
 }
 
 const title = (d: IssuedDocument) => `${d.kind === 'invoice' ? 'Invoice' : 'Credit note'} ${d.number}`;

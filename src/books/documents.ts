@@ -79,6 +79,8 @@ export interface PaymentFacts {
   description: string;
   /** The tax the amount held, as the payment recorded it (null: untaxed). */
   tax: TaxApplied | null;
+  /** In another currency than the settlement currency: as booked in that one. */
+  booked?: InvoiceData['booked'];
 }
 
 /** A treatment without its amount, as a document states it. */
@@ -100,6 +102,7 @@ export function invoiceOf(payment: PaymentFacts, parties: { seller: Seller; buye
     ...totalsOf(lines),
     currency: payment.currency,
     ...(treatment ? { taxTreatment: treatment } : {}),
+    ...(payment.booked ? { booked: payment.booked } : {}),
   };
 }
 
@@ -111,6 +114,8 @@ export interface RefundFacts {
   reason: 'refund' | 'dispute_lost';
   /** The payment's tax given back with it (0: none). */
   taxRefunded: number;
+  /** In another currency than the settlement currency: as booked in that one. */
+  booked?: InvoiceData['booked'];
 }
 
 /** The credit note of a refund on an invoiced payment: the amount given back, against that invoice, to the parties it names, taxed as the invoice was. */
@@ -135,5 +140,6 @@ export function creditNoteOf(
     ...totalsOf(lines),
     currency: refund.currency,
     ...(treatment ? { taxTreatment: treatment } : {}),
+    ...(refund.booked ? { booked: refund.booked } : {}),
   };
 }

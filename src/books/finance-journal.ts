@@ -6,6 +6,8 @@
 //   refund / lost dispute: Dr tax payable (its tax), Dr deferred (unused part), Dr refunds / dispute
 //        losses (used part), Cr cash
 //   dispute fee: Dr dispute losses, Cr cash
+//   FX on a refund in another currency (booked at its payment's rate): a gain Dr cash, Cr FX
+//        gain/loss (what the day's rate saved); a loss the reverse
 // Rendered as CSV (one line per posting) and as an hledger journal. Debits equal credits in every
 // entry, so in any window; `assertBalanced` checks it before anything is rendered.
 import { InvariantViolation } from '../ledger/errors.ts';
@@ -24,6 +26,7 @@ export const ACCOUNTS = {
   upstreamCost: 'expenses:upstream-cost',
   upstreamPayable: 'liabilities:upstream-payable',
   taxPayable: 'liabilities:tax-payable',
+  fx: 'revenue:fx-gain-loss',
 } as const;
 
 /** One posting: a positive debit or a positive credit (never both). */
@@ -63,6 +66,8 @@ function postingsOf(b: Booking): Posting[] {
       ];
     case 'dispute_fee':
       return [dr(ACCOUNTS.disputeLosses, b.amount), cr(ACCOUNTS.cash, b.amount)];
+    case 'fx':
+      return [dr(ACCOUNTS.cash, b.amount), cr(ACCOUNTS.fx, b.amount)];
   }
 }
 

@@ -19,6 +19,7 @@ export interface MoneyLine {
   /** Tax held in the window's payments, and given back by its refunds: the change in tax payable. */
   tax: number;
   tax_refunded: number;
+  fx_gain_loss: number;
   deferred_start: number;
   deferred_end: number;
   deferred_change: number;
@@ -39,6 +40,8 @@ function sides(b: Booking): { cash: number; earned: number } {
       return { cash: -b.amount, earned: -b.refundedRevenue - b.tax };
     case 'dispute_fee':
       return { cash: 0, earned: 0 };
+    case 'fx':
+      return { cash: b.amount, earned: b.amount };
   }
 }
 
@@ -72,7 +75,9 @@ export function reconcileMoney(f: MoneyBooks, w: Window, eventsOf: (accountId: s
     const deferred_end = f.deferredAtEnd.get(account_id) ?? 0;
     const refunds = s.refunds + s.disputes;
     const deferred_change = deferred_end - deferred_start;
-    const difference = s.payments - refunds - (s.revenue + s.refunded_revenue + s.breakage + deferred_change + s.tax - s.tax_refunded);
+    // Refunds in another currency are at their payments' rates; the cash they cost at the day's differs by the FX gain or loss.
+    const difference =
+      s.payments - refunds + s.fx_gain_loss - (s.revenue + s.refunded_revenue + s.breakage + deferred_change + s.tax - s.tax_refunded + s.fx_gain_loss);
     return {
       account_id,
       payments: s.payments,
@@ -82,6 +87,7 @@ export function reconcileMoney(f: MoneyBooks, w: Window, eventsOf: (accountId: s
       breakage: s.breakage,
       tax: s.tax,
       tax_refunded: s.tax_refunded,
+      fx_gain_loss: s.fx_gain_loss,
       deferred_start,
       deferred_end,
       deferred_change,
@@ -98,6 +104,7 @@ export function reconcileMoney(f: MoneyBooks, w: Window, eventsOf: (accountId: s
     breakage: 0,
     tax: 0,
     tax_refunded: 0,
+    fx_gain_loss: 0,
     deferred_start: 0,
     deferred_end: 0,
     deferred_change: 0,

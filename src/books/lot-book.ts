@@ -431,5 +431,7 @@ function refund(b: LotBook, e: ProjectedEvent, l: Lot, d: EventDataByType['Payme
   l.recognised -= refundedRevenue;
   moveDeferred(b, e, l, -fromDeferred);
   book(b, e, l, { kind: d.reason === 'dispute_lost' ? 'dispute' : 'refund', amount: d.amount, fromDeferred, refundedRevenue, tax });
+  // Paid in another currency: booked back at the payment's rate; what the day's rate made it cost more or less is FX.
+  if (d.fx && d.fx.gainLoss !== 0) book(b, e, l, { kind: 'fx', amount: d.fx.gainLoss });
   assertLot(l);
 }

@@ -36,7 +36,7 @@ export interface Lot {
   termed?: boolean;
 }
 
-export type BookingKind = 'payment' | 'use' | 'breakage' | 'refund' | 'dispute' | 'dispute_fee';
+export type BookingKind = 'payment' | 'use' | 'breakage' | 'refund' | 'dispute' | 'dispute_fee' | 'fx';
 
 /** One movement of money, booked to the journal and the reports. */
 export interface Booking {
@@ -50,7 +50,8 @@ export interface Booking {
   channel: string;
   /** payment: the amount (tax included), its fee and its tax; use: revenue (negative: moved back to
    * deferred); breakage; refund/dispute: the money given back, split into its tax, its deferred and
-   * its revenue part. */
+   * its revenue part; fx: the FX gain (negative: loss) of a refund in another currency, booked at
+   * its payment's rate while the money went back at the day's. */
   amount: number;
   fee: number;
   fromDeferred: number;

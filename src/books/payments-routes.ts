@@ -5,7 +5,7 @@ import { ApiError, badRequest } from '../http/errors.ts';
 import { purchaseOf, type Payments } from './payments.ts';
 import { formatMoney } from '../money/money.ts';
 import { accountState, paymentBody, paymentsInOrder, planTerms } from '../accounts/index.ts';
-import type { PriceListState } from './prices.ts';
+import type { OfferedPrice, PriceListState } from './prices.ts';
 import { secondsToNextHour } from './code-attempts.ts';
 import { callerOf } from '../http/state.ts';
 
@@ -17,12 +17,21 @@ function tooManyCodes(now = new Date()): ApiError {
   });
 }
 
+/** An item's prices in the other currencies it is offered in (on sale only), as a customer reads them. */
+const offeredBody = (offered: Record<string, OfferedPrice> | undefined) =>
+  Object.entries(offered ?? {})
+    .filter(([, o]) => o.active)
+    .map(([currency, o]) => ({ amount: o.amount, currency, display: formatMoney({ amount: o.amount, currency }) }));
+
 /** The price list as customers and operators read it: amounts in minor units and as decimals. */
 export function priceListBody(prices: PriceListState, planNames: Map<string, string>) {
   const currency = prices.currency;
+  const offered = new Set([...Object.values(prices.plans), ...Object.values(prices.packs)].flatMap((p) => Object.keys(p.offered ?? {})));
   return {
     object: 'price_list',
     currency,
+    // The currencies a payment may be in: the settlement currency, and those an item is offered in.
+    currencies: currency ? [currency, ...[...offered].sort()] : [],
     plans: Object.entries(prices.plans)
       .filter(([, p]) => p.active)
       .map(([planId, p]) => ({
@@ -32,6 +41,7 @@ export function priceListBody(prices: PriceListState, planNames: Map<string, str
         amount: p.amount,
         currency: p.currency,
         display: formatMoney(p),
+        offered: offeredBody(p.offered),
       })),
     packs: Object.entries(prices.packs)
       .filter(([, p]) => p.active)
@@ -43,6 +53,7 @@ export function priceListBody(prices: PriceListState, planNames: Map<string, str
         amount: p.amount,
         currency: p.currency,
         display: formatMoney(p),
+        offered: offeredBody(p.offered),
       })),
   };
 }
@@ -103,7 +114,10 @@ export function paymentRoutes(deps: BooksDeps, payments: Payments, opts: { codeA
       if (!b || typeof b !== 'object' || Array.isArray(b))
         throw badRequest('The request body must be a JSON object with a "plan_id" or a "pack_id".', 'plan_id');
       if (b.recurring !== undefined && typeof b.recurring !== 'boolean') throw badRequest('"recurring" must be true or false.', 'recurring');
+      if (b.currency !== undefined && (typeof b.currency !== 'string' || !/^[A-Z]{3}$/.test(b.currency)))
+        throw badRequest('"currency" must be an ISO 4217 code in capitals, such as EUR.', 'currency');
       const session = await deps.stripe.checkout(callerOf(ctx).accountId, purchaseOf(b.plan_id, b.pack_id), {
+        currency: b.currency as string | undefined,
         recurring: b.recurring as boolean | undefined,
         returnTo: ctx.state.checkoutReturn,
       });

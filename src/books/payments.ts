@@ -7,14 +7,15 @@ import { streams, type DomainEvent, type PaidItem, type PaymentFacts, type Payme
 import { DomainError, invalid, requireTokenAmount } from '../ledger/errors.ts';
 import { DuplicateEventError } from '../eventstore/errors.ts';
 import { uuidFrom } from '../ledger/event-ids.ts';
-import { priceListDecider, type PackCredit, type PriceListState } from './prices.ts';
+import { priceIn, priceListDecider, type PackCredit, type PriceListState } from './prices.ts';
+import { exchangeRatesDecider, rateOn, requireRateOn } from '../money/exchange-rates.ts';
 import { codeBatchDecider, generateCode, newBatchId, parseCode, MAX_CODES_PER_BATCH } from './codes.ts';
-import { currencyOf, requireMinorUnits, type Money } from '../money/money.ts';
+import { convertMoney, currencyOf, requireMinorUnits, type Money } from '../money/money.ts';
 import { hashKey } from '../keys/index.ts';
-import type { CancellationCommand, CancellationKind, PaidLot, RecordPaymentCommand } from '../accounts/index.ts';
+import type { CancellationCommand, CancellationKind, PaidLot, RateNow, RecordPaymentCommand } from '../accounts/index.ts';
 import { codeAttemptsDecider, utcHour } from './code-attempts.ts';
 import { billingProfileDecider } from './billing-profile.ts';
-import { NO_TAX, taxApplied, taxTreatment, type TaxSettings, type TaxTreatment } from '../money/tax.ts';
+import { NO_TAX, taxApplied, taxTreatment, type TaxApplied, type TaxSettings, type TaxTreatment } from '../money/tax.ts';
 import { accountCommand, accountState, planTerms, requireExpiryDays, requireModels, requirePriority } from '../accounts/index.ts';
 
 /** Tollgate's id of a processor's payment: the same processor id always gives the same payment. */
@@ -47,16 +48,19 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
     }
   }
 
-  /** The grant a purchase makes, and its current list price (null when it has none). */
-  async function resolve(p: Purchase): Promise<{ grant: RecordPaymentCommand['grant']; item: PaidItem; listPrice: Money | null }> {
+  /**
+   * The grant a purchase makes, and its current list price in `currency` (the settlement currency by
+   * default; null when it has none in it: not on sale, or not offered in that currency).
+   */
+  async function resolve(p: Purchase, currency?: string): Promise<{ grant: RecordPaymentCommand['grant']; item: PaidItem; listPrice: Money | null }> {
     const prices = await priceList();
+    const want = currency ?? prices.currency ?? '';
     if ('planId' in p) {
       const plan = await knownPlan(p.planId);
-      const price = prices.plans[p.planId];
       return {
         grant: { kind: 'plan', plan },
         item: { kind: 'plan', planId: plan.planId, tokens: plan.quota },
-        listPrice: price?.active ? { amount: price.amount, currency: price.currency } : null,
+        listPrice: priceIn(prices, prices.plans[p.planId], want),
       };
     }
     const pack = prices.packs[p.packId];
@@ -70,8 +74,51 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
         credit: { expiresInDays: pack.expiresInDays, priority: pack.priority, models: pack.models },
       },
       item: { kind: 'pack', packId: p.packId, tokens: pack.tokens },
-      listPrice: pack.active ? { amount: pack.amount, currency: pack.currency } : null,
+      listPrice: priceIn(prices, pack, want),
     };
+  }
+
+  const exchangeRates = () => ledger.streamState(exchangeRatesDecider, streams.exchangeRates());
+
+  /**
+   * A payment's currency: the settlement currency, or one the item is offered in (400 naming
+   * `currency` otherwise). A code's batch was sold in the settlement currency.
+   */
+  async function requireOffered(currency: unknown, purchase: Purchase): Promise<string> {
+    const code = currencyOf(currency).code;
+    const { currency: settlement } = await priceList();
+    if (settlement && code !== settlement && !(await resolve(purchase, code)).listPrice)
+      throw invalid(`that ${'planId' in purchase ? 'plan' : 'pack'} is not offered in ${code}: pay in ${settlement} or a currency it is priced in`, {
+        param: 'currency',
+      });
+    return code;
+  }
+
+  /**
+   * A payment in another currency converted at the rate of its day (a conflict when there is none
+   * yet). A fee the processor took in the settlement currency already is kept as it is.
+   */
+  async function converted(input: { amount: number; currency: string; fee: number | null; feeCurrency: string | null; tax: TaxApplied | null; now: Date }) {
+    const { currency: settlement } = await priceList();
+    if (!settlement || input.currency === settlement) return null;
+    const used = requireRateOn(await exchangeRates(), input.currency, input.now.toISOString().slice(0, 10));
+    const to = (amount: number) => convertMoney({ amount, currency: input.currency }, settlement, used.rate).amount;
+    const feeSettled = input.feeCurrency === settlement;
+    return {
+      settlement: {
+        amount: to(input.amount),
+        currency: settlement,
+        fee: input.fee === null ? null : feeSettled ? input.fee : to(input.fee),
+        tax: input.tax ? { ...input.tax, amount: to(input.tax.amount) } : null,
+      },
+      fx: { currency: input.currency, amount: input.amount, fee: feeSettled ? null : input.fee, tax: input.tax?.amount ?? 0, ...used },
+    };
+  }
+
+  /** The day's rate for a refund of a payment made in another currency (the payment's own when none is recorded since). */
+  async function rateNowFor(lot: PaidLot, now: Date): Promise<RateNow | undefined> {
+    if (!lot.fx) return undefined;
+    return rateOn(await exchangeRates(), lot.fx.currency, now.toISOString().slice(0, 10)) ?? undefined;
   }
 
   /** How the account's purchases are taxed now: by its billing profile's country and tax id (null: untaxed). */
@@ -100,6 +147,8 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
       purchase: Purchase;
       /** A pack's tokens as sold (a code minted before the pack changed), not as listed now. */
       packTokens?: number;
+      /** The fee's currency, when it is not the payment's (a processor's fee in its balance currency). */
+      feeCurrency?: string | null;
       actor: string;
       now?: Date;
     },
@@ -109,18 +158,22 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
     const paymentId = paymentIdFor(input.processor, input.processorPaymentId);
     // A code's payment was taxed where the code was sold; every other amount holds the tax of the buyer's country.
     const applied = input.processor === 'code' ? null : taxApplied(input.amount, await taxTreatmentFor(input.accountId));
+    const now = input.now ?? new Date();
+    const fx = await converted({ amount: input.amount, currency: input.currency, fee: input.fee, feeCurrency: input.feeCurrency ?? null, tax: applied, now });
+    const tax = fx ? fx.settlement.tax : applied;
     const command: RecordPaymentCommand = {
       type: 'RecordPayment',
       paymentId,
       processor: input.processor,
       processorPaymentId: input.processorPaymentId,
-      amount: input.amount,
-      currency: input.currency,
-      fee: input.fee,
+      amount: fx ? fx.settlement.amount : input.amount,
+      currency: fx ? fx.settlement.currency : input.currency,
+      fee: fx ? fx.settlement.fee : input.fee,
       reference: input.reference,
       grant,
-      ...(applied ? { tax: applied } : {}),
-      now: input.now ?? new Date(),
+      ...(tax ? { tax } : {}),
+      ...(fx ? { fx: fx.fx } : {}),
+      now,
     };
     try {
       const res = await accountCommand(ledger, input.accountId, command, metadataFor(input.actor), paymentEventIds(paymentId));
@@ -140,6 +193,11 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
   return {
     priceList,
     resolve,
+    exchangeRates,
+    /** A conflict naming the currency when a payment in it today could not be booked (no exchange rate yet). */
+    async requireRateToday(currency: string, now = new Date()) {
+      requireRateOn(await exchangeRates(), currency, now.toISOString().slice(0, 10));
+    },
     recordPayment,
     taxTreatmentFor,
     taxSettings: tax,
@@ -206,7 +264,7 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
       if (typeof b.reference !== 'string' || !/^[\x21-\x7e][\x20-\x7e]{0,199}$/.test(b.reference))
         throw invalid('reference must be 1-200 printable characters (the transfer or invoice reference)', { param: 'reference' });
       const purchase = purchaseOf(b.planId, b.packId);
-      const currency = await requireSettlementCurrency(b.currency);
+      const currency = await requireOffered(b.currency, purchase);
       return recordPayment({
         accountId: requireId(accountId, 'account_id'),
         processor: 'manual',
@@ -219,13 +277,14 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
         actor,
       });
     },
-    /** A refund of part or all of a payment (idempotent by refund id). */
+    /** A refund of part or all of a payment, in the currency it was made in (idempotent by refund id). */
     async refund(accountId: string, paymentId: string, amount: unknown, refundId: string, actor: string, now = new Date()) {
       requireMinorUnits(amount, 'amount');
+      const rateNow = await rateNowFor(await lotOf(requireId(accountId, 'account_id'), paymentId), now);
       const res = await accountCommand(
         ledger,
-        requireId(accountId, 'account_id'),
-        { type: 'RefundPayment', paymentId, refundId, amount: amount as number, now },
+        accountId,
+        { type: 'RefundPayment', paymentId, refundId, amount: amount as number, now, ...(rateNow ? { rateNow } : {}) },
         metadataFor(actor),
       );
       return res.events;
@@ -234,7 +293,13 @@ export function createPayments(ledger: Ledger, tax: TaxSettings = NO_TAX) {
       return (await accountCommand(ledger, accountId, { type: 'OpenDispute', paymentId, disputeId, amount, suspendKeys }, metadataFor(actor))).events;
     },
     async closeDispute(accountId: string, disputeId: string, outcome: 'won' | 'lost', fee: number, actor: string, now = new Date()) {
-      return (await accountCommand(ledger, accountId, { type: 'CloseDispute', disputeId, outcome, fee, now }, metadataFor(actor))).events;
+      const state = await accountState(ledger, accountId);
+      const disputed = state.disputes.get(disputeId);
+      const lot = disputed ? state.payments.get(disputed.paymentId) : undefined;
+      const rateNow = lot ? await rateNowFor(lot, now) : undefined;
+      return (
+        await accountCommand(ledger, accountId, { type: 'CloseDispute', disputeId, outcome, fee, now, ...(rateNow ? { rateNow } : {}) }, metadataFor(actor))
+      ).events;
     },
     /** A recurring plan stops renewing (or, `resume`, renews again); idempotent by the processor's subscription id. Resolves to the events appended. */
     async setRenewal(accountId: string, processor: PaymentProcessor, processorSubscriptionId: string, change: CancellationKind | 'resume', actor: string) {

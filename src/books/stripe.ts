@@ -68,10 +68,19 @@ export async function createStripeGateway(
      * A Checkout Session at the current list price: a plan as a subscription (a Stripe Price per plan
      * period, renewed by Stripe every period; `recurring: false` buys one period once), a pack once.
      */
-    async checkout(accountId: string, purchase: Purchase, opts: { recurring?: boolean; returnTo?: { success: string; cancel: string } } = {}) {
-      const { listPrice, item, grant } = await payments.resolve(purchase);
+    async checkout(
+      accountId: string,
+      purchase: Purchase,
+      opts: { currency?: string; recurring?: boolean; returnTo?: { success: string; cancel: string } } = {},
+    ) {
+      const { listPrice, item, grant } = await payments.resolve(purchase, opts.currency);
+      const settlement = (await payments.priceList()).currency;
+      if (!listPrice && opts.currency && opts.currency !== settlement)
+        throw new DomainError('invalid', `that plan or pack is not offered in ${opts.currency}`, { param: 'currency' });
       if (!listPrice)
         throw new DomainError('invalid', 'that plan or pack has no price and cannot be bought', { param: 'planId' in purchase ? 'plan_id' : 'pack_id' });
+      // A payment in another currency is booked at the day's rate: without one it could not be, so none is taken.
+      if (listPrice.currency !== settlement) await payments.requireRateToday(listPrice.currency);
       // Checkout charges the tax the payment will hold: the buyer's rate as a fixed tax rate on the line.
       const treatment = await payments.taxTreatmentFor(accountId);
       const lineTax = treatment && treatment.rateBasisPoints > 0 ? { tax_rates: [await taxRates.idFor(treatment)] } : {};

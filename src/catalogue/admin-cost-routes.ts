@@ -8,6 +8,7 @@ import { metadataFor } from '../ledger/ledger.ts';
 import { streams } from '../ledger/events.ts';
 import { DomainError } from '../ledger/errors.ts';
 import { costRatesDecider, PRICE_FIELDS, type PriceParam } from './cost-rates.ts';
+import { exchangeRatesDecider, rateOn } from '../money/exchange-rates.ts';
 import { billDecider, billOf, type BillFormat, type BillProvider } from './cost-bills.ts';
 import { exactMinorText } from '../money/upstream-cost.ts';
 import { upstreamReportQuery } from './upstream-report.ts';
@@ -30,6 +31,8 @@ const rateBody = (r: CostRate & { eventId: string }) => ({
   cache_write_1h: r.cacheWrite1h,
   output: r.output,
   image: r.image,
+  // Given in another currency: as given, and the exchange rate it was converted at.
+  ...(r.fx ? { given_in: { currency: r.fx.currency, rate: r.fx.rate, day: r.fx.day, source: r.fx.source, ...r.fx.given } } : {}),
 });
 
 const MAX_PAGE = 1000;
@@ -66,6 +69,10 @@ export function adminCostRoutes(deps: CatalogueDeps, opts: { billToleranceMinor:
         'period_closed',
         'effective_at',
       );
+    const currency = (b.currency as string | undefined) ?? (await settlement()) ?? 'USD';
+    // Prices in another currency convert at the exchange rate of the day they take effect (the latest before it).
+    const rates = await ledger.streamState(exchangeRatesDecider, streams.exchangeRates());
+    const rate = typeof currency === 'string' && Number.isFinite(from) ? rateOn(rates, currency, new Date(from).toISOString().slice(0, 10)) : null;
     const res = await ledger.command(
       costRatesDecider,
       streams.upstreamCosts(),
@@ -73,9 +80,10 @@ export function adminCostRoutes(deps: CatalogueDeps, opts: { billToleranceMinor:
         type: 'SetRate',
         channel: channel.id,
         upstreamModel: channel.upstream_model,
-        currency: (b.currency as string | undefined) ?? (await settlement()) ?? 'USD',
+        currency,
         effectiveAt,
         prices,
+        rate,
         settlement: await settlement(),
       },
       metadataFor(ctx.state.actor),

@@ -1,11 +1,13 @@
 // Upstream cost rates (one stream): what each channel's upstream model costs, as events with their
 // actor and the time they take effect. A price is a decimal of the settlement currency's major
 // units per million tokens (an image: per image), kept exact: at most the currency's minor digits
-// plus six decimals, so it is always a whole number of 10^-12 minor units per token.
+// plus six decimals, so it is always a whole number of 10^-12 minor units per token. A rate given in
+// another currency (an upstream that bills in US dollars) is converted at the day's exchange rate,
+// and the event keeps both.
 import type { Decider } from '../ledger/decider.ts';
 import type { CostPrices, StreamEvents } from '../ledger/events.ts';
 import { DomainError, invalid } from '../ledger/errors.ts';
-import { currencyOf, minorDigits } from '../money/money.ts';
+import { convertDecimal, currencyOf, minorDigits } from '../money/money.ts';
 import { EXTRA_PRICE_DIGITS, type CostRate } from '../money/upstream-cost.ts';
 
 /** The price fields as the admin API names them, and the event field each fills. */
@@ -40,6 +42,8 @@ export interface SetRateCommand {
   effectiveAt: string;
   /** Prices by admin API name; cache reads and writes default to the input price, the 1-hour write to the 5-minute one. */
   prices: Partial<Record<PriceParam, unknown>>;
+  /** Prices in another currency: the exchange rate into the settlement currency they are converted at (null: none recorded). */
+  rate?: { rate: string; day: string; source: string } | null;
 }
 
 export interface CostRatesState {
@@ -51,7 +55,14 @@ export interface CostRatesState {
 export function rateOf(c: SetRateCommand, settlement: string | null): CostRate {
   if (!settlement) throw new DomainError('conflict', 'the settlement currency is not set yet');
   const currency = currencyOf(c.currency ?? settlement).code;
-  if (currency !== settlement) throw invalid(`cost rates are in the ledger's settlement currency, ${settlement}`, { param: 'currency' });
+  if (currency !== settlement && !c.rate)
+    throw new DomainError(
+      'conflict',
+      `there is no exchange rate for ${currency} into ${settlement}: record one first (PUT /admin/v1/exchange-rates/${currency})`,
+      {
+        param: 'currency',
+      },
+    );
   const at = typeof c.effectiveAt === 'string' ? Date.parse(c.effectiveAt) : NaN;
   if (!Number.isFinite(at)) throw invalid('effective_at must be an ISO 8601 time', { param: 'effective_at' });
   const given = (p: PriceParam) => (c.prices[p] === undefined || c.prices[p] === null ? undefined : priceText(c.prices[p], currency, p));
@@ -60,17 +71,29 @@ export function rateOf(c: SetRateCommand, settlement: string | null): CostRate {
   if (input === undefined) throw invalid('input is required', { param: 'input' });
   if (output === undefined) throw invalid('output is required', { param: 'output' });
   const cacheWrite5m = given('cache_write_5m') ?? input;
-  return {
-    channel: c.channel,
-    upstreamModel: c.upstreamModel,
-    currency,
-    effectiveAt: new Date(at).toISOString(),
+  const prices = {
     input,
     cacheRead: given('cache_read') ?? input,
     cacheWrite5m,
     cacheWrite1h: given('cache_write_1h') ?? cacheWrite5m,
     output,
     image: given('image') ?? null,
+  };
+  const head = { channel: c.channel, upstreamModel: c.upstreamModel, currency: settlement, effectiveAt: new Date(at).toISOString() };
+  if (currency === settlement) return { ...head, ...prices };
+  // Another currency's prices, converted at the rate given, as exact as the settlement currency's prices are kept.
+  const fx = c.rate!;
+  const digits = minorDigits(settlement) + EXTRA_PRICE_DIGITS;
+  const to = (text: string) => convertDecimal(text, currency, settlement, fx.rate, digits);
+  return {
+    ...head,
+    input: to(prices.input),
+    cacheRead: to(prices.cacheRead),
+    cacheWrite5m: to(prices.cacheWrite5m),
+    cacheWrite1h: to(prices.cacheWrite1h),
+    output: to(prices.output),
+    image: prices.image === null ? null : to(prices.image),
+    fx: { currency, rate: fx.rate, day: fx.day, source: fx.source, given: prices },
   };
 }
 

@@ -9,6 +9,7 @@ import { runFinanceCommand, runPeriodCommand } from './finance-commands.ts';
 import { runBillingProfileCommand } from './billing-profile-commands.ts';
 import { runInvoiceCommand } from './invoice-commands.ts';
 import { runCostCommand } from './cost-commands.ts';
+import { runFxCommand } from './fx-commands.ts';
 
 export interface Parsed {
   positionals: string[];
@@ -67,6 +68,9 @@ export const COMMAND_HELP = `tollgate <command> [options]
   cost rates                              every cost rate set
   cost import <openai|anthropic> <channel> <file> [--format json|csv]   a provider's cost export (JSON, or CSV: a .csv file)
   cost reconcile --from ISO --to ISO [--format csv|json]   Tollgate's upstream cost against the imported bills
+  fx set <CUR> --rate R --source S [--day YYYY-MM-DD]   an exchange rate into the settlement currency for a UTC day
+                                          (default today): R settlement units per 1 CUR, a decimal such as 1.0523
+  fx list [--currency C]                  every rate set, newest day first per currency
   upstream-report --from ISO --to ISO [--format csv|json]   per UTC day, channel and upstream model: calls, tokens, billed
   finance report --from DAY --to DAY [--format json|csv]      payments, fees, refunds, disputes, revenue, breakage per day/account/model/channel
   finance reconcile --from DAY --to DAY                       payments - refunds = revenue + refunded revenue + breakage + change in deferred
@@ -85,8 +89,10 @@ export const COMMAND_HELP = `tollgate <command> [options]
   webhook deliveries <webhook-id> [--status pending|delivered|failed|cancelled] [--limit N]
   webhook replay <webhook-id> <delivery-id>   send a delivery again
   price list                              the settlement currency, plan prices and packs
-  price plan <plan> --amount CENTS        a plan's price per period from now on (whole minor units)
-  price pack <pack> --tokens T --amount CENTS [--name N]
+  price plan <plan> --amount CENTS [--currency C]
+                                          a plan's price per period from now on (whole minor units; another
+                                          currency than the settlement one: an offer in it)
+  price pack <pack> --tokens T --amount CENTS [--name N] [--currency C] [--expires-in-days N] [--priority 1-100] [--models a,b]
   payment record <account> --reference R --amount CENTS (--plan P | --pack K) [--fee CENTS] [--currency C]
                                           a bank transfer or paid invoice, with the grant it pays for
   payment list <account>
@@ -368,6 +374,9 @@ export async function runAdminCommand(p: Parsed, out: Out): Promise<void> {
     case 'cost import':
     case 'cost reconcile':
       return runCostCommand(`${cmd} ${sub}`, p, c, out);
+    case 'fx set':
+    case 'fx list':
+      return runFxCommand(sub, p, c, out);
     default:
       throw new CliError(`Unknown command '${p.positionals.join(' ')}'.\n\n${COMMAND_HELP}`, 2);
   }

@@ -118,6 +118,9 @@ const options = {
   'effective-at': { type: 'string' },
   since: { type: 'string' },
   event: { type: 'string' },
+  rate: { type: 'string' },
+  source: { type: 'string' },
+  day: { type: 'string' },
 } as const;
 
 async function main(): Promise<void> {

@@ -42,7 +42,7 @@ export async function runPaymentCommand(cmd: string, sub: string, p: Args, c: Ad
     }
     case 'price plan': {
       const id = arg(p.positionals, 2, 'plan');
-      const r = await c.json('PUT', `/plans/${enc(id)}/price`, { amount: whole(v.amount, 'amount') });
+      const r = await c.json('PUT', `/plans/${enc(id)}/price`, { amount: whole(v.amount, 'amount'), ...(v.currency ? { currency: v.currency } : {}) });
       return out(`plan ${id} priced at ${r.amount} ${r.currency} minor units per period`, r);
     }
     case 'price pack': {
@@ -51,6 +51,7 @@ export async function runPaymentCommand(cmd: string, sub: string, p: Args, c: Ad
         name: v.name ?? id,
         tokens: whole(v.tokens, 'tokens'),
         amount: whole(v.amount, 'amount'),
+        ...(v.currency ? { currency: v.currency } : {}),
         ...creditTermsOf(v, { withDate: false }),
       });
       return out(`pack ${id}: ${r.tokens} tokens for ${r.amount} ${r.currency} minor units`, r);

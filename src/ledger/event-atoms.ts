@@ -48,6 +48,17 @@ export const Sha256 = Type.String({ pattern: '^[0-9a-f]{64}$' });
 export const Role = Type.Union(ROLES.map((role) => Type.Literal(role)));
 /** A decimal amount in major units, as a string. */
 export const Decimal = Type.String({ pattern: '^(0|[1-9][0-9]{0,11})(\\.[0-9]{1,12})?$' });
+/** A UTC day, YYYY-MM-DD. */
+export const Day = Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' });
+/** An exchange rate: settlement currency major units per one major unit of the other (decimal, exact). */
+export const FxRate = Type.String({ pattern: '^(0|[1-9][0-9]{0,11})(\\.[0-9]{1,12})?$' });
+/** The exchange rate a foreign amount was booked at: its currency, rate, the day it is for and its source. */
+export const FX_RATE_USED = {
+  rate: FxRate,
+  day: Day,
+  source: Type.String({ minLength: 1, maxLength: 200 }),
+};
+
 /** Who took a payment. */
 export const Processor = Type.Union([Type.Literal('manual'), Type.Literal('stripe'), Type.Literal('code')]);
 /** An error code (no message: messages may quote a prompt). */
@@ -199,4 +210,10 @@ export const DOCUMENT_COMMON = {
   total: Count,
   currency: Currency,
   taxTreatment: Type.Optional(Described(TaxTreatment, 'How the payment was taxed (absent: documents issued before tax was recorded, untaxed).')),
+  booked: Type.Optional(
+    Described(
+      Type.Object({ currency: Currency, total: Count, tax: Count, ...FX_RATE_USED }, { additionalProperties: false }),
+      'A document in another currency than the settlement currency: its total and tax as booked in the settlement currency, and the exchange rate they were booked at (absent: in the settlement currency).',
+    ),
+  ),
 };

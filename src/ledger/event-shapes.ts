@@ -32,7 +32,18 @@ import {
   TaxApplied,
   CREDIT_TERMS,
   CREDIT_SPLIT,
+  FX_RATE_USED,
 } from './event-atoms.ts';
+
+/** An upstream cost rate's prices: decimal major units per million tokens (image: per image, null: not priced). */
+const COST_PRICES = {
+  input: Decimal,
+  cacheRead: Decimal,
+  cacheWrite5m: Decimal,
+  cacheWrite1h: Decimal,
+  output: Decimal,
+  image: Type.Union([Decimal, Type.Null()]),
+};
 
 /** The data of each event type. */
 export const EVENT_SHAPES = {
@@ -213,14 +224,22 @@ export const EVENT_SHAPES = {
       upstreamModel: Text200,
       currency: Currency,
       effectiveAt: Instant,
-      input: Decimal,
-      cacheRead: Decimal,
-      cacheWrite5m: Decimal,
-      cacheWrite1h: Decimal,
-      output: Decimal,
-      image: Type.Union([Decimal, Type.Null()]),
+      ...COST_PRICES,
+      fx: Type.Optional(
+        Described(
+          Type.Object(
+            {
+              currency: Currency,
+              ...FX_RATE_USED,
+              given: Type.Object(COST_PRICES, { additionalProperties: false }),
+            },
+            { additionalProperties: false },
+          ),
+          'A rate given in another currency (an upstream billing in US dollars): the prices as given, and the exchange rate they were converted into the settlement currency at (absent: given in it).',
+        ),
+      ),
     },
-    "What a channel's upstream model costs from effectiveAt on: decimal major units of currency per million tokens (image: per image, null: not priced).",
+    "What a channel's upstream model costs from effectiveAt on: decimal major units of currency (the settlement currency) per million tokens (image: per image, null: not priced).",
   ),
   // Corrections: retroactive fixes, and one adjustment per charge they change.
   MultiplierCorrected: Event(
@@ -312,7 +331,11 @@ export const EVENT_SHAPES = {
   SettlementCurrencySet: Event({ currency: Currency }, "The ledger's one settlement currency (ISO 4217), set once."),
   PlanPriced: Event(
     { planId: Id, amount: Count, currency: Currency, active: Bool },
-    "A plan's price per period from now on (minor units of the settlement currency); old purchases keep theirs.",
+    "A plan's price per period from now on, in minor units of its currency: the settlement currency's, or another the operator offers it in; old purchases keep theirs.",
+  ),
+  ExchangeRateSet: Event(
+    { currency: Currency, settlement: Currency, ...FX_RATE_USED },
+    'An exchange rate into the settlement currency for a UTC day, with its source: foreign amounts of that day on are booked at it until a later day has one.',
   ),
   TokenPackPriced: Event(
     {
@@ -346,6 +369,15 @@ export const EVENT_SHAPES = {
       reference: Type.Optional(Reason),
       receivedAt: Instant,
       tax: Type.Optional(Described(TaxApplied, 'The tax the amount holds and how it was decided (absent: untaxed).')),
+      fx: Type.Optional(
+        Described(
+          Type.Object(
+            { currency: Currency, amount: Count, fee: Type.Union([Count, Type.Null()]), tax: Count, ...FX_RATE_USED },
+            { additionalProperties: false },
+          ),
+          'The payment as made in another currency the item is offered in, and the exchange rate it was booked at: amount, fee and tax above are their conversions into the settlement currency (a fee the processor took in the settlement currency is not converted: this fee is then null). Absent: paid in the settlement currency.',
+        ),
+      ),
     },
     'Money received for a plan period or a pack, appended in one append with the grant it pays for (same paymentId). The amount is what was paid, tax included; its tax part is owed, not deferred revenue.',
   ),
@@ -362,6 +394,25 @@ export const EVENT_SHAPES = {
       fromDeferred: Count,
       refundedRevenue: Count,
       taxRefunded: Type.Optional(Described(Count, "The payment's tax given back with it (absent: none).")),
+      fx: Type.Optional(
+        Described(
+          Type.Object(
+            {
+              currency: Currency,
+              amount: Count,
+              taxRefunded: Count,
+              ...FX_RATE_USED,
+              now: Described(Type.Object(FX_RATE_USED, { additionalProperties: false }), "The day's exchange rate when the money went back."),
+              gainLoss: Described(
+                Signed,
+                "amount at the payment's rate less amount at the rate of now, in settlement minor units: positive is an FX gain, negative a loss.",
+              ),
+            },
+            { additionalProperties: false },
+          ),
+          "A refund of a payment made in another currency: the amount given back in it, booked at the payment's rate (amount and taxRefunded above), and the difference from the day's rate (absent: the settlement currency).",
+        ),
+      ),
     },
     'Money given back on a payment: the tax it held goes back in proportion, the unused tokens it bought are withdrawn (deferred), the rest of the amount is refunded revenue.',
   ),

@@ -66,6 +66,8 @@ export const streams = {
   webhooks: (accountId: string) => `webhooks-${accountId}`,
   /** The settlement currency, plan prices and token packs (src/books/prices.ts). */
   priceList: () => 'price-list',
+  /** The exchange rates into the settlement currency, every currency's (src/books/exchange-rates.ts). */
+  exchangeRates: () => 'exchange-rates',
   /** A batch of redemption codes (their hashes). */
   codeBatch: (batchId: string) => `codes-${batchId}`,
   /** Processor payments that matched nothing (src/books/unmatched.ts). */
@@ -134,6 +136,7 @@ const STREAM_EVENT_TYPES = {
   channel: ['ChannelDisabled', 'ChannelEnabled'],
   webhooks: ['WebhookRegistered', 'WebhookRemoved'],
   priceList: ['SettlementCurrencySet', 'PlanPriced', 'TokenPackPriced'],
+  exchangeRates: ['ExchangeRateSet'],
   codeBatch: ['RedemptionCodesMinted'],
   unmatchedPayments: ['PaymentUnmatched'],
   upstreamCosts: ['UpstreamCostRateSet'],

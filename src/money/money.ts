@@ -5,7 +5,7 @@
 // booked, by the cumulative rule: book round(total so far) - round(total before), so the rounded
 // parts of a whole always add up to the rounded whole and no minor unit appears or vanishes.
 import * as currencies from 'dinero.js/currencies';
-import { allocate, calculator, dinero, halfUp, toDecimal, toSnapshot, type DineroCurrency } from 'dinero.js/bigint';
+import { allocate, calculator, convert, dinero, halfUp, toDecimal, toSnapshot, transformScale, type DineroCurrency } from 'dinero.js/bigint';
 import { invalid, InvariantViolation } from '../ledger/errors.ts';
 
 /** An amount in minor units of an ISO 4217 currency. */
@@ -116,3 +116,39 @@ export function tokensFor(part: number, paid: number, tokens: number): number {
   if (paid === 0) return 0;
   return valueOf({ amount: tokens, per: paid }, part);
 }
+
+/** A decimal exchange rate ("0.9123") as dinero's scaled amount. */
+function scaledRate(rate: string): { amount: bigint; scale: bigint } {
+  const m = /^(\d+)(?:\.(\d+))?$/.exec(rate);
+  if (!m || /^0*(\.0*)?$/.test(rate)) throw new InvariantViolation(`exchange rate ${rate} is not a positive decimal`);
+  return { amount: BigInt(m[1] + (m[2] ?? '')), scale: BigInt((m[2] ?? '').length) };
+}
+
+/**
+ * `m` in currency `to` at `rate` (units of `to` per unit of `m`'s currency, a decimal), by dinero's
+ * conversion, exact until it is rounded half up to `to`'s minor unit.
+ */
+export function convertMoney(m: Money, to: string, rate: string): Money {
+  const target = bigCurrency(to);
+  const exact = convert(toDinero(m), target, { [target.code]: scaledRate(rate) });
+  return fromDinero(transformScale(exact, target.exponent, halfUp));
+}
+
+/**
+ * A decimal price of currency `from` (e.g. dollars per million tokens) in currency `to` at `rate`,
+ * by dinero's conversion, rounded half up to `digits` decimals and written without trailing zeros.
+ */
+export function convertDecimal(text: string, from: string, to: string, rate: string, digits: number): string {
+  const [whole, fraction = ''] = text.split('.');
+  const source = dinero({ amount: BigInt(whole + fraction), currency: bigCurrency(from), scale: BigInt(fraction.length) });
+  const exact = convert(source, bigCurrency(to), { [to]: scaledRate(rate) });
+  const decimal = toDecimal(transformScale(exact, BigInt(digits), halfUp));
+  return decimal.includes('.') ? decimal.replace(/0+$/, '').replace(/\.$/, '') : decimal;
+}
+
+/**
+ * The part of a series converted at one rate, by the cumulative rule: the converted total after,
+ * less the converted total before (so the parts of a refunded payment add up to its conversion).
+ */
+export const convertedPart = (before: Money, after: Money, to: string, rate: string): number =>
+  convertMoney(after, to, rate).amount - convertMoney(before, to, rate).amount;

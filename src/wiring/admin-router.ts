@@ -25,6 +25,7 @@ import { adminDocumentRoutes } from '../books/document-routes.ts';
 import { adminMembersRoutes } from '../customers/admin-members-routes.ts';
 import { adminManagementKeyRoutes } from '../keys/admin-management-keys-routes.ts';
 import { adminCostRoutes } from '../catalogue/admin-cost-routes.ts';
+import { exchangeRateRoutes } from '../books/exchange-rate-routes.ts';
 
 import { body, MAX_MODEL_ID, str, type Body } from '../http/admin-input.ts';
 import { adminLedgerWorkRoutes } from '../audit/admin-ledger-work-routes.ts';
@@ -267,5 +268,6 @@ export function adminRouter(deps: GatewayDeps, adminToken: string, opts: { failu
   r.use(adminBillingProfileRoutes(deps).routes()); // an account's billing profile: who its invoices are made out to
   r.use(adminDocumentRoutes(deps).routes()); // invoices and credit notes, every account's
   r.use(adminCostRoutes(deps, deps.paymentSettings).routes()); // upstream cost rates, cost per day and call, bills and their reconciliation
+  r.use(exchangeRateRoutes(ledger).routes()); // exchange rates into the settlement currency, by UTC day and source
   return r;
 }

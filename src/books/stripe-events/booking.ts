@@ -33,8 +33,10 @@ async function mismatch(ctx: StripeContext, accountId: string | undefined, purch
     if (err instanceof DomainError) return `no known plan or pack (${err.message})`;
     throw err;
   }
+  // Another currency is matched when the item is offered in it (booked at the day's exchange rate).
   const settlement = (await ctx.payments.priceList()).currency;
-  if (currency !== settlement) return `paid in ${currency}, the ledger settles in ${settlement}`;
+  if (currency !== settlement && !(await ctx.payments.resolve(purchase(), currency).catch(() => null))?.listPrice)
+    return `paid in ${currency}, which the item is not offered in (the ledger settles in ${settlement})`;
   return null;
 }
 
@@ -46,6 +48,8 @@ async function pay(
     currency: string;
     metadata: Record<string, string>;
     fee: number | null;
+    /** The fee's currency when Stripe says (its balance's): null, the payment's. */
+    feeCurrency?: string | null;
     reference: string;
     /** When the grant starts (a subscription invoice: the start of the period it paid for). */
     at?: Date;
@@ -62,6 +66,7 @@ async function pay(
     amount: input.amount,
     currency: input.currency,
     fee: input.fee,
+    feeCurrency: input.feeCurrency ?? null,
     reference: input.reference,
     purchase: purchase(),
     actor: ACTOR,
@@ -69,6 +74,11 @@ async function pay(
   });
   return res.recorded ? 'recorded' : 'already_recorded';
 }
+
+const feeOf = async (ctx: StripeContext, piId: string) => {
+  const { fee, feeCurrency } = await intent(ctx, piId);
+  return { fee, feeCurrency };
+};
 
 /** A paid invoice of a recurring plan, by the invoice's id; the fee from its PaymentIntent's balance transaction. */
 async function payInvoice(ctx: StripeContext, invoice: PaidInvoice): Promise<Outcome> {
@@ -78,7 +88,7 @@ async function payInvoice(ctx: StripeContext, invoice: PaidInvoice): Promise<Out
     amount: invoice.amount,
     currency: invoice.currency,
     metadata: invoice.metadata,
-    fee: piId ? (await intent(ctx, piId)).fee : null,
+    ...(piId ? await feeOf(ctx, piId) : { fee: null }),
     reference: invoice.subscriptionId ? `${invoice.subscriptionId} ${invoice.invoiceId}` : invoice.invoiceId,
     // A period that Stripe dates ahead of this clock starts now: the plan is usable once paid.
     at: new Date(Math.min(invoice.periodStart, Date.now())),
@@ -97,13 +107,14 @@ export async function paidSession(ctx: StripeContext, session: Stripe.Checkout.S
   const invoiceId = session.mode === 'subscription' ? idOf(session.invoice) : null;
   if (invoiceId) return paidInvoice(ctx, paidInvoiceOf(await ctx.stripe.invoices.retrieve(invoiceId)));
   const piId = idOf(session.payment_intent);
-  const { fee, metadata } = piId ? await intent(ctx, piId) : { fee: null, metadata: {} };
+  const { fee, feeCurrency, metadata } = piId ? await intent(ctx, piId) : { fee: null, feeCurrency: null, metadata: {} };
   return pay(ctx, {
     processorPaymentId: piId ?? session.id,
     amount: session.amount_total ?? 0,
     currency: (session.currency ?? '').toUpperCase(),
     metadata: { ...metadata, ...(session.metadata ?? {}) },
     fee,
+    feeCurrency,
     reference: session.id,
   });
 }
@@ -125,7 +136,15 @@ export async function paymentOfIntent(ctx: StripeContext, piId: string | null): 
   const paymentId = paymentIdFor('stripe', piId);
   const accountId = pi.metadata.account_id;
   if (!(await hasPayment(ctx, accountId, paymentId)) && pi.succeeded)
-    await pay(ctx, { processorPaymentId: piId, amount: pi.amount, currency: pi.currency, metadata: pi.metadata, fee: pi.fee, reference: piId });
+    await pay(ctx, {
+      processorPaymentId: piId,
+      amount: pi.amount,
+      currency: pi.currency,
+      metadata: pi.metadata,
+      fee: pi.fee,
+      feeCurrency: pi.feeCurrency,
+      reference: piId,
+    });
   return (await hasPayment(ctx, accountId, paymentId)) ? { accountId, paymentId } : null;
 }
 

@@ -4,13 +4,15 @@
 import type Stripe from 'stripe';
 import { ACTOR, idOf, type Outcome, type StripeContext } from './context.ts';
 import { paymentOfIntent } from './booking.ts';
+import { paidAs } from '../../accounts/index.ts';
 
 export async function chargeRefunded(event: Stripe.ChargeRefundedEvent, ctx: StripeContext): Promise<Outcome> {
   const charge = event.data.object;
   const found = await paymentOfIntent(ctx, idOf(charge.payment_intent));
   if (!found) return 'ignored';
   const lot = await ctx.payments.lotOf(found.accountId, found.paymentId);
-  const amount = charge.amount_refunded - lot.refunded;
+  // Stripe counts in the charge's currency: the payment's own (paidAs), which a refund is given in.
+  const amount = charge.amount_refunded - paidAs(lot).refunded;
   if (amount <= 0) return 'already_recorded';
   await ctx.payments.refund(found.accountId, found.paymentId, amount, `${charge.id}:${charge.amount_refunded}`, ACTOR);
   return 'refunded';

@@ -71,6 +71,8 @@ export async function intent(ctx: StripeContext, id: string) {
   return {
     metadata: pi.metadata ?? {},
     fee: bt ? bt.fee : null,
+    /** Stripe takes its fee in the balance's currency (the Stripe account's), which may not be the charge's. */
+    feeCurrency: bt ? bt.currency.toUpperCase() : null,
     amount: pi.amount_received || pi.amount,
     currency: pi.currency.toUpperCase(),
     succeeded: pi.status === 'succeeded',

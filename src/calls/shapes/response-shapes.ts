@@ -304,6 +304,23 @@ const Payment = Closed({
   refunded: Count,
   tax_refunded: Type.Integer({ minimum: 0, description: 'The tax refunds gave back.' }),
   tokens_withdrawn: Count,
+  paid_in: Nullable(
+    Closed(
+      {
+        amount: Count,
+        currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+        display: Type.String(),
+        refunded: Count,
+        rate: Type.String({ description: 'Settlement currency per 1 unit of this one.' }),
+        day: Type.String(),
+        source: Type.String(),
+      },
+      {
+        description:
+          'Paid in another currency than the settlement currency: as paid, and the exchange rate it was booked at (amount, fee and tax above are in the settlement currency).',
+      },
+    ),
+  ),
 });
 
 const Cancellation = Closed({

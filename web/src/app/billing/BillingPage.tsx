@@ -21,10 +21,17 @@ import { PriceList } from './PriceList.tsx';
 import { RedeemCode } from './RedeemCode.tsx';
 import type { Payment, PriceList as Prices } from './types.ts';
 
-/** A refused code or purchase reads as what to check, beside the shell's wording for the rest. */
+/** A refused code or purchase (a currency the item is not sold in, or not payable in yet) reads as what to check, beside the shell's wording for the rest. */
 const BILLING_ADVICE: typeof MEMBER_ADVICE = {
   ...MEMBER_ADVICE,
-  400: ['The request was not accepted', 'Check what you entered: a code exactly as you received it (each code works once), then try again.'],
+  400: [
+    'The request was not accepted',
+    'Check what you entered: a code exactly as you received it (each code works once), or pay in a currency the item is sold in, then try again.',
+  ],
+  409: [
+    'Not possible right now',
+    'This cannot be paid in that currency yet, or the account changed meanwhile: pay in another currency, or reload and try again.',
+  ],
 };
 
 interface Loaded {

@@ -12,6 +12,13 @@ const PROCESSORS: Record<string, string> = { stripe: 'Card (Stripe)', code: 'Cod
 
 const TEXT_COLUMNS = new Set(['Item', 'Paid by']);
 
+/** What was paid: in the settlement currency, or as paid in another one with what it was booked as and at which rate. */
+const amountText = (p: Payment) =>
+  p.paid_in ? `paid ${p.paid_in.display} ${p.paid_in.currency} (booked ${p.display} ${p.currency} at ${p.paid_in.rate})` : `${p.display} ${p.currency}`;
+
+/** The amount as the customer paid it. */
+const paidText = (p: Payment) => (p.paid_in ? `${p.paid_in.display} ${p.paid_in.currency}` : `${p.display} ${p.currency}`);
+
 const itemText = (p: Payment) => (p.item.kind === 'plan' ? `Plan ${p.item.plan_id}` : `Pack ${p.item.pack_id}`) + ` · ${fmt(p.item.tokens)} tokens`;
 
 interface Props {
@@ -52,15 +59,13 @@ export function PaymentsTable({ api, payments, onProblem }: Props) {
               <th scope="row">{dateOf(p.received_at)}</th>
               <td class="text-cell">{itemText(p)}</td>
               <td class="text-cell">{PROCESSORS[p.processor] ?? p.processor}</td>
-              <td>
-                {p.display} {p.currency}
-              </td>
+              <td title={p.paid_in ? `Rate of ${p.paid_in.day}, ${p.paid_in.source}` : undefined}>{amountText(p)}</td>
               <td>{p.refunded === 0 ? '—' : p.refunded >= p.amount ? 'In full' : 'In part'}</td>
               <td>
                 <button
                   type="button"
                   class="secondary small"
-                  aria-label={`Download the receipt of ${dateOf(p.received_at)}, ${p.display} ${p.currency}`}
+                  aria-label={`Download the receipt of ${dateOf(p.received_at)}, ${paidText(p)}`}
                   onClick={() => receipt(p)}
                 >
                   Receipt

@@ -9,7 +9,8 @@ export const billingApi = (accountId: string) => ({
   subscription: () => appApi.json<Subscription>(at(accountId, 'subscription')),
   prices: () => appApi.json<PriceList>(at(accountId, 'prices')),
   payments: () => appApi.json<{ data: Payment[] }>(at(accountId, 'payments')).then((r) => r.data),
-  checkout: (item: { plan_id: string; recurring: boolean } | { pack_id: string }) =>
+  /** `currency`: pay in another currency than the settlement one (given only then). */
+  checkout: (item: ({ plan_id: string; recurring: boolean } | { pack_id: string }) & { currency?: string }) =>
     appApi.json<CheckoutSession>(at(accountId, 'checkout'), { method: 'POST', body: item }),
   redeem: (code: string) => appApi.json<{ payment: Payment }>(at(accountId, 'redemptions'), { method: 'POST', body: { code } }).then((r) => r.payment),
   /** A payment's printable receipt (HTML). */

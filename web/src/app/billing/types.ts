@@ -1,10 +1,20 @@
 // The session API's billing answers as the page reads them (src/books/payments-routes.ts shapes them).
+
+/** An item's price in another currency than the settlement one, as it is offered in it. */
+export interface OfferedPrice {
+  amount: number;
+  currency: string;
+  display: string;
+}
+
 export interface PlanPrice {
   plan_id: string;
   name: string;
   amount: number;
   currency: string;
   display: string;
+  /** Its prices in the other currencies it is on sale in. */
+  offered: OfferedPrice[];
 }
 
 export interface PackPrice {
@@ -14,10 +24,15 @@ export interface PackPrice {
   amount: number;
   currency: string;
   display: string;
+  /** Its prices in the other currencies it is on sale in. */
+  offered: OfferedPrice[];
 }
 
 export interface PriceList {
+  /** The settlement currency: the one every price above is in. */
   currency: string;
+  /** The currencies a payment may be in: the settlement currency first, then those an item is offered in. */
+  currencies: string[];
   plans: PlanPrice[];
   packs: PackPrice[];
 }
@@ -32,12 +47,28 @@ export interface Payment {
   item: { kind: 'plan'; plan_id: string; tokens: number } | { kind: 'pack'; pack_id: string; tokens: number };
   refunded: number;
   tokens_withdrawn: number;
+  /** Paid in another currency than the settlement one: as paid, and the rate it was booked at (amount and currency above are the booking). */
+  paid_in: PaidIn | null;
 }
 
+export interface PaidIn {
+  amount: number;
+  currency: string;
+  display: string;
+  refunded: number;
+  /** Settlement currency per 1 unit of this one, as a decimal string. */
+  rate: string;
+  day: string;
+  source: string;
+}
+
+/** A Checkout session: amount and currency are what the customer pays (the chosen currency's). */
 export interface CheckoutSession {
   id: string;
   url: string;
+  mode?: string;
   amount: number;
+  tax?: number;
   currency: string;
 }
 
