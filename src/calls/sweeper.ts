@@ -104,9 +104,10 @@ export function startSweeper(
         await purgeOldInvalidRequests(opts.leases.db, opts.leases.schema);
       }
       await sweepExpiredHolds(ledger);
-      await sweepExpiredCredits(ledger);
       await revokeRotatedKeys(ledger);
       await opts.extra?.();
+      // Last: a lot's expiry can wait a sweep; the holds above cannot.
+      await sweepExpiredCredits(ledger);
       outage.ok();
     } catch (err) {
       resumeAt = Date.now() + outage.failed(err);
