@@ -18,11 +18,10 @@ import OpenAI from 'openai';
 import { accountDecider, type AccountCommand } from '../src/accounts/account-decider.ts';
 import { availableTokens, balanceOf, type AccountState } from '../src/accounts/account-state.ts';
 import { drawCredits, drawOrder, grantedLot, requireCreditTerms, type CreditLot } from '../src/accounts/credits.ts';
-import { fold } from '../src/ledger/decider.ts';
 import { DomainError } from '../src/ledger/errors.ts';
-import type { StreamEvents } from '../src/ledger/events.ts';
 import { applyEvent, emptyLotBook } from '../src/books/lot-book.ts';
 import type { ProjectedEvent } from '../src/eventstore/port.ts';
+import { reserveCommand, runAccount } from './support/account-commands.ts';
 import { dropSchemas, spawnGateway, type GatewayProcess } from './support/gateway.ts';
 import { call, eventually } from './support/http.ts';
 import { hledgerBalances } from './support/hledger.ts';
@@ -132,22 +131,9 @@ const decider = suite('credits: the account decider');
 const t0 = new Date('2026-12-01T12:00:00Z');
 const days = (n: number) => new Date(t0.getTime() + n * 86_400_000);
 
-function run(state: AccountState, c: AccountCommand): { events: StreamEvents['account'][]; state: AccountState } {
-  const events = accountDecider.decide(c, state);
-  return { events, state: fold(accountDecider, events, state) };
-}
+const run = runAccount;
 const plan = { planId: 'access', name: 'Access', quota: 0, validityDays: 365, requestsPerMinute: 10_000, models: ['*'] };
-const reserve = (holdId: string, amount: number, model: string, now = t0): AccountCommand => ({
-  type: 'Reserve',
-  holdId,
-  requestId: `r-${holdId}`,
-  keyId: 'k1',
-  model,
-  kind: 'chat',
-  amount,
-  now,
-  ttlMs: 60_000,
-});
+const reserve = (holdId: string, amount: number, model: string, now = t0): AccountCommand => reserveCommand(holdId, amount, model, now);
 const settle = (holdId: string, promptTokens: number): AccountCommand => ({
   type: 'SettleChat',
   holdId,

@@ -11,14 +11,12 @@ import { applyMultiplier, chatCharge, imageCharge, rawTokensCoveredBy, toMilli }
 import type { DomainEvent, StreamEvents } from '../src/ledger/events.ts';
 import { gcra } from '../src/ledger/call-rate.ts';
 import { splitCharge, availableTokens as balanceAvailable } from '../src/accounts/balance.ts';
+import { reserveCommand, runAccount } from './support/account-commands.ts';
 
 const now = new Date('2026-11-20T12:00:00Z');
 const plan = { planId: 'pro', name: 'Pro', quota: 1000, validityDays: 30, requestsPerMinute: 60, models: ['cx/gen-6-terra', 'alpha-haiku-4.5'] };
 
-function run(state: AccountState, c: AccountCommand): { events: StreamEvents['account'][]; state: AccountState } {
-  const events = accountDecider.decide(c, state);
-  return { events, state: fold(accountDecider, events, state) };
-}
+const run = runAccount;
 
 function subscribed(): AccountState {
   let s = run(accountDecider.initialState(), { type: 'Open', accountId: 'acme', name: 'Acme' }).state;
@@ -26,17 +24,7 @@ function subscribed(): AccountState {
   return s;
 }
 
-const reserve = (holdId: string, amount: number, model = 'cx/gen-6-terra'): AccountCommand => ({
-  type: 'Reserve',
-  holdId,
-  requestId: `r-${holdId}`,
-  keyId: 'k1',
-  model,
-  kind: 'chat',
-  amount,
-  now,
-  ttlMs: 60_000,
-});
+const reserve = (holdId: string, amount: number, model = 'cx/gen-6-terra'): AccountCommand => reserveCommand(holdId, amount, model, now);
 
 function throwsCode(fn: () => unknown, code: string) {
   try {
