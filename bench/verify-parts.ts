@@ -14,7 +14,8 @@ import { openLedger } from '../src/ledger/ledger.ts';
 import { readSide } from '../projections/runner/read-side.ts';
 import { dropReadModels, replayInto } from '../projections/runner/rebuild.ts';
 import { differingRows } from '../projections/runner/compare.ts';
-import { checkLots, compareWithRebuild, checkLog, verifyLedger } from '../src/audit/verify.ts';
+import { checkLots, compareWithRebuild, checkLog } from '../src/audit/verify.ts';
+import { verifyLedger } from '../src/audit/verification.ts';
 import { SimAccount } from './ledger-traffic.ts';
 import { seedCharges } from './corrections-seed.ts';
 import '../projections/read-models.ts'; // every read model, as the wiring registers them

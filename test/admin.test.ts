@@ -270,8 +270,11 @@ test('statements: every charge and adjustment with request ids; totals equal the
 });
 
 /** POST /admin/v1/verify asking for NDJSON progress: the status, the content type and the parsed lines. */
-async function verifyStream() {
-  const res = await fetch(`${gw.url}/admin/v1/verify`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, accept: 'application/x-ndjson' } });
+async function verifyStream(query = '') {
+  const res = await fetch(`${gw.url}/admin/v1/verify${query}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, accept: 'application/x-ndjson' },
+  });
   const text = await res.text();
   assert.ok(text.endsWith('\n'), 'every line ends with a newline');
   return {
@@ -284,12 +287,16 @@ async function verifyStream() {
   };
 }
 
+/** A verification's answer without the checkpoint's times (each verification records its own). */
+const untimed = (v: Record<string, any>) => ({ ...v, checkpoint: v.checkpoint && { ...v.checkpoint, verifiedAt: null, fullAt: null } });
+
 test('verify with Accept: application/x-ndjson streams its progress, then the plain answer', async () => {
-  const plain = await admin('POST', '/verify');
+  const plain = await admin('POST', '/verify', { full: true });
   assert.is(plain.status, 200);
   assert.is(plain.json.object, 'verification');
   assert.is(plain.json.ok, true);
-  const streamed = await verifyStream();
+  assert.is(plain.json.mode, 'full');
+  const streamed = await verifyStream('?full=true');
   assert.is(streamed.status, 200);
   assert.match(streamed.type, /^application\/x-ndjson/);
   const progress = streamed.lines.slice(0, -1);
@@ -319,12 +326,15 @@ test('verify with Accept: application/x-ndjson streams its progress, then the pl
     assert.is(lines[0].done, 0, `${ph} starts at 0`);
     assert.equal([lines.at(-1)!.done, lines.at(-1)!.total], [plain.json.events, plain.json.events], `${ph} ends at every event`);
   }
-  // The last line is the plain POST's body (no timing fields in either; nothing was appended in between).
-  assert.equal(last, plain.json);
+  // The last line is the plain POST's body (but for the checkpoint's times; nothing was appended in between).
+  assert.equal(untimed(last), untimed(plain.json));
   // Whatever else the client accepts, the JSON body stays the default.
-  const json = await fetch(`${gw.url}/admin/v1/verify`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, accept: 'application/json, */*' } });
+  const json = await fetch(`${gw.url}/admin/v1/verify?full=true`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, accept: 'application/json, */*' },
+  });
   assert.match(json.headers.get('content-type') ?? '', /^application\/json/);
-  assert.equal(await json.json(), plain.json);
+  assert.equal(untimed((await json.json()) as Record<string, any>), untimed(plain.json));
 });
 
 test('verify: a failure once the progress stream began ends it with an error line; the gateway keeps serving', async () => {
@@ -341,7 +351,7 @@ test('verify: a failure once the progress stream began ends it with an error lin
   if (original.source) store.workerSource = { ...original.source, url: 'postgres://postgres@127.0.0.1:1/test' };
   let streamed: Awaited<ReturnType<typeof verifyStream>>;
   try {
-    streamed = await verifyStream();
+    streamed = await verifyStream('?full=true');
   } finally {
     store.readAllProjected = original.read;
     store.workerSource = original.source;
@@ -373,7 +383,11 @@ test('verify passes on an honest ledger and reports a tampered event row', async
   await gw.db.exec(`ALTER TABLE ${table} DISABLE TRIGGER events_append_only`);
   await gw.db.query(`UPDATE ${table} SET data = jsonb_set(data, '{billed}', '1') WHERE position = $1`, [victim.position]);
   await gw.db.exec(`ALTER TABLE ${table} ENABLE TRIGGER events_append_only`);
-  const bad = await cli(['verify', '--json']);
+  // The next verification reads only what came after the last one: an edit of older history is
+  // for the full one to find.
+  const since = await cli(['verify', '--json']);
+  assert.is(JSON.parse(since.stdout).mode, 'since_checkpoint', since.stdout);
+  const bad = await cli(['verify', '--full', '--json']);
   assert.is(bad.code, 3);
   const report = JSON.parse(bad.stdout);
   assert.is(report.ok, false);

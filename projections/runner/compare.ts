@@ -3,8 +3,9 @@
 // sum of 64-bit row hashes, read in one pass and compared in node), and only a range whose
 // digests differ is compared row by row (a full join on the key, each row as jsonb) to list what
 // differs. The rows never cross to node unless they differ.
-import { queryByIndex, type Database } from '../../src/eventstore/db.ts';
+import { queryByIndex, type Database, type Queryable } from '../../src/eventstore/db.ts';
 import { allReadModels } from './registry.ts';
+import { columnsOf, rowHashSql } from './change-capture.ts';
 import { q } from './sql.ts';
 
 export interface RowDifference {
@@ -59,14 +60,52 @@ async function sharedColumns(db: Database, live: string, rebuilt: string, table:
 }
 
 /**
- * The SQL of a row's 64-bit hash: the named columns as one record (the same order on both sides,
- * whatever each table's own), hashed by each column type's own hash function (no text is made of
- * the row: a third of the cost of hashing its text). A change of any column of any row moves a
- * range's sum, but for a 2^-64 chance: this checks for drift, not for rows forged to collide (the
- * chains of the log are what verify guards against tampering with).
+ * A row's 64-bit hash (rowHashSql): the named columns as one record, the same order on both
+ * sides whatever each table's own, hashed by each column type's own hash function (no text is
+ * made of the row: a third of the cost of hashing its text). A change of any column of any row
+ * moves a range's sum, but for a 2^-64 chance: this checks for drift, not for rows forged to
+ * collide (the chains of the log are what verify guards against tampering with).
  */
-function rowHash(columns: string[]): string {
-  return `hash_record_extended(ROW(${columns.map((c) => `t."${c.replace(/"/g, '""')}"`).join(', ')}), 0)`;
+const rowHash = (columns: string[]) => rowHashSql(columns);
+
+/** A table's digest: how many rows it has and the sum of their hashes (rowHashSql), exact. */
+export interface TableDigest {
+  rows: bigint;
+  sum: bigint;
+}
+
+/** Adds rows (or takes them away, with negative figures) to a table's digest. */
+export function addDigest(digests: Map<string, TableDigest>, table: string, rows: bigint, sum: bigint): void {
+  const d = digests.get(table) ?? { rows: 0n, sum: 0n };
+  digests.set(table, { rows: d.rows + rows, sum: d.sum + sum });
+}
+
+/** Every read-model table's digest of `schema`, one statement a table (a full verify's check of an incremental one). */
+export async function tableDigests(db: Database, schema: string): Promise<Map<string, TableDigest>> {
+  const out = new Map<string, TableDigest>();
+  for (const p of allReadModels()) {
+    const columns = await columnsOf(db, schema, p.table);
+    const [row] = await db.query<Digest>(`SELECT count(*)::text AS n, coalesce(sum(${rowHash(columns)}), 0)::text AS h FROM ${q(schema, p.table)} t`);
+    out.set(p.table, { rows: BigInt(row.n), sum: BigInt(row.h) });
+  }
+  return out;
+}
+
+/**
+ * The hashes of the rows with these keys (absent keys are missing from the answer), on either
+ * schema: the live one read inside a snapshot, the kept copy outside it.
+ */
+export async function rowHashes(db: Queryable, schema: string, table: string, columns: string[], keys: string[]): Promise<Map<string, string>> {
+  const rows = await db.query<{ key: string; h: string }>(`SELECT key, ${rowHash(columns)}::text AS h FROM ${q(schema, table)} t WHERE key = ANY($1::text[])`, [
+    keys,
+  ]);
+  return new Map(rows.map((r) => [r.key, r.h]));
+}
+
+/** The rows with these keys as JSON (a difference's two sides). */
+export async function rowsAsJson(db: Queryable, schema: string, table: string, keys: string[]): Promise<Map<string, unknown>> {
+  const rows = await db.query<{ key: string; row: unknown }>(`SELECT key, to_jsonb(t) AS row FROM ${q(schema, table)} t WHERE key = ANY($1::text[])`, [keys]);
+  return new Map(rows.map((r) => [r.key, r.row]));
 }
 
 /** A range's digest: the count of its rows and the sum of their hashes. */
@@ -156,6 +195,8 @@ export async function differingRows(
    * and each would otherwise send its whole range of keys to the row-by-row comparison.
    */
   settledAt?: number,
+  /** Hears each table's digest of the rebuilt side (the sum over its ranges), when both sides have its columns. */
+  rebuiltDigests?: Map<string, TableDigest>,
 ): Promise<RowDifference[]> {
   const out: RowDifference[] = [];
   for (const p of allReadModels()) {
@@ -172,6 +213,7 @@ export async function differingRows(
     let next = nextRebuiltDigest(db, q(rebuilt, p.table), columns, null, perStatement.digested, through);
     for (let after: string | null = null; found < limit;) {
       const rebuiltDigest = await next;
+      if (rebuiltDigests) addDigest(rebuiltDigests, p.table, BigInt(rebuiltDigest.n), BigInt(rebuiltDigest.h));
       const range: KeyRange = { after, upTo: rebuiltDigest.upTo, through };
       if (range.upTo !== null) next = nextRebuiltDigest(db, q(rebuilt, p.table), columns, range.upTo, perStatement.digested, through);
       const liveSide = await liveDigest(db, q(live, p.table), columns, range);

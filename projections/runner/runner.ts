@@ -45,8 +45,8 @@ export async function applyEvents(
   }
 }
 
-/** The same, inside a transaction the caller owns. */
-async function applyEventsIn(
+/** The same, inside a transaction the caller owns (verify's alignment of its kept copy on embedded PGlite). */
+export async function applyEventsIn(
   tx: Queryable,
   schema: string,
   events: ProjectedEvent[],

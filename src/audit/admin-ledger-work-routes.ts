@@ -13,10 +13,23 @@ import { prepareCorrection, type AppliedCorrection, type CorrectionProgress } fr
 import { streamAnswer, type LineSink } from '../http/line-stream.ts';
 import { writeStatementCsv, writeStatementJson } from './statements.ts';
 import { buildUpstreamReport, upstreamReportCsv, upstreamReportQuery } from '../catalogue/index.ts';
-import { verifyLedger, type VerifyProgress } from './verify.ts';
+import { verifyLedger, type VerifyProgress } from './verification.ts';
 import { rebuildReadModels } from '../../projections/runner/rebuild.ts';
 import { sweepExpiredCredits, sweepExpiredHolds, sweepOrphanedHolds } from '../calls/index.ts';
 import { body, MAX_MODEL_ID, parseTime, str, type Body } from '../http/admin-input.ts';
+
+/**
+ * Whether a verification reads the whole log (`{"full": true}` or `?full=true`) rather than what
+ * came after the last checkpoint.
+ */
+function verifyFully(ctx: Context): boolean {
+  const b = ctx.request.body as Body | undefined;
+  const given = b && typeof b === 'object' && !Array.isArray(b) && 'full' in b ? b.full : ctx.query.full;
+  if (given === undefined) return false;
+  if (given === true || given === 'true') return true;
+  if (given === false || given === 'false') return false;
+  throw badRequest("'full' must be true or false.", 'full');
+}
 
 /** The least time between two progress lines of POST /admin/v1/verify's NDJSON answer. */
 const VERIFY_PROGRESS_MS = 200;
@@ -178,11 +191,12 @@ export function adminLedgerWorkRoutes(deps: RouteDeps): Router {
   });
 
   r.post('/verify', async (ctx) => {
+    const full = verifyFully(ctx);
     // One JSON body, unless the client asks for NDJSON progress (Accept: application/x-ndjson
     // preferred to application/json; a client that sends */* or nothing gets the JSON body).
     ctx.vary('Accept');
     if (ctx.accepts('application/json', 'application/x-ndjson') !== 'application/x-ndjson') {
-      ctx.body = { object: 'verification', ...(await verifyLedger(ledger)) };
+      ctx.body = { object: 'verification', ...(await verifyLedger(ledger, { full })) };
       return;
     }
     streamAnswer(
@@ -190,7 +204,7 @@ export function adminLedgerWorkRoutes(deps: RouteDeps): Router {
       'application/x-ndjson',
       async (out) => {
         const onProgress = progressLines<VerifyProgress>(out, 'verification.progress', (p) => ({ phase: p.phase, done: p.done, total: p.total }));
-        return line({ object: 'verification', ...(await verifyLedger(ledger, { onProgress })) });
+        return line({ object: 'verification', ...(await verifyLedger(ledger, { onProgress, full })) });
       },
       failureLine(deps.log, ctx, 'verification', 'It only reads: nothing was changed; run it again.'),
     );

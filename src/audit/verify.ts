@@ -10,12 +10,20 @@ import { ReadModelsBehind } from '../ledger/read-your-writes.ts';
 import { readLogPage } from '../ledger/log-pages.ts';
 import { LotCheck } from '../books/index.ts';
 import { dropReadModels, replayInto, rowsChangedBetween, scratchFoldsOnThreads } from '../../projections/runner/rebuild.ts';
-import { differingRows, type RowDifference } from '../../projections/runner/compare.ts';
+import { differingRows, type RowDifference, type TableDigest } from '../../projections/runner/compare.ts';
 import * as checkpoint from '../../projections/runner/checkpoint.ts';
 import type { ReplayObserver } from '../../projections/runner/parallel-replay.ts';
 import { ChainCheck, type ChainProblem } from './chain-check.ts';
+import { copyName } from './verified-checkpoint.ts';
 import type { ChainResult } from './chain-observer.ts';
 import { Pacer } from './pacing.ts';
+
+/** A rebuild kept as the next verification's copy of the read models (verified-checkpoint.ts). */
+export interface KeptCopy {
+  schema: string;
+  position: number;
+  digests: Map<string, TableDigest>;
+}
 
 /** Read-model rows listed per table when they differ from the rebuild (the count beyond is not needed to fail). */
 const MAX_DIFFERENCES = 1_000;
@@ -57,7 +65,7 @@ export async function checkLog(
   onProgress?: ChainProgress,
   tailAfter?: Promise<unknown>,
   begun?: Promise<LogChecks>,
-): Promise<{ events: number; streams: number; problems: ChainProblem[]; lots: LotCheck }> {
+): Promise<{ events: number; streams: number; problems: ChainProblem[]; lots: LotCheck; check: ChainCheck; position: number }> {
   let check = new ChainCheck();
   let lots = new LotCheck();
   let position = 0;
@@ -82,7 +90,7 @@ export async function checkLog(
   } finally {
     pacer.stop();
   }
-  return { events: check.events, streams: check.streams, problems: check.problems, lots };
+  return { events: check.events, streams: check.streams, problems: check.problems, lots, check, position };
 }
 
 /**
@@ -94,11 +102,14 @@ export async function compareWithRebuild(
   ledger: Ledger,
   onReplayed?: (events: number, position: number) => void,
   observer?: ReplayObserver,
+  /** Hears the rebuild when it equals the live read models: it is then kept (the caller adopts or drops it). */
+  keep?: (copy: KeptCopy) => void,
 ): Promise<ModelDifference[]> {
   await ledger.caughtUp();
   // A schema of this run's own: a failed verify's replay thread may still be winding down (and
   // its clean-up dropping its schema) when the next verify starts, which then lost its tables.
-  const scratch = `${ledger.rmSchema}_verify_${randomBytes(4).toString('hex')}`;
+  const scratch = keep ? copyName(ledger.rmSchema) : `${ledger.rmSchema}_verify_${randomBytes(4).toString('hex')}`;
+  let kept = false;
   try {
     const position = await replayInto(ledger.readModels.db, ledger.events, scratch, {
       scratch: true,
@@ -109,8 +120,15 @@ export async function compareWithRebuild(
     // after a failover) cannot be compared yet: a 503 to ask again, never a false difference.
     if (!(await ledger.waitForPosition(position, 10_000)))
       throw new ReadModelsBehind(`the read models have not reached position ${position} yet: verify again shortly`);
-    const differences = await differingRows(ledger.readModels.db, ledger.rmSchema, scratch, MAX_DIFFERENCES, undefined, position);
-    if (differences.length === 0) return differences;
+    const digests = new Map<string, TableDigest>();
+    const differences = await differingRows(ledger.readModels.db, ledger.rmSchema, scratch, MAX_DIFFERENCES, undefined, position, digests);
+    if (differences.length === 0) {
+      if (keep) {
+        keep({ schema: scratch, position, digests });
+        kept = true;
+      }
+      return differences;
+    }
     // Live traffic moved the live read models past the rebuild meanwhile: the rows its events
     // changed may rightly differ (they are checked by the next verify); every other row must not.
     const live = await checkpoint.read(ledger.readModels.db, ledger.rmSchema);
@@ -118,7 +136,7 @@ export async function compareWithRebuild(
     return differences.filter((d) => !changed.get(d.table)?.has(d.key));
   } finally {
     // Also after a failure: no half-built scratch schema is left behind.
-    await dropReadModels(ledger.readModels.db, scratch).catch(() => undefined);
+    if (!kept) await dropReadModels(ledger.readModels.db, scratch).catch(() => undefined);
   }
 }
 
@@ -147,8 +165,9 @@ function estimateTotal(events: number, position: number, head: number): number {
 /**
  * Every stream's hash chain, then every read model against a fresh rebuild. With `onProgress`,
  * each phase is reported at its start (done 0), after each page, and at its end (done = total).
+ * `keep` hears the rebuild when it equals the live read models (it is left for the caller then).
  */
-export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: VerifyProgress) => void } = {}) {
+export async function fullVerification(ledger: Ledger, opts: { onProgress?: (p: VerifyProgress) => void; keep?: (copy: KeptCopy) => void } = {}) {
   const report = opts.onProgress;
   let head = report ? await ledger.events.headPosition() : 0;
   report?.({ phase: 'chains', done: 0, total: head });
@@ -176,6 +195,7 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
       else if (onThreads && !checkedOnThread) void chainsProgress?.(events, position);
     },
     observer,
+    opts.keep,
   );
   readModelsRun.catch(() => undefined); // awaited below, after the chains; a failure then is the caller's
   // The rest of the chains is read only after the replay (below), so its checks are taken then;
@@ -200,6 +220,8 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
   report?.({ phase: 'read models', done: 0, total: chains.events });
   if (replayed > 0) report?.({ phase: 'read models', done: replayed, total: Math.max(chains.events, replayed) });
   const readModels = await readModelsRun;
+  // The lot book's state is taken before its last day is closed (closing only checks it).
+  const lotsState = chains.lots.state();
   const lotProblems = checkLots(chains.lots);
   return {
     ok: chains.problems.length === 0 && readModels.length === 0 && lotProblems.length === 0,
@@ -208,6 +230,7 @@ export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: Veri
     chainProblems: chains.problems,
     readModelDifferences: readModels,
     lotProblems,
+    reached: { position: chains.position, heads: chains.check.heads(), lots: lotsState },
   };
 }
 

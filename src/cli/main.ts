@@ -94,6 +94,7 @@ const options = {
   component: { type: 'string' },
   value: { type: 'string' },
   'also-from-now': { type: 'boolean' },
+  full: { type: 'boolean' },
   events: { type: 'string' },
   thresholds: { type: 'string' },
   'expiring-days': { type: 'string' },

@@ -5,7 +5,7 @@ import { openPglite, openPostgres, type Database } from '../../../src/eventstore
 import { openLedger } from '../../../src/ledger/ledger.ts';
 import { readSide } from '../../../projections/runner/read-side.ts';
 import { sweepExpiredHolds } from '../../../src/calls/sweeper.ts';
-import { verifyLedger } from '../../../src/audit/verify.ts';
+import { verifyLedger } from '../../../src/audit/verification.ts';
 import type { StoredEvent } from '../../../src/eventstore/port.ts';
 import type { AccountRow, Verification } from './admin.ts';
 import '../../../projections/read-models.ts'; // every read model, as the wiring registers them
