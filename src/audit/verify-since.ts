@@ -54,7 +54,9 @@ export async function verifySince(ledger: Ledger, since: VerifiedCheckpoint, opt
   const lots = new LotCheck(since.lots);
   const moved = new Set<string>();
   let chainsAt = since.chainsPosition;
-  let copyAt = since.copyPosition;
+  // The copy may be past the checkpoint: a verification interrupted after applying some pages
+  // left it there, with its notes of what changed since the checkpoint.
+  let copyAt = await checkpoint.read(db, copy);
   const newAtStart = Math.max(0, (await ledger.events.headPosition()) - Math.min(chainsAt, copyAt));
   let newEvents = 0;
   // Each event once: its chain and lots if the chains have not reached it, the copy if it has not.
@@ -74,7 +76,8 @@ export async function verifySince(ledger: Ledger, since: VerifiedCheckpoint, opt
       const page = await readLogPage(ledger, at, PAGE);
       if (page.length === 0) break;
       take(page);
-      copyAt = await applyEvents(db, copy, page, copyAt);
+      const forCopy = page.filter((e) => e.position > copyAt);
+      if (forCopy.length) copyAt = await applyEvents(db, copy, forCopy, copyAt);
       at = page[page.length - 1].position;
       opts.onProgress?.(newEvents, Math.max(newAtStart, newEvents));
       await pacer.step();
@@ -198,9 +201,12 @@ async function compareChangedRows(
   return { differences, digestChange };
 }
 
-/** Whether the copy is where the checkpoint left it (an UNLOGGED table emptied by a crash is not). */
+/**
+ * Whether the copy is where the checkpoint left it, or past it (an interrupted verification);
+ * not when it is gone, or its UNLOGGED tables were emptied by a database crash.
+ */
 export async function copyIsIntact(db: Database, cp: VerifiedCheckpoint): Promise<boolean> {
   const [row] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = $1`, [cp.copy]);
   if (!row || Number(row.n) === 0) return false;
-  return (await checkpoint.read(db, cp.copy)) === cp.copyPosition;
+  return (await checkpoint.read(db, cp.copy)) >= cp.copyPosition;
 }

@@ -1,7 +1,7 @@
 // Test databases: embedded PGlite in memory always; the real PostgreSQL when DATABASE_URL is set.
 // Each test gets its own schema, so files can run side by side on one server.
 import { randomBytes } from 'node:crypto';
-import { openPglite, openPostgres, type Database } from '../../src/eventstore/db.ts';
+import { openPglite, openPostgres, type Database, type Queryable } from '../../src/eventstore/db.ts';
 
 export interface TestDatabase {
   label: string;
@@ -27,12 +27,16 @@ export async function openTestPostgres(url = process.env.DATABASE_URL!): Promise
     db,
     schema,
     async cleanup() {
-      await db.exec(
-        `DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm_next" CASCADE`,
-      );
+      await dropLedgerSchemas(db, schema);
       await db.close();
     },
   };
+}
+
+/** A test ledger's schemas: the log, the read models, a rebuild's, and verify's checkpoint with its kept copies. */
+export async function dropLedgerSchemas(db: Queryable & { exec(sql: string): Promise<void> }, schema: string): Promise<void> {
+  const verified = await db.query<{ name: string }>(`SELECT nspname AS name FROM pg_namespace WHERE starts_with(nspname, $1)`, [`${schema}_rm_verified`]);
+  await db.exec([schema, `${schema}_rm`, `${schema}_rm_next`, ...verified.map((r) => r.name)].map((s) => `DROP SCHEMA IF EXISTS "${s}" CASCADE`).join('; '));
 }
 
 /** The databases every storage test runs on: PGlite always, PostgreSQL when DATABASE_URL is set. */

@@ -8,7 +8,7 @@ import pino from 'pino';
 import { settingsFromEnv, type Settings } from '../../src/config.ts';
 import { startGateway, type RunningGateway } from '../../src/server.ts';
 import { openPostgres } from '../../src/eventstore/db.ts';
-import { uniqueSchema } from './db.ts';
+import { dropLedgerSchemas, uniqueSchema } from './db.ts';
 
 export interface TestGateway extends RunningGateway {
   stop(): Promise<void>;
@@ -39,7 +39,7 @@ export async function startTestGateway(overrides: Partial<Settings> = {}): Promi
 
 export async function dropSchemas(url: string, schema: string): Promise<void> {
   const db = openPostgres(url, 1);
-  await db.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm_next" CASCADE`);
+  await dropLedgerSchemas(db, schema);
   await db.close();
 }
 

@@ -64,8 +64,9 @@ export async function dropSchemas(url: string, schema: string): Promise<void> {
     await db.exec(
       `DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm_next" CASCADE; DROP SCHEMA IF EXISTS "${schema}_rm_verify" CASCADE`,
     );
-    // Each verify loads into a scratch schema of its own (`<rm>_verify_<random>`): a crash in one leaves it behind.
-    const scratch = await db.query<{ name: string }>(`SELECT nspname AS name FROM pg_namespace WHERE starts_with(nspname, $1)`, [`${schema}_rm_verify_`]);
+    // Each verify loads into a scratch schema of its own (`<rm>_verify_<random>`, or `<rm>_verified_<random>`
+    // when kept for the next one, beside its checkpoint's `<rm>_verified`): a crash in one leaves it behind.
+    const scratch = await db.query<{ name: string }>(`SELECT nspname AS name FROM pg_namespace WHERE starts_with(nspname, $1)`, [`${schema}_rm_verif`]);
     for (const { name } of scratch) await db.exec(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
   } finally {
     await db.close();
