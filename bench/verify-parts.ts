@@ -4,7 +4,6 @@
 // through the gateway, with live calls beside it.
 // Run: node --import tsx bench/verify-parts.ts [--charges 100000] [--store name] [--drop-store]
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { DEFAULT_PG_TIMEOUTS, openPostgres } from '../src/eventstore/db.ts';
@@ -18,6 +17,7 @@ import { checkLots, compareWithRebuild, checkLog } from '../src/audit/verify.ts'
 import { verifyLedger } from '../src/audit/verification.ts';
 import { SimAccount } from './ledger-traffic.ts';
 import { seedCharges } from './corrections-seed.ts';
+import { timePart as time } from './part-timer.ts';
 import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
 const { values } = parseArgs({ options: { charges: { type: 'string' }, store: { type: 'string' }, 'drop-store': { type: 'boolean' } } });
@@ -40,54 +40,6 @@ if (n === 0) {
   console.log(`read models built in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 }
 const ledger = await openLedger({ db, schema, readSide: readSide({ db, eventSchema: schema, projectHere: true }) });
-/**
- * CPU seconds the local PostgreSQL server has used so far (every process named postgres, plus what
- * the postmaster collected of its exited backends), or null when it is not on this machine.
- */
-function postgresCpuSeconds(): number | null {
-  let ticks = 0;
-  let found = false;
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    } catch {
-      continue; // exited meanwhile: the postmaster's children's figure has it
-    }
-    if (!stat.includes('(postgres)')) continue;
-    found = true;
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime, and for the postmaster (its parent is not postgres) cutime and cstime.
-    ticks += Number(fields[11]) + Number(fields[12]);
-    const parent = Number(fields[1]);
-    let parentIsPostgres = false;
-    try {
-      parentIsPostgres = readFileSync(`/proc/${parent}/stat`, 'utf8').includes('(postgres)');
-    } catch {
-      /* gone */
-    }
-    if (!parentIsPostgres) ticks += Number(fields[13]) + Number(fields[14]);
-  }
-  return found ? ticks / 100 : null;
-}
-
-/** Wall time, CPU of this process (all its threads) and of PostgreSQL, and peak RSS (sampled every 50 ms) of a part. */
-const time = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
-  const t = performance.now();
-  const cpu = process.cpuUsage();
-  const pg0 = postgresCpuSeconds();
-  let peak = process.memoryUsage.rss();
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 50);
-  const v = await fn();
-  clearInterval(timer);
-  const used = process.cpuUsage(cpu);
-  const pg1 = postgresCpuSeconds();
-  const pgUsed = pg0 !== null && pg1 !== null ? `, PostgreSQL CPU ${(pg1 - pg0).toFixed(1)} s` : '';
-  console.log(
-    `${name}: ${((performance.now() - t) / 1000).toFixed(2)} s, CPU ${((used.user + used.system) / 1e6).toFixed(1)} s${pgUsed}, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB, load ${os.loadavg()[0].toFixed(1)}`,
-  );
-  return v;
-};
 console.log(
   `load ${os
     .loadavg()

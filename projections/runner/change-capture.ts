@@ -5,6 +5,7 @@
 // triggers see those writes as they see every other.
 import type { Queryable } from '../../src/eventstore/db.ts';
 import { allReadModels } from './registry.ts';
+import type { RowProjection } from './row-projection.ts';
 import { q } from './sql.ts';
 
 const CHANGED = 'changed_rows';
@@ -24,12 +25,24 @@ export async function columnsOf(db: Queryable, schema: string, table: string): P
 }
 
 /**
+ * A log whose rows are each written once, by their own event, and never again (keysOf names the
+ * event's id; no page fold writes it): its new rows are found by position, without notes (half
+ * of a day's row writes are such rows, and a note would double each).
+ */
+export const writtenOnce = (p: RowProjection) => Boolean(p.keyedByEvent && p.handles.size > 0 && !p.applyPage);
+
+/**
  * Starts noting the changes of every read-model table of `schema` (after its bulk load: a
- * replay's writes are not noted). Idempotent: the triggers are replaced, the notes kept.
+ * replay's writes are not noted), and indexes the logs written once by position. Idempotent:
+ * the triggers are replaced, the notes kept.
  */
 export async function captureChanges(db: Queryable, schema: string): Promise<void> {
   await db.query(`CREATE TABLE IF NOT EXISTS ${q(schema, CHANGED)} (tbl text NOT NULL, key text NOT NULL, old_hash bigint, PRIMARY KEY (tbl, key))`);
   for (const p of allReadModels()) {
+    if (writtenOnce(p)) {
+      await db.query(`CREATE INDEX IF NOT EXISTS "${p.table}_written_at" ON ${q(schema, p.table)} (position)`);
+      continue;
+    }
     const columns = await columnsOf(db, schema, p.table);
     const fn = q(schema, `capture_${p.table}`);
     const table = `'${p.table}'`;
@@ -77,6 +90,19 @@ export async function* changedRows(db: Queryable, schema: string, table: string)
     if (page.length === 0) return;
     yield page.map((r) => ({ key: r.key, oldHash: r.old_hash }));
     after = page[page.length - 1].key;
+  }
+}
+
+/** The rows of a log written once (writtenOnce) after `position`, a page at a time in position order. */
+export async function* rowsWrittenAfter(db: Queryable, schema: string, table: string, position: number): AsyncGenerator<ChangedRow[]> {
+  for (let after = position; ;) {
+    const page = await db.query<{ key: string; position: number }>(
+      `SELECT key, position FROM ${q(schema, table)} WHERE position > $1 ORDER BY position LIMIT ${NOTES_PER_PAGE}`,
+      [after],
+    );
+    if (page.length === 0) return;
+    yield page.map((r) => ({ key: r.key, oldHash: null }));
+    after = Number(page[page.length - 1].position);
   }
 }
 
