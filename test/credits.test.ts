@@ -19,7 +19,8 @@ import { accountDecider, type AccountCommand } from '../src/accounts/account-dec
 import { availableTokens, balanceOf, type AccountState } from '../src/accounts/account-state.ts';
 import { drawCredits, drawOrder, grantedLot, requireCreditTerms, type CreditLot } from '../src/accounts/credits.ts';
 import { DomainError } from '../src/ledger/errors.ts';
-import { applyEvent, emptyLotBook } from '../src/books/lot-book.ts';
+import { emptyLotBook } from '../src/books/lot-book.ts';
+import { LotFold } from '../src/books/lot-fold.ts';
 import type { ProjectedEvent } from '../src/eventstore/port.ts';
 import { reserveCommand, runAccount } from './support/account-commands.ts';
 import { dropSchemas, spawnGateway, type GatewayProcess } from './support/gateway.ts';
@@ -234,14 +235,11 @@ const books = suite('credits: the lot book');
 
 books("the lot book books the decider's split on each lot, and a lot's expiry books its unused value as breakage", () => {
   const book = emptyLotBook();
+  const lots = new LotFold(book, '9999-12-31T00:00:00.000Z');
   let position = 0;
   const at = (d: Date) => d.toISOString();
   const fold = (type: string, data: Record<string, unknown>, when = t0) =>
-    applyEvent(
-      book,
-      { id: `e${++position}`, position, stream: 'account-acme', type, data, timestamp: at(when), metadata: {} } as unknown as ProjectedEvent,
-      'USD',
-    );
+    lots.add({ id: `e${++position}`, position, stream: 'account-acme', type, data, timestamp: at(when), metadata: {} } as unknown as ProjectedEvent);
   fold('PaymentReceived', {
     accountId: 'acme',
     paymentId: 'pay1',

@@ -20,6 +20,12 @@ export interface DdlOptions {
    * serving process's statement timeout (seen at 2M events: verify answered 503).
    */
   scratch?: boolean;
+  /**
+   * A scratch load kept as verify's copy of the read models (src/audit/verify-since.ts): with the
+   * live tables' secondary indexes from the start, so that later events apply to it as they do to
+   * the live tables (a repricing's update found by its series, not by a scan of every call).
+   */
+  indexed?: boolean;
 }
 
 export function projectionDdl(schema: string, projections: RowProjection[], opts: DdlOptions = {}): string[] {
@@ -35,7 +41,7 @@ export function projectionDdl(schema: string, projections: RowProjection[], opts
     if (opts.bulk && !opts.scratch && p.keyedByEvent) out.push(`CREATE TABLE IF NOT EXISTS ${q(schema, p.table)} (key text NOT NULL, ${columns})`);
     else out.push(`CREATE ${table} IF NOT EXISTS ${q(schema, p.table)} (key text PRIMARY KEY, ${columns})`);
     for (const column of p.addedColumns ?? []) out.push(`ALTER TABLE ${q(schema, p.table)} ADD COLUMN IF NOT EXISTS ${column}`);
-    if (!bulk || (p.keyedByEvent && !opts.scratch)) out.push(...indexDdl(schema, p));
+    if (!bulk || (p.keyedByEvent && !opts.scratch) || opts.indexed) out.push(...indexDdl(schema, p));
   }
   return out;
 }

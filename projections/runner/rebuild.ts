@@ -30,6 +30,8 @@ interface ReplayOptions {
    * folded off this thread even on one (the event loop serves live calls meanwhile).
    */
   scratch?: boolean;
+  /** A scratch target kept afterwards (verify's copy): with its secondary indexes (ddl.ts). */
+  indexed?: boolean;
   /**
    * Work on the first thread's pages (PageObserver, verify's chain check), heard with its result
    * when that thread is done. Only a replay on threads runs it (scratchFoldsOnThreads says whether).
@@ -73,7 +75,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   await dropReadModels(db, target);
   // Nobody reads the target before the swap and a crash restarts the rebuild from zero, so it is
   // loaded without secondary indexes, mostly as UNLOGGED tables, then made durable and indexed once.
-  await ensureReadModels(db, target, allReadModels(), { bulk: true, scratch: opts.scratch });
+  await ensureReadModels(db, target, allReadModels(), { bulk: true, scratch: opts.scratch, indexed: opts.indexed });
   const started = Date.now();
   // Larger pages mean fewer rewrites of hot rows (accounts, keys, daily usage: once per page each);
   // 25k events per page, two pages in memory at a time, stays well under 1 GB of heap.

@@ -113,6 +113,7 @@ export async function compareWithRebuild(
   try {
     const position = await replayInto(ledger.readModels.db, ledger.events, scratch, {
       scratch: true,
+      indexed: keep !== undefined,
       onProgress: onReplayed && ((p) => onReplayed(p.events, p.position)),
       observer,
     });

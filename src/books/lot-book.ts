@@ -1,5 +1,6 @@
 // The lot book: which lot every token an account uses comes from, and what that use is worth.
-// Pure: a fold over the log in order (`applyEvent`), kept out of the account decider so the
+// Pure: a fold over the log in order (`applyOwn`, with plan lots ended as LotFold or the books'
+// EndingLots find them over), kept out of the account decider so the
 // decider's state stays small (issue #31). The books' read models (projections/books/books.ts)
 // fold it a page at a time as the projector applies the log; the whole-log fold (finance-fold.ts)
 // is their reference and names a reconciliation's unbalanced events. Its memory is
@@ -222,21 +223,6 @@ export function nextExpiry(b: LotBook, accountId: string): string | null {
   return l && !l.ended ? l.expiresAt : null;
 }
 
-/**
- * Ends every plan lot whose period is over by `at` (breakage dated at the period's end) and
- * returns them. The lot book's clock is its own events: a lot ends when the first of them at or
- * after its end is folded, so a fold of the whole log and the books' read models (which see only
- * these events) end it at the same point.
- */
-export function expireLots(b: LotBook, at: string, e: ProjectedEvent): Lot[] {
-  const ended: Lot[] = [];
-  for (const accountId of b.accounts.keys()) {
-    const l = expireAccount(b, accountId, at, e);
-    if (l) ended.push(l);
-  }
-  return ended;
-}
-
 /** The account's plan lot if its period is over by `at` and it has not ended yet. */
 export function dueLot(b: LotBook, accountId: string, at: string): Lot | null {
   const a = b.accounts.get(accountId);
@@ -251,14 +237,7 @@ export function expireAccount(b: LotBook, accountId: string, at: string, e: Proj
   return l;
 }
 
-/** Folds one event: first the plan lots it finds over, then the event itself. */
-export function applyEvent(b: LotBook, e: ProjectedEvent, currency: string): void {
-  if (!BOOK_EVENT_TYPES.has(e.type)) return;
-  expireLots(b, e.timestamp, e);
-  applyOwn(b, e, currency);
-}
-
-/** The event itself, once every plan lot that ended before it has been ended (expireLots). */
+/** The event itself, once every plan lot that ended before it has been ended (LotFold, or the books' EndingLots). */
 export function applyOwn(b: LotBook, e: ProjectedEvent, currency: string): void {
   const t = e.type as keyof EventDataByType;
   switch (t) {
