@@ -17,6 +17,7 @@ import { openLedger } from '../src/ledger/ledger.ts';
 import { readSide } from '../projections/runner/read-side.ts';
 import { replayInto } from '../projections/runner/rebuild.ts';
 import { verifyLedger } from '../src/audit/verification.ts';
+import { Timings } from '../src/audit/verify-since.ts';
 import { SimAccount } from './ledger-traffic.ts';
 import { seedCharges } from './corrections-seed.ts';
 import { mustAppendMany } from './ledger.ts';
@@ -56,12 +57,14 @@ const appender = await createPostgresEventStore(db, { schema, validate: validate
 const total = async () => Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".events`))[0].n);
 
 type Verification = Awaited<ReturnType<typeof verifyLedger>>;
-const verifyTimed = async (name: string, full: boolean): Promise<{ v: Verification; figures: PartFigures }> => {
-  const { value: v, figures } = await measurePart(() => verifyLedger(ledger, { full }));
+const verifyTimed = async (name: string, full: boolean): Promise<{ v: Verification; figures: PartFigures; parts: Record<string, number> }> => {
+  const timings = new Timings();
+  const { value: v, figures } = await measurePart(() => verifyLedger(ledger, { full, timings }));
   console.log(partLine(name, figures));
-  console.log(`  ok ${v.ok}, mode ${v.mode}, ${v.checkedEvents} events read of ${v.events}`);
+  const parts = Object.fromEntries(Object.entries(timings.ms).map(([k, ms]) => [k, Math.round(ms)]));
+  console.log(`  ok ${v.ok}, mode ${v.mode}, ${v.checkedEvents} events read of ${v.events}; ms: ${JSON.stringify(parts)}`);
   if (!v.ok) throw new Error(`verification failed: ${JSON.stringify(v).slice(0, 2000)}`);
-  return { v, figures };
+  return { v, figures, parts };
 };
 
 /** A day of new events: new accounts opened, then holds and charges from the real decider. */
@@ -95,12 +98,12 @@ if (values.full) fullRun = await verifyTimed('full verification', true);
 const first = await verifyTimed('verification (full unless a checkpoint is there)', false);
 if (first.v.mode === 'full') fullRun ??= first;
 if (fullRun) results.full = { events: fullRun.v.events, ...fullRun.figures };
-const since: Array<{ events: number; read: number } & PartFigures> = [];
+const since: Array<{ events: number; read: number; parts: Record<string, number> } & PartFigures> = [];
 for (let r = 0; r < rounds; r++) {
   await timePart(`append ${fresh} new events and project them`, () => appendDay(fresh));
-  const { v, figures } = await verifyTimed(`verification from the checkpoint, round ${r + 1}`, false);
+  const { v, figures, parts } = await verifyTimed(`verification from the checkpoint, round ${r + 1}`, false);
   if (v.mode !== 'since_checkpoint') throw new Error('expected a verification from the checkpoint');
-  since.push({ events: v.events, read: v.checkedEvents, ...figures });
+  since.push({ events: v.events, read: v.checkedEvents, parts, ...figures });
 }
 results.since = since;
 if (values.json) console.log(JSON.stringify(results, null, 2));

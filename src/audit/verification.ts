@@ -7,7 +7,7 @@ import { captureChanges } from '../../projections/runner/change-capture.ts';
 import { dropReadModels } from '../../projections/runner/rebuild.ts';
 import type { TableDigest } from '../../projections/runner/compare.ts';
 import { fullVerification, type KeptCopy, type VerifyProgress } from './verify.ts';
-import { copyIsIntact, verifySince } from './verify-since.ts';
+import { copyIsIntact, verifySince, type Timings } from './verify-since.ts';
 import {
   ensureCheckpointTables,
   forgetCheckpoint,
@@ -33,19 +33,22 @@ const shown = (cp: VerifiedCheckpoint) => ({
   digests: digestsJson(cp.digests),
 });
 
-export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: VerifyProgress) => void; full?: boolean } = {}) {
+export async function verifyLedger(ledger: Ledger, opts: { onProgress?: (p: VerifyProgress) => void; full?: boolean; timings?: Timings } = {}) {
   const db = ledger.readModels.db;
   const rm = ledger.rmSchema;
+  const started = performance.now();
   await ensureCheckpointTables(db, rm);
   const lease = await takeVerifyLease(db, rm);
   try {
     const since = opts.full ? null : await readCheckpoint(db, rm);
     if (since && (await copyIsIntact(db, since))) {
+      opts.timings?.add('start', performance.now() - started);
       const report = opts.onProgress;
       report?.({ phase: 'chains', done: 0, total: 0 });
       const r = await verifySince(ledger, since, {
         assertHeld: () => lease.assertHeld(),
         onProgress: (done, total) => report?.({ phase: 'chains', done, total }),
+        timings: opts.timings,
       });
       report?.({ phase: 'chains', done: r.newEvents, total: r.newEvents });
       report?.({ phase: 'read models', done: 0, total: r.newEvents });

@@ -45,10 +45,36 @@ export interface SinceResult {
 type Progress = (checked: number, total: number) => void;
 
 /**
+ * Where a verification's wall time went, in ms (the bench's breakdown): waiting for a page of the
+ * log, hashing chains and folding lots (this thread), waiting for the copy's apply once hashed,
+ * paced (given back to live calls), the comparison, the record.
+ */
+export class Timings {
+  readonly ms: Record<string, number> = {};
+  add(part: string, ms: number): void {
+    this.ms[part] = (this.ms[part] ?? 0) + ms;
+  }
+  async time<T>(part: string, work: Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await work;
+    } finally {
+      this.add(part, performance.now() - started);
+    }
+  }
+}
+
+/**
  * Checks the log and the read models from `since` on, and records the next checkpoint when all
  * is well. Call with the verification lease held.
  */
-export async function verifySince(ledger: Ledger, since: VerifiedCheckpoint, opts: { assertHeld: () => void; onProgress?: Progress }): Promise<SinceResult> {
+export async function verifySince(
+  ledger: Ledger,
+  since: VerifiedCheckpoint,
+  opts: { assertHeld: () => void; onProgress?: Progress; timings?: Timings },
+): Promise<SinceResult> {
+  const timings = opts.timings ?? new Timings();
+  const started = performance.now();
   const db = ledger.readModels.db;
   const rm = ledger.rmSchema;
   const copy = since.copy;
@@ -75,6 +101,7 @@ export async function verifySince(ledger: Ledger, since: VerifiedCheckpoint, opt
   // Page after page: the copy applies a page while its events' chains are hashed here in slices
   // (the database works on the one while this thread does the other), and the next page is
   // read meanwhile.
+  timings.add('heads', performance.now() - started);
   const pacer = new Pacer();
   const read = (after: number) => {
     const page = readLogPage(ledger, after, PAGE);
@@ -83,24 +110,26 @@ export async function verifySince(ledger: Ledger, since: VerifiedCheckpoint, opt
   };
   try {
     for (let next = read(Math.min(chainsAt, copyAt)); ;) {
-      const page = await next;
+      const page = await timings.time('readWait', next);
       if (page.length === 0) break;
       next = read(page[page.length - 1].position);
       const forCopy = page.filter((e) => e.position > copyAt);
       const applied = forCopy.length ? applyEvents(db, copy, forCopy, copyAt) : Promise.resolve(copyAt);
       applied.catch(() => undefined);
       for (let i = 0; i < page.length; i += HASHED_PER_TURN) {
+        const started = performance.now();
         take(page.slice(i, i + HASHED_PER_TURN));
+        timings.add('hashing', performance.now() - started);
         await yieldToTraffic();
       }
-      copyAt = await applied;
+      copyAt = await timings.time('applyWait', applied);
       opts.onProgress?.(newEvents, Math.max(newAtStart, newEvents));
-      await pacer.step();
+      await timings.time('paced', pacer.step());
     }
   } finally {
     pacer.stop();
   }
-  const aligned = await compareAtOnePosition(ledger, copy, copyAt, since.copyPosition, take);
+  const aligned = await timings.time('compare', compareAtOnePosition(ledger, copy, copyAt, since.copyPosition, take));
   copyAt = aligned.position;
   // Closing the last day only checks it: the state recorded below is the fold's as it stands.
   const lotProblem = lots.finish();
@@ -129,7 +158,7 @@ export async function verifySince(ledger: Ledger, since: VerifiedCheckpoint, opt
   };
   opts.assertHeld();
   const heads: ChainHeads = chains.heads().filter(([stream]) => moved.has(stream));
-  await writeCheckpoint(db, rm, recorded, heads, { allHeads: false, then: (tx) => forgetChanges(tx, copy) });
+  await timings.time('record', writeCheckpoint(db, rm, recorded, heads, { allHeads: false, then: (tx) => forgetChanges(tx, copy) }));
   return { ...common, recorded };
 }
 
