@@ -703,7 +703,28 @@ if (skipReason) {
     assert.is(await dataValue(page, '[data-field="chain_problems"]'), 0);
     assert.is(await dataValue(page, '[data-field="read_model_differences"]'), 0);
     assert.ok(await page.getByRole('button', { name: 'Run verify' }).isEnabled());
+    assert.is(await page.locator('[data-field="mode"]').getAttribute('data-value'), 'full', 'the first verification is full');
     await shot(page, 'admin-verify-desktop.png');
+    // The next one reads only what came after the checkpoint the first recorded; "Full" reads it all again.
+    const verdictAfterRun = async () => {
+      await page.getByRole('button', { name: 'Run verify' }).click();
+      await page.locator('#verify-verdict').waitFor({ timeout: 60_000 });
+      await page.getByRole('button', { name: 'Run verify' }).waitFor({ state: 'visible' });
+      await page.waitForFunction(() => !(document.getElementById('verify-run') as HTMLButtonElement).disabled);
+      return {
+        mode: await page.locator('[data-field="mode"]').getAttribute('data-value'),
+        read: await dataValue(page, '[data-field="checked_events"]'),
+        all: await dataValue(page, '[data-field="events"]'),
+        ok: await page.locator('#verify-verdict').getAttribute('data-ok'),
+      };
+    };
+    const since = await verdictAfterRun();
+    assert.equal([since.mode, since.ok], ['since_checkpoint', 'true']);
+    assert.match((await page.locator('[data-field="mode"]').textContent()) ?? '', /^Since the checkpoint of /);
+    assert.ok(since.read < since.all && since.all >= events, JSON.stringify(since));
+    await page.getByLabel('Full: read the whole log again').check();
+    const full = await verdictAfterRun();
+    assert.equal([full.mode, full.ok, full.read], ['full', 'true', full.all]);
   });
 
   test('by keyboard only: sign in, open the channels, switch a channel off and on', async () => {

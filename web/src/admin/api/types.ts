@@ -130,6 +130,12 @@ export interface Verification {
   streams: number;
   chainProblems: Array<{ stream: string; revision: number; position: number; problem: string }>;
   readModelDifferences: Array<{ table: string; key: string }>;
+  /** A full verification, or one from the last checkpoint on (docs/operating.md). */
+  mode: 'full' | 'since_checkpoint';
+  /** The events this verification read (`events`: since the log began). */
+  checkedEvents: number;
+  since: { position: number; verifiedAt: string } | null;
+  checkpoint: { position: number; verifiedAt: string; fullAt: string } | null;
 }
 
 export interface PriceList {

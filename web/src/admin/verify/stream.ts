@@ -12,8 +12,8 @@ export interface Progress {
   total: number;
 }
 
-async function verifyWithProgress(onProgress: (p: Progress) => void): Promise<Verification> {
-  const res = await adminCall('verify', { method: 'POST', accept: 'application/x-ndjson' });
+async function verifyWithProgress(full: boolean, onProgress: (p: Progress) => void): Promise<Verification> {
+  const res = await adminCall('verify', { method: 'POST', accept: 'application/x-ndjson', body: { full } });
   return readProgressStream<Verification>(res, {
     progress: 'verification.progress',
     onProgress: (m) => onProgress({ phase: String(m.phase), done: Number(m.done) || 0, total: Number(m.total) || 0 }),
@@ -39,11 +39,14 @@ export const onChange = (fn: () => void): (() => void) => {
 };
 const changed = () => changes.dispatchEvent(new Event('change'));
 
-/** Starts a run; `onPhase` is told when the second phase begins (said once to screen readers). */
-export function startVerify(onPhase: (phase: string) => void): void {
+/**
+ * Starts a run (`full`: the whole log, otherwise from the last checkpoint on); `onPhase` is told
+ * when the second phase begins (said once to screen readers).
+ */
+export function startVerify(full: boolean, onPhase: (phase: string) => void): void {
   Object.assign(run, { running: true, startedAt: Date.now(), took: 0, progress: null, result: null, error: null });
   changed();
-  verifyWithProgress((p) => {
+  verifyWithProgress(full, (p) => {
     if (run.progress?.phase !== p.phase) onPhase(p.phase);
     run.progress = p;
     changed();
