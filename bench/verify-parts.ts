@@ -3,20 +3,16 @@
 // finding where verify's time goes; bench/corrections.ts --phases verify --skip-apply measures it
 // through the gateway, with live calls beside it.
 // Run: node --import tsx bench/verify-parts.ts [--charges 100000] [--store name] [--drop-store]
-import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { DEFAULT_PG_TIMEOUTS, openPostgres } from '../src/eventstore/db.ts';
-import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
-import { validateEvent } from '../src/ledger/event-catalogue.ts';
 import { openLedger } from '../src/ledger/ledger.ts';
 import { readSide } from '../projections/runner/read-side.ts';
 import { dropReadModels, replayInto } from '../projections/runner/rebuild.ts';
 import { differingRows } from '../projections/runner/compare.ts';
 import { checkLots, compareWithRebuild, checkLog } from '../src/audit/verify.ts';
 import { verifyLedger } from '../src/audit/verification.ts';
-import { SimAccount } from './ledger-traffic.ts';
-import { seedCharges } from './corrections-seed.ts';
+import { keptSeededStore } from './corrections-seed.ts';
 import { timePart as time } from './part-timer.ts';
 import '../projections/read-models.ts'; // every read model, as the wiring registers them
 
@@ -25,20 +21,7 @@ const charges = Number(values.charges ?? 100_000);
 const schema = values.store ?? `vfy_${charges}`;
 const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const db = openPostgres(url, 8, { ...DEFAULT_PG_TIMEOUTS, statementMs: 600_000 });
-const [{ n }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.schemata WHERE schema_name = $1`, [`${schema}_rm`]);
-if (n === 0) {
-  const tag = randomBytes(3).toString('hex');
-  const accounts = Array.from({ length: 50 }, (_, i) => new SimAccount(tag, i, 'cx/gen-6-astra'));
-  for (const a of accounts) a.requestsPerMinute = 1_000_000;
-  let t = performance.now();
-  const events = await seedCharges(db, schema, accounts, charges, 0.4);
-  console.log(`seeded ${events} events in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-  t = performance.now();
-  const store = await createPostgresEventStore(db, { schema, validate: validateEvent });
-  await replayInto(db, store, `${schema}_rm`);
-  await store.close();
-  console.log(`read models built in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-}
+await keptSeededStore(db, schema, charges, time);
 const ledger = await openLedger({ db, schema, readSide: readSide({ db, eventSchema: schema, projectHere: true }) });
 console.log(
   `load ${os

@@ -15,11 +15,10 @@ import { createPostgresEventStore } from '../src/eventstore/postgres.ts';
 import { validateEvent } from '../src/ledger/event-catalogue.ts';
 import { openLedger } from '../src/ledger/ledger.ts';
 import { readSide } from '../projections/runner/read-side.ts';
-import { replayInto } from '../projections/runner/rebuild.ts';
 import { verifyLedger } from '../src/audit/verification.ts';
 import { Timings } from '../src/audit/verify-since.ts';
 import { SimAccount } from './ledger-traffic.ts';
-import { seedCharges } from './corrections-seed.ts';
+import { keptSeededStore } from './corrections-seed.ts';
 import { mustAppendMany } from './ledger.ts';
 import { measurePart, partLine, timePart, type PartFigures } from './part-timer.ts';
 import '../projections/read-models.ts'; // every read model, as the wiring registers them
@@ -41,17 +40,7 @@ const schema = `vfs_${size}`;
 const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const db = openPostgres(url, 8, { ...DEFAULT_PG_TIMEOUTS, statementMs: 600_000 });
 
-const [{ n }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.schemata WHERE schema_name = $1`, [`${schema}_rm`]);
-if (n === 0) {
-  const tag = randomBytes(3).toString('hex');
-  const accounts = Array.from({ length: 50 }, (_, i) => new SimAccount(tag, i, 'cx/gen-6-astra'));
-  for (const a of accounts) a.requestsPerMinute = 1_000_000;
-  const seeded = await timePart('seed', () => seedCharges(db, schema, accounts, Math.round(size / 2), 0.4));
-  console.log(`  ${seeded} events`);
-  const store = await createPostgresEventStore(db, { schema, validate: validateEvent });
-  await timePart('read models built', () => replayInto(db, store, `${schema}_rm`));
-  await store.close();
-}
+await keptSeededStore(db, schema, Math.round(size / 2), timePart);
 const ledger = await openLedger({ db, schema, readSide: readSide({ db, eventSchema: schema, projectHere: true }) });
 const appender = await createPostgresEventStore(db, { schema, validate: validateEvent });
 const total = async () => Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".events`))[0].n);

@@ -21,9 +21,10 @@ export interface DdlOptions {
    */
   scratch?: boolean;
   /**
-   * A scratch load kept as verify's copy of the read models (src/audit/verify-since.ts): with the
-   * live tables' secondary indexes from the start, so that later events apply to it as they do to
-   * the live tables (a repricing's update found by its series, not by a scan of every call).
+   * A scratch load kept as verify's copy of the read models (src/audit/verify-since.ts): the
+   * tables a page fold writes get the live tables' secondary indexes from the start, so that later
+   * events apply to the copy as they do to the live tables (a repricing's update finds its calls
+   * by their series, not by a scan of every call). The others are only ever read by key.
    */
   indexed?: boolean;
 }
@@ -41,10 +42,13 @@ export function projectionDdl(schema: string, projections: RowProjection[], opts
     if (opts.bulk && !opts.scratch && p.keyedByEvent) out.push(`CREATE TABLE IF NOT EXISTS ${q(schema, p.table)} (key text NOT NULL, ${columns})`);
     else out.push(`CREATE ${table} IF NOT EXISTS ${q(schema, p.table)} (key text PRIMARY KEY, ${columns})`);
     for (const column of p.addedColumns ?? []) out.push(`ALTER TABLE ${q(schema, p.table)} ADD COLUMN IF NOT EXISTS ${column}`);
-    if (!bulk || (p.keyedByEvent && !opts.scratch) || opts.indexed) out.push(...indexDdl(schema, p));
+    if (!bulk || (p.keyedByEvent && !opts.scratch) || (opts.indexed && foldWritten(p))) out.push(...indexDdl(schema, p));
   }
   return out;
 }
+
+/** A table written by a page fold (applyPage), which may look its rows up by other columns than the key. */
+const foldWritten = (p: RowProjection) => p.applyPage !== undefined || p.handles.size === 0;
 
 /** Each of a projection's indexes: `columns`, or `columns WHERE condition` for a partial one. */
 function indexDdl(schema: string, p: RowProjection): string[] {
