@@ -14,8 +14,8 @@ let a: GatewayProcess;
 let b: GatewayProcess;
 const projectors: ChildProcess[] = [];
 
-function startProjector(): { child: ChildProcess; running: Promise<void> } {
-  const started = spawnProjector(schema);
+function startProjector(logLevel?: string): ReturnType<typeof spawnProjector> {
+  const started = spawnProjector(schema, { logLevel });
   projectors.push(started.child);
   return started;
 }
@@ -181,11 +181,13 @@ if (!url) {
   });
 
   test('a second projector waits, then takes over when the first dies', async () => {
-    const second = startProjector();
+    const second = startProjector('info');
     let tookOver = false;
     void second.running.then(() => {
       tookOver = true;
     });
+    // Started and waiting for the lease (a process's start alone took 12 s on a loaded machine).
+    await Promise.race([second.waiting, new Promise((r) => setTimeout(r, 60_000))]);
     await new Promise((r) => setTimeout(r, 1500));
     assert.is(tookOver, false, 'only one projector is active');
     projectors[0].kill('SIGKILL');

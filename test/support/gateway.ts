@@ -103,18 +103,19 @@ export async function spawnGateway(env: Record<string, string> = {}, opts: { nod
 }
 
 /** `tollgate projector` on `schema`, as a user starts it; `running` resolves once it says so. */
-export function spawnProjector(schema: string): { child: ChildProcess; running: Promise<void> } {
+export function spawnProjector(schema: string, opts: { logLevel?: string } = {}): { child: ChildProcess; running: Promise<void>; waiting: Promise<void> } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'projector'], {
     cwd: new URL('../..', import.meta.url).pathname,
-    env: { ...process.env, TOLLGATE_SCHEMA: schema, LOG_LEVEL: 'warn' },
+    env: { ...process.env, TOLLGATE_SCHEMA: schema, LOG_LEVEL: opts.logLevel ?? 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  const running = new Promise<void>((resolve) =>
-    child.stdout!.on('data', (d) => {
-      out += d;
-      if (out.includes('projector running')) resolve();
-    }),
-  );
-  return { child, running };
+  const awaited: Array<{ text: string; resolve: () => void }> = [];
+  child.stdout!.on('data', (d) => {
+    out += d;
+    for (const a of awaited) if (out.includes(a.text)) a.resolve();
+  });
+  const seen = (text: string) => new Promise<void>((resolve) => awaited.push({ text, resolve }));
+  // `waiting`: started and asking for the lease (said at LOG_LEVEL info).
+  return { child, running: seen('projector running'), waiting: seen('projector waiting for the lease') };
 }
