@@ -5,7 +5,7 @@
 // differs. The rows never cross to node unless they differ.
 import { queryByIndex, type Database, type Queryable } from '../../src/eventstore/db.ts';
 import { allReadModels } from './registry.ts';
-import { columnsOf, rowHashSql } from './change-capture.ts';
+import { rowHashSql } from './change-capture.ts';
 import { q } from './sql.ts';
 
 export interface RowDifference {
@@ -78,17 +78,6 @@ export interface TableDigest {
 export function addDigest(digests: Map<string, TableDigest>, table: string, rows: bigint, sum: bigint): void {
   const d = digests.get(table) ?? { rows: 0n, sum: 0n };
   digests.set(table, { rows: d.rows + rows, sum: d.sum + sum });
-}
-
-/** Every read-model table's digest of `schema`, one statement a table (a full verify's check of an incremental one). */
-export async function tableDigests(db: Database, schema: string): Promise<Map<string, TableDigest>> {
-  const out = new Map<string, TableDigest>();
-  for (const p of allReadModels()) {
-    const columns = await columnsOf(db, schema, p.table);
-    const [row] = await db.query<Digest>(`SELECT count(*)::text AS n, coalesce(sum(${rowHash(columns)}), 0)::text AS h FROM ${q(schema, p.table)} t`);
-    out.set(p.table, { rows: BigInt(row.n), sum: BigInt(row.h) });
-  }
-  return out;
 }
 
 /**
