@@ -197,7 +197,7 @@ decider('a lot expires at its expiry on the clock the sweep carries: not before,
     [{ accountId: 'acme', lot: 1, tokens: 200, expiresAt: days(7).toISOString() }],
   );
   assert.equal(run(expired.state, { type: 'ExpireCredits', now: days(8) }).events, [], 'closed once');
-  assert.equal(expired.state.credits[0], { ...expired.state.credits[0], tokens: 300, used: 300, closed: true });
+  assert.equal(expired.state.credits[0], { ...expired.state.credits[0], tokens: 300, used: 300, expired: 200, closed: true });
   assert.is(availableTokens(expired.state, days(8), TERRA), 300);
 });
 
@@ -420,10 +420,10 @@ http(
     );
     let sub = await subscription();
     assert.equal(
-      sub.extra_tokens.credits.map((c: any) => [c.status, c.remaining]),
+      sub.extra_tokens.credits.map((c: any) => [c.status, c.remaining, c.granted]),
       [
-        ['active', lotsBefore[0].remaining],
-        ['expired', 0],
+        ['active', lotsBefore[0].remaining, lotsBefore[0].granted],
+        ['expired', 0, lotsBefore[1].granted],
       ],
     );
     await setClock(clock + 23 * 86_400_000);

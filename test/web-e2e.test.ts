@@ -390,7 +390,7 @@ if (skipReason) {
 
     await page.getByRole('link', { name: 'Usage' }).click();
     await page.waitForURL(/\/app\/usage/);
-    await page.getByLabel('7 days').check();
+    await page.getByRole('radio', { name: '7 days', exact: true }).check();
     await page.waitForURL(/range=7d/);
     // The 30-day chart stays until the 7-day data has arrived and replaced it.
     await page.waitForFunction(() => document.querySelectorAll('svg.chart g.day').length === 7, undefined, { timeout: 30_000 });
@@ -446,14 +446,14 @@ if (skipReason) {
     await shot(page, 'usage-desktop.png', true);
 
     for (const days of [30, 90]) {
-      await page.getByLabel(`${days} days`).check();
+      await page.getByRole('radio', { name: `${days} days`, exact: true }).check();
       await page.waitForFunction((n) => document.querySelectorAll('svg.chart g.day').length === n, days);
       await page.locator(`svg.chart g.day[data-date="${today()}"] rect.seg`).first().waitFor();
     }
   });
 
   test('usage: "Download CSV" saves the selected range per API key with the API\'s totals; a failure reads as a message', async () => {
-    await page.getByLabel('7 days').check();
+    await page.getByRole('radio', { name: '7 days', exact: true }).check();
     await page.waitForURL(/range=7d/);
     const download = page.getByRole('button', { name: 'Download CSV' });
     const requested = page.waitForRequest((r) => r.url().includes('format=csv'));

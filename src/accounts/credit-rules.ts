@@ -55,7 +55,7 @@ export function evolveExpired(s: AccountState, d: EventDataByType['CreditsExpire
   const l = s.credits[i];
   if (!l || l.closed || l.tokens - l.used !== d.tokens) throw new InvariantViolation(`credit lot ${d.lot} cannot expire ${d.tokens} tokens`);
   const credits = s.credits.slice();
-  credits[i] = { ...l, tokens: l.used, closed: true };
+  credits[i] = { ...l, tokens: l.used, expired: d.tokens, closed: true };
   return { ...s, credits };
 }
 

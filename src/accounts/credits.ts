@@ -21,6 +21,8 @@ export interface CreditLot extends CreditTerms {
   /** Tokens granted, less those a refund withdrew and those that expired. */
   tokens: number;
   used: number;
+  /** Tokens that expired unused (taken out of `tokens` when the lot closed). */
+  expired: number;
   /** Expired (CreditsExpired): nothing more is drawn from it or given back to it. */
   closed: boolean;
 }
@@ -124,6 +126,7 @@ export const grantedLot = (lot: number, tokens: number, terms: Partial<CreditTer
   lot,
   tokens,
   used: 0,
+  expired: 0,
   closed: false,
   expiresAt: terms.expiresAt ?? null,
   priority: terms.priority ?? DEFAULT_PRIORITY,

@@ -65,7 +65,8 @@ export function creditsBody(credits: readonly CreditLot[], now: Date) {
     const l = credits[i];
     const live = isLive(l, now);
     return {
-      granted: l.tokens,
+      // What was granted (less refunds) stays shown once the lot has expired.
+      granted: l.tokens + l.expired,
       used: l.used,
       remaining: live ? Math.max(0, l.tokens - l.used) : 0,
       expires_at: l.expiresAt,

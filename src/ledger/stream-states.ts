@@ -6,7 +6,7 @@ import type { DomainEvent } from './events.ts';
 import type { EventStore, StoredEvent } from '../eventstore/port.ts';
 
 /** Bump when a decider's state shape changes: older snapshots are then ignored and refolded. */
-export const SNAPSHOT_VERSION = 8; // 3: per-charge nets of adjusted charges (account), stream revision and correction components (model); 4: key controls and key spend (account), rotation (key); 5: the account counts its adjustments instead of keeping every adjusted charge; 6: and names its last one; 7: paid lots keep their tax, and the account its card and auto top-up; 8: extra tokens as lots of credit
+export const SNAPSHOT_VERSION = 9; // 3: per-charge nets of adjusted charges (account), stream revision and correction components (model); 4: key controls and key spend (account), rotation (key); 5: the account counts its adjustments instead of keeping every adjusted charge; 6: and names its last one; 7: paid lots keep their tax, and the account its card and auto top-up; 8: extra tokens as lots of credit; 9: a closed lot keeps what expired
 export interface Cached {
   revision: number;
   state: unknown;
