@@ -10,7 +10,9 @@
 // BENCH_KEEP=1 keeps each size's schemas for a look afterwards (they are dropped otherwise).
 // BENCH_CPU_PROF=dir: the gateway writes a CPU profile there when it stops; BENCH_PRELOAD=file.mjs: a
 // module the gateway imports first (e.g. an allocation profiler: node's --heap-prof keeps only what is alive at exit).
-//   --phases verify          only the phases named (probe, dry run, apply again, statement of the big account, verify)
+//   --phases verify          only the phases named (probe, dry run, apply again, statement of the big account, verify,
+//                            export of the log, rebuild)
+//   --share 0.5              TOLLGATE_OPERATOR_SHARE for the gateways (default 1): the share of time operator work may take
 //   --skip-apply             no apply either (nor the exact-to-the-token check): e.g. verify alone on the seeded log,
 //                            --sizes 1000000 --phases verify --skip-apply (2M events; the seeding takes ~4 min)
 //   --topology projector     the read side in a `tollgate projector` process of its own (the deployed topology)
@@ -61,6 +63,12 @@ export interface CorrectionSizeResult {
   reapply: PhaseFigure & { appended: number };
   statement: PhaseFigure & { bytes: number };
   verify: PhaseFigure & { ok: boolean; events: number };
+  /** GET /admin/v1/events: the whole log as NDJSON. */
+  logExport: PhaseFigure & { bytes: number; lines: number };
+  /** POST /admin/v1/rebuild: every read model built again beside the live ones, then swapped in. */
+  rebuild: PhaseFigure & { ok: boolean };
+  /** TOLLGATE_OPERATOR_SHARE the gateways ran with. */
+  share: number;
   /** The corrected (big) account's own calls, sequential, before the correction and after it. */
   corrected: { before: Latency; after: Latency };
   exact: boolean;
@@ -120,7 +128,7 @@ function liveLoad(gw: Tollgate, account: { accountId: string; key: string }) {
 }
 
 /** The phases a run may leave out (--phases): the apply always runs. */
-export const OPTIONAL_PHASES = ['probe', 'dry run', 'apply again', 'statement of the big account', 'verify'];
+export const OPTIONAL_PHASES = ['probe', 'dry run', 'apply again', 'statement of the big account', 'verify', 'export of the log', 'rebuild'];
 
 /**
  * Where the work runs: everything in the one gateway (as `npm start`); the read side in a projector
@@ -138,17 +146,26 @@ export async function runCorrectionsBench(o: {
   /** Leave out the apply too (and the check that every charge is at its corrected figure). */
   skipApply?: boolean;
   topology?: Topology;
+  /** TOLLGATE_OPERATOR_SHARE for the gateways (default 1). */
+  share?: number;
 }): Promise<CorrectionSizeResult[]> {
   const out: CorrectionSizeResult[] = [];
   for (const n of o.sizes) {
     const phases = new Set(o.phases ?? OPTIONAL_PHASES);
     if (!o.skipApply) phases.add('apply');
-    out.push(await oneSize(o.databaseUrl, n, o.log ?? console.log, phases, o.topology ?? 'one-gateway'));
+    out.push(await oneSize(o.databaseUrl, n, o.log ?? console.log, phases, o.topology ?? 'one-gateway', o.share ?? 1));
   }
   return out;
 }
 
-async function oneSize(url: string, charges: number, log: (l: string) => void, phases: Set<string>, topology: Topology): Promise<CorrectionSizeResult> {
+async function oneSize(
+  url: string,
+  charges: number,
+  log: (l: string) => void,
+  phases: Set<string>,
+  topology: Topology,
+  share: number,
+): Promise<CorrectionSizeResult> {
   // The bench's own checks (seeding, the SQL check of every charge) run long at 1M: no statement timeout of the gateway's.
   const db = openPostgres(url, 8, { ...DEFAULT_PG_TIMEOUTS, statementMs: 600_000 });
   const schema = `bench_corr_${randomBytes(4).toString('hex')}`;
@@ -168,7 +185,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     let t = performance.now();
     const events = await seedCharges(db, schema, accounts, charges, BIG_SHARE);
     const seedSeconds = (performance.now() - t) / 1000;
-    log(`corrections ${charges}: seeded ${events} events in ${seedSeconds.toFixed(1)} s (topology: ${topology})`);
+    log(`corrections ${charges}: seeded ${events} events in ${seedSeconds.toFixed(1)} s (topology: ${topology}, operator share ${share})`);
     t = performance.now();
     const store = await createPostgresEventStore(db, { schema, validate: validateEvent });
     await replayInto(db, store, `${schema}_rm`);
@@ -183,6 +200,7 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
       mock,
       schema,
       projector: topology === 'projector',
+      env: { TOLLGATE_OPERATOR_SHARE: String(share) },
       nodeArgs: [
         ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
         ...(process.env.BENCH_PRELOAD ? ['--import', process.env.BENCH_PRELOAD] : []),
@@ -195,7 +213,8 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     probes.push(live, waits);
     // The operator's requests go to a gateway of their own in the 'operator' topology; the live calls,
     // the probes and the figures (memory, CPU, the loop's waits) stay on the first gateway.
-    if (topology === 'operator') operatorGateway = await startTollgate({ databaseUrl: url, mock, schema, env: { TOLLGATE_PROJECTIONS: 'off' } });
+    if (topology === 'operator')
+      operatorGateway = await startTollgate({ databaseUrl: url, mock, schema, env: { TOLLGATE_PROJECTIONS: 'off', TOLLGATE_OPERATOR_SHARE: String(share) } });
     const ops = operatorGateway ?? g;
     const headers = { authorization: `Bearer ${ops.adminToken}`, 'content-type': 'application/json', 'x-tollgate-actor': 'bench' };
     const terms = { model: CORRECTED_MODEL, from: from.toISOString(), to: to.toISOString(), multiplier: 1.5, reason: 'bench' };
@@ -354,6 +373,31 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
       },
       { ok: false, events: 0 },
     );
+    const logExport = await phase(
+      'export of the log',
+      async () => {
+        const res = await fetch(`${ops.url}/admin/v1/events`, { headers });
+        let bytes = 0;
+        let lines = 0;
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+          bytes += chunk.length;
+          for (const b of chunk) if (b === 10) lines++;
+        }
+        if (res.status !== 200 || lines < events) errors.push(`export of the log: ${res.status}, ${lines} lines for at least ${events} events`);
+        return { bytes, lines };
+      },
+      { bytes: 0, lines: 0 },
+    );
+    const rebuild = await phase(
+      'rebuild',
+      async () => {
+        const text = await (await post('/rebuild', {}, 'application/x-ndjson')).text();
+        const lastLine = JSON.parse(text.trim().split('\n').pop()!) as { type?: string };
+        if (lastLine.type !== 'done') errors.push(`rebuild: ${JSON.stringify(lastLine).slice(0, 500)}`);
+        return { ok: lastLine.type === 'done' };
+      },
+      { ok: false },
+    );
     // Exact to the token: every charge of the window billed now at ceil(tokens × 1.5).
     const [bad] = await db.query<{ n: string }>(
       `SELECT count(*) AS n FROM (SELECT c.event_id, c.prompt_tokens + c.completion_tokens AS tokens, c.billed + coalesce(sum(a.billed), 0) AS net
@@ -373,6 +417,8 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
     const { value: reappended, ...reapplyFigure } = reapply;
     const { value: statementBytes, ...statementFigure } = statement;
     const { value: verified, ...verifyFigure } = verify;
+    const { value: exported, ...exportFigure } = logExport;
+    const { value: rebuilt, ...rebuildFigure } = rebuild;
     return {
       charges,
       events,
@@ -385,6 +431,9 @@ async function oneSize(url: string, charges: number, log: (l: string) => void, p
       reapply: { ...reapplyFigure, appended: reappended },
       statement: { ...statementFigure, bytes: statementBytes },
       verify: { ...verifyFigure, ...verified },
+      logExport: { ...exportFigure, ...exported },
+      rebuild: { ...rebuildFigure, ...rebuilt },
+      share,
       corrected: { before: correctedBefore, after: correctedAfter },
       exact,
       errors,
@@ -417,6 +466,7 @@ export function correctionsTable(rs: CorrectionSizeResult[]): string {
   return [
     `| charges in the window | ${rs.map((r) => r.charges.toLocaleString('en-US')).join(' | ')} |`,
     `|---|${rs.map(() => '---').join('|')}|`,
+    row('operator share (TOLLGATE_OPERATOR_SHARE)', (r) => String(r.share)),
     row('events in the log (seeded)', (r) => r.events.toLocaleString('en-US')),
     row('idle: gateway RSS; live p99, longest', (r) => `${f0(r.idle.rssMiB)} MiB; ${f1(r.idle.live.p99)} ms, ${f0(r.idle.live.max)} ms`),
     row('dry run (totals): time, body, peak RSS', (r) => `${f1(r.dryRun.seconds)} s, ${f0(r.dryRun.bodyBytes / 1024)} KB, ${f0(r.dryRun.peakRssMiB)} MiB`),
@@ -446,6 +496,16 @@ export function correctionsTable(rs: CorrectionSizeResult[]): string {
     row('live p99, longest: apply', (r) => live(r.apply)),
     row('live p99, longest: statement', (r) => live(r.statement)),
     row('live p99, longest: verify', (r) => live(r.verify)),
+    row(
+      'export of the log: time, size, peak RSS',
+      (r) => `${f1(r.logExport.seconds)} s, ${f0(r.logExport.bytes / 2 ** 20)} MB, ${f0(r.logExport.peakRssMiB)} MiB`,
+    ),
+    row('live p99, longest: export of the log', (r) => live(r.logExport)),
+    row(
+      'rebuild: time, peak RSS',
+      (r) => `${f1(r.rebuild.seconds)} s, ${f0(r.rebuild.peakRssMiB)} MiB${r.rebuild.ok || Number.isNaN(r.rebuild.seconds) ? '' : ' FAILED'}`,
+    ),
+    row('live p99, longest: rebuild', (r) => live(r.rebuild)),
     row('gateway loop / durable commit p99: idle', (r) => waits(r.idle.waits)),
     row('gateway loop / durable commit p99: apply', (r) => waits(r.apply.waits)),
     row('gateway loop / durable commit p99: verify', (r) => waits(r.verify.waits)),
@@ -463,12 +523,18 @@ export function writeCorrectionsBlock(path: string, rs: CorrectionSizeResult[], 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { parseArgs } = await import('node:util');
   const { values } = parseArgs({
-    options: { sizes: { type: 'string' }, phases: { type: 'string' }, 'skip-apply': { type: 'boolean' }, topology: { type: 'string' } },
+    options: {
+      sizes: { type: 'string' },
+      phases: { type: 'string' },
+      'skip-apply': { type: 'boolean' },
+      topology: { type: 'string' },
+      share: { type: 'string' },
+    },
   });
   const topology = (values.topology ?? 'one-gateway') as Topology;
   if (!TOPOLOGIES.includes(topology)) throw new Error(`--topology is one of ${TOPOLOGIES.join(', ')}`);
   const sizes = (values.sizes ?? '10000,100000,1000000').split(',').map(Number);
-  // --phases probe,dry run,apply again,statement of the big account,verify (default all; the apply always runs)
+  // --phases probe,dry run,apply again,statement of the big account,verify,export of the log,rebuild (default all; the apply always runs)
   const phases = values.phases?.split(',');
   const rs = await runCorrectionsBench({
     databaseUrl: process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test',
@@ -476,6 +542,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     phases,
     skipApply: values['skip-apply'],
     topology,
+    share: values.share === undefined ? 1 : Number(values.share),
   });
   console.log(`\n${correctionsTable(rs)}`);
   for (const e of rs.flatMap((r) => r.errors)) console.log(`ERROR: ${e}`);

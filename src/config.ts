@@ -39,6 +39,12 @@ export interface Settings {
    * (src/tracing/sdk.ts); TOLLGATE_TRACE_ACCOUNTS=on adds the account and key ids to a call's span.
    */
   traceAccounts: boolean;
+  /**
+   * TOLLGATE_OPERATOR_SHARE (above 0, at most 1; default 1): the share of wall time operator work
+   * (dry runs, applies, verify, statements, the log's export) may take in a serving gateway; between
+   * its steps it rests so that live calls find the loop and the database free the rest of the time.
+   */
+  operatorShare: number;
   /** TOLLGATE_CALL_PHASES=on: where each call's wall time goes, phase by phase, on /metrics (src/tracing/call-phases.ts). */
   callPhases: boolean;
   /** TOLLGATE_METRICS_PORT (and TOLLGATE_METRICS_HOST, default HOST): /metrics on a port of its own, without a token. */
@@ -278,6 +284,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     metricsToken: env.TOLLGATE_METRICS_TOKEN || undefined,
     traceAccounts: env.TOLLGATE_TRACE_ACCOUNTS === 'on',
     callPhases: env.TOLLGATE_CALL_PHASES === 'on',
+    operatorShare: operatorShareFrom(env.TOLLGATE_OPERATOR_SHARE),
     metricsPort: env.TOLLGATE_METRICS_PORT ? Number(env.TOLLGATE_METRICS_PORT) : undefined,
     metricsHost: env.TOLLGATE_METRICS_HOST || undefined,
     idempotencyTtlHours: Number(env.TOLLGATE_IDEMPOTENCY_TTL_HOURS ?? 24),
@@ -330,4 +337,11 @@ function logFormatFrom(value: string | undefined): 'json' | 'pretty' | undefined
   if (!value) return undefined;
   if (value === 'json' || value === 'pretty') return value;
   throw new Error(`LOG_FORMAT must be json or pretty (or unset: pretty on a terminal, JSON otherwise), not ${JSON.stringify(value.slice(0, 40))}`);
+}
+
+function operatorShareFrom(value: string | undefined): number {
+  if (value === undefined || value === '') return 1;
+  const share = Number(value);
+  if (share > 0 && share <= 1) return share;
+  throw new Error(`TOLLGATE_OPERATOR_SHARE must be a number above 0 and at most 1 (such as 0.5), not ${JSON.stringify(value.slice(0, 40))}`);
 }

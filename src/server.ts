@@ -1,6 +1,7 @@
 // `tollgate serve`: wires the gateway together (database, ledger, caches, upstream routes, HTTP
 // server). The other process, `tollgate projector`, is projector.ts beside it.
 import { recordCallPhases } from './tracing/call-phases.ts';
+import { setOperatorShare } from './audit/pacing.ts';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -138,6 +139,7 @@ export async function startGateway(settings: Settings, log: Logger = createLogge
   const store = await openSelectedEventStore(settings, validateEvent);
   const db = await openDatabase({ url: settings.databaseUrl, dataDir, poolSize: settings.pgPoolSize, timeouts: settings.pgTimeouts });
   recordCallPhases(settings.callPhases);
+  setOperatorShare(settings.operatorShare);
   const metrics = createMetrics();
   // Set once this process holds its lease (below): answers of changes the gateways keep in memory wait for the others.
   let seen: SeenEverywhere | null = null;

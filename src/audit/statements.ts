@@ -4,7 +4,7 @@
 // two adjustment lines, and the net is what is billed now.
 import type { Ledger } from '../ledger/ledger.ts';
 import { ofAccountPage, type ChargeCursor, type ChargeRow } from '../calls/index.ts';
-import { nextTurn } from '../next-turn.ts';
+import { Pacer } from './pacing.ts';
 
 export interface StatementLine {
   at: string;
@@ -71,15 +71,20 @@ const lineOf = (r: ChargeRow): StatementLine => ({
 /** The statement's lines a page at a time, in time then log order (bounded memory however long the period). */
 export async function* statementPages(ledger: Ledger, accountId: string, from: Date, to: Date): AsyncGenerator<StatementLine[]> {
   await ledger.caughtUp();
-  let after: ChargeCursor | null = null;
-  for (;;) {
-    const rows = await ofAccountPage(ledger.readModels.db, ledger.rmSchema, accountId, from.toISOString(), to.toISOString(), after, STATEMENT_PAGE);
-    if (rows.length === 0) return;
-    yield rows.map(lineOf);
-    if (rows.length < STATEMENT_PAGE) return;
-    const last = rows[rows.length - 1];
-    after = { at: new Date(last.at).toISOString(), position: Number(last.position) };
-    await nextTurn(); // live traffic first
+  const pacer = new Pacer();
+  try {
+    let after: ChargeCursor | null = null;
+    for (;;) {
+      const rows = await ofAccountPage(ledger.readModels.db, ledger.rmSchema, accountId, from.toISOString(), to.toISOString(), after, STATEMENT_PAGE);
+      if (rows.length === 0) return;
+      yield rows.map(lineOf);
+      if (rows.length < STATEMENT_PAGE) return;
+      const last = rows[rows.length - 1];
+      after = { at: new Date(last.at).toISOString(), position: Number(last.position) };
+      await pacer.step(); // live traffic first, and the operator share kept
+    }
+  } finally {
+    pacer.stop();
   }
 }
 

@@ -3,6 +3,7 @@
 import type { RequestTimer } from '../http/request-metrics.ts';
 import client from 'prom-client';
 import { phaseTotals, recordingPhases } from '../tracing/call-phases.ts';
+import { currentOperatorShare, operatorWorkTotals } from '../audit/pacing.ts';
 import type { ChannelRegistry } from '../upstream/channels/registry.ts';
 
 export function createMetrics() {
@@ -120,6 +121,28 @@ export function createMetrics() {
       () => counts.confirmations().moved,
     );
   };
+
+  // Operator work (dry runs, applies, verify, statements, exports) and the rests that keep it to its share.
+  new client.Gauge({
+    name: 'tollgate_operator_share',
+    help: 'The share of wall time operator work may take (TOLLGATE_OPERATOR_SHARE)',
+    registers: [registry],
+    collect() {
+      this.set(currentOperatorShare());
+    },
+  });
+  new client.Counter({
+    name: 'tollgate_operator_work_seconds_total',
+    help: "Operator work's wall time in this process: its steps (working) and the rests between them (resting)",
+    labelNames: ['part'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const t = operatorWorkTotals();
+      this.inc({ part: 'working' }, t.workingMs / 1000);
+      this.inc({ part: 'resting' }, t.restingMs / 1000);
+    },
+  });
 
   // Where calls' wall time went, phase by phase (TOLLGATE_CALL_PHASES=on): listed only while recorded.
   if (recordingPhases()) {

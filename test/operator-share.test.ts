@@ -1,0 +1,71 @@
+// Operator work keeps to its share of the time (TOLLGATE_OPERATOR_SHARE, src/audit/pacing.ts):
+// after a step that took t it rests t × (1 − share) / share, it tells /metrics what it worked and
+// rested, and a share outside (0, 1] stops the gateway at its start with the setting named.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Pacer, operatorWorkTotals, setOperatorShare } from '../src/audit/pacing.ts';
+import { settingsFromEnv } from '../src/config.ts';
+import { createMetrics } from '../src/wiring/metrics.ts';
+
+const test = suite('operator share');
+
+/** Holds the thread for `ms` (a step of operator work that never gives the loop back). */
+const busy = (ms: number) => {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+};
+
+test('a pacer with a share of 0.25 rests three times as long as it worked; the totals count both', async () => {
+  const before = operatorWorkTotals();
+  const pacer = new Pacer(undefined, 0.25);
+  const started = performance.now();
+  let worked = 0;
+  try {
+    for (let i = 0; i < 6; i++) {
+      const t = performance.now();
+      busy(5);
+      worked += performance.now() - t;
+      await pacer.step();
+    }
+  } finally {
+    pacer.stop();
+  }
+  const wall = performance.now() - started;
+  assert.ok(pacer.sleptMs >= 3 * worked - 2, `rested ${pacer.sleptMs.toFixed(1)} ms after ${worked.toFixed(1)} ms of work`);
+  assert.ok(wall >= 4 * worked - 2, `the work took ${wall.toFixed(1)} ms of wall time for ${worked.toFixed(1)} ms of work`);
+  const after = operatorWorkTotals();
+  assert.ok(after.workingMs - before.workingMs >= worked, 'the working total has the steps');
+  assert.is(after.restingMs - before.restingMs, pacer.sleptMs, 'the resting total has the rests');
+});
+
+test('a share of 1 owes no rest: only a late loop makes it back off', async () => {
+  const pacer = new Pacer(undefined, 1);
+  try {
+    for (let i = 0; i < 3; i++) await pacer.step();
+  } finally {
+    pacer.stop();
+  }
+  assert.ok(pacer.sleptMs < 200, `slept ${pacer.sleptMs} ms`);
+});
+
+test('TOLLGATE_OPERATOR_SHARE: 1 when unset, a fraction as given, refused outside (0, 1] with the setting named', () => {
+  assert.is(settingsFromEnv({}).operatorShare, 1);
+  assert.is(settingsFromEnv({ TOLLGATE_OPERATOR_SHARE: '0.25' }).operatorShare, 0.25);
+  for (const bad of ['0', '-0.5', '1.5', 'half', 'NaN'])
+    assert.throws(() => settingsFromEnv({ TOLLGATE_OPERATOR_SHARE: bad }), /TOLLGATE_OPERATOR_SHARE must be a number above 0 and at most 1/);
+  assert.throws(() => setOperatorShare(0), /above 0/);
+});
+
+test('/metrics gives the share and the work and rest seconds', async () => {
+  setOperatorShare(0.5);
+  try {
+    const text = await createMetrics().registry.metrics();
+    assert.match(text, /^tollgate_operator_share 0\.5$/m);
+    assert.match(text, /^tollgate_operator_work_seconds_total\{part="working"\} [0-9.e-]+$/m);
+    assert.match(text, /^tollgate_operator_work_seconds_total\{part="resting"\} [0-9.e-]+$/m);
+  } finally {
+    setOperatorShare(1);
+  }
+});
+
+test.run();
