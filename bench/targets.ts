@@ -167,7 +167,9 @@ export async function startTollgate(o: TollgateOptions): Promise<Tollgate> {
     async stop() {
       await proc.stop();
       await projector?.stop();
-      rmSync(dir, { recursive: true, force: true });
+      // BENCH_KEEP=1 keeps the gateway's log (its folder is printed) for a look afterwards.
+      if (process.env.BENCH_KEEP) console.log(`the gateway's log is kept: ${logFile}`);
+      else rmSync(dir, { recursive: true, force: true });
     },
   };
 }

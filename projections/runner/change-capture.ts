@@ -110,6 +110,16 @@ export async function* rowsWrittenAfter(db: Queryable, schema: string, table: st
 }
 
 /** Forgets the notes (a new round begins at the checkpoint just recorded). */
+/** Of `keys` (table and key), those the notes name. */
+export async function notedAmong(db: Queryable, schema: string, keys: ReadonlyArray<{ table: string; key: string }>): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const rows = await db.query<{ tbl: string; key: string }>(
+    `SELECT c.tbl, c.key FROM ${q(schema, CHANGED)} c JOIN unnest($1::text[], $2::text[]) AS k(tbl, key) ON c.tbl = k.tbl AND c.key = k.key`,
+    [keys.map((k) => k.table), keys.map((k) => k.key)],
+  );
+  return new Set(rows.map((r) => `${r.tbl}\u0000${r.key}`));
+}
+
 export async function forgetChanges(db: Queryable, schema: string): Promise<void> {
   await db.query(`TRUNCATE ${q(schema, CHANGED)}`);
 }

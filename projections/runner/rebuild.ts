@@ -3,7 +3,7 @@
 // and drops a scratch schema.
 import os from 'node:os';
 import type { Database } from '../../src/eventstore/db.ts';
-import type { EventReader, ProjectedEvent } from '../../src/eventstore/port.ts';
+import type { EventReader } from '../../src/eventstore/port.ts';
 import * as checkpoint from './checkpoint.ts';
 import { finishDdl } from './ddl.ts';
 import { allReadModels } from './registry.ts';
@@ -227,29 +227,6 @@ export async function rebuildReadModels(
     if (swapped) return { events, position };
     ({ position, count: events } = await catchUp(db, store, next, position, events));
   }
-}
-
-/**
- * The row keys, by table, that the events after `from` up to `to` change: the rows a live read
- * model at `to` may hold differently from a rebuild that stopped at `from`.
- */
-export async function rowsChangedBetween(store: EventReader, from: number, to: number): Promise<Map<string, Set<string>>> {
-  const out = new Map<string, Set<string>>();
-  for (let position = from; position < to;) {
-    const page: ProjectedEvent[] = store.readAllProjected ? await store.readAllProjected(position, 5_000) : await store.readAll(position, 5_000);
-    if (page.length === 0) break;
-    for (const e of page) {
-      if (e.position > to) return out;
-      for (const p of allReadModels()) {
-        if (!p.handles.has(e.type)) continue;
-        const keys = out.get(p.table) ?? new Set<string>();
-        out.set(p.table, keys);
-        for (const k of p.keysOf(e)) keys.add(k);
-      }
-    }
-    position = page[page.length - 1].position;
-  }
-  return out;
 }
 
 /** Every read-model row, sorted by key, timestamps as ISO strings: for equality checks. */

@@ -13,7 +13,7 @@ import { LotCheck } from '../books/index.ts';
 import { applyEvents, applyEventsIn } from '../../projections/runner/runner.ts';
 import { allReadModels } from '../../projections/runner/registry.ts';
 import * as checkpoint from '../../projections/runner/checkpoint.ts';
-import { changedRows, columnsOf, forgetChanges, rowsWrittenAfter, writtenOnce } from '../../projections/runner/change-capture.ts';
+import { captureChanges, changedRows, columnsOf, forgetChanges, notedAmong, rowsWrittenAfter, writtenOnce } from '../../projections/runner/change-capture.ts';
 import { addDigest, rowHashes, rowsAsJson, type RowDifference, type TableDigest } from '../../projections/runner/compare.ts';
 import { ChainCheck, type ChainHeads, type ChainProblem } from './chain-check.ts';
 import { Pacer, yieldToTraffic } from './pacing.ts';
@@ -162,7 +162,31 @@ export async function verifySince(
   return { ...common, recorded };
 }
 
-interface Aligned {
+/**
+ * A full verification's rebuild stopped at `rebuiltAt` while live calls moved the live read models
+ * past it, so rows their events changed differed. Its triggers on, the rebuild is brought to the
+ * live read models' position and every row the catch-up changed is compared, both sides at one
+ * position. Of the `earlier` differences, those whose rows no later event changed stand. The
+ * notes are forgotten: `digestChange` is what the catch-up did to the rebuild's digests.
+ */
+export async function catchUpRebuild(ledger: Ledger, rebuilt: string, rebuiltAt: number, earlier: readonly RowDifference[]): Promise<Aligned> {
+  const db = ledger.readModels.db;
+  await captureChanges(db, rebuilt);
+  let at = rebuiltAt;
+  // Most of the way outside any snapshot: the last stretch is applied in compareAtOnePosition.
+  for (;;) {
+    const page = await readLogPage(ledger, at, PAGE);
+    if (page.length < PAGE) break;
+    at = await applyEvents(db, rebuilt, page, at);
+  }
+  const aligned = await compareAtOnePosition(ledger, rebuilt, at, rebuiltAt, () => undefined);
+  const noted = await notedAmong(db, rebuilt, earlier);
+  const standing = earlier.filter((d) => !noted.has(`${d.table}\u0000${d.key}`));
+  await forgetChanges(db, rebuilt);
+  return { ...aligned, differences: [...standing, ...aligned.differences] };
+}
+
+export interface Aligned {
   position: number;
   differences: RowDifference[];
   /** What the changed rows did to each table's digest. */

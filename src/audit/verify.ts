@@ -9,8 +9,9 @@ import type { Ledger } from '../ledger/ledger.ts';
 import { ReadModelsBehind } from '../ledger/read-your-writes.ts';
 import { readLogPage } from '../ledger/log-pages.ts';
 import { LotCheck } from '../books/index.ts';
-import { dropReadModels, replayInto, rowsChangedBetween, scratchFoldsOnThreads } from '../../projections/runner/rebuild.ts';
-import { differingRows, type RowDifference, type TableDigest } from '../../projections/runner/compare.ts';
+import { dropReadModels, replayInto, scratchFoldsOnThreads } from '../../projections/runner/rebuild.ts';
+import { catchUpRebuild } from './verify-since.ts';
+import { addDigest, differingRows, type RowDifference, type TableDigest } from '../../projections/runner/compare.ts';
 import * as checkpoint from '../../projections/runner/checkpoint.ts';
 import type { ReplayObserver } from '../../projections/runner/parallel-replay.ts';
 import { ChainCheck, type ChainProblem } from './chain-check.ts';
@@ -27,6 +28,8 @@ export interface KeptCopy {
 
 /** Read-model rows listed per table when they differ from the rebuild (the count beyond is not needed to fail). */
 const MAX_DIFFERENCES = 1_000;
+/** Comparisons of a whole rebuild cut at their limit by live traffic before verify answers 503. */
+const CATCH_UP_ROUNDS = 3;
 
 /** A read-model row that differs from its rebuild (null: missing on that side). */
 export type ModelDifference = RowDifference;
@@ -117,28 +120,54 @@ export async function compareWithRebuild(
       onProgress: onReplayed && ((p) => onReplayed(p.events, p.position)),
       observer,
     });
-    // Live read models that have not reached the rebuild (a projector still taking its lease back
-    // after a failover) cannot be compared yet: a 503 to ask again, never a false difference.
-    if (!(await ledger.waitForPosition(position, 10_000)))
-      throw new ReadModelsBehind(`the read models have not reached position ${position} yet: verify again shortly`);
-    const digests = new Map<string, TableDigest>();
-    const differences = await differingRows(ledger.readModels.db, ledger.rmSchema, scratch, MAX_DIFFERENCES, undefined, position, digests);
-    if (differences.length === 0) {
-      if (keep) {
-        keep({ schema: scratch, position, digests });
-        kept = true;
-      }
-      return differences;
-    }
-    // Live traffic moved the live read models past the rebuild meanwhile: the rows its events
-    // changed may rightly differ (they are checked by the next verify); every other row must not.
-    const live = await checkpoint.read(ledger.readModels.db, ledger.rmSchema);
-    const changed = live > position ? await rowsChangedBetween(ledger.events, position, live) : new Map<string, Set<string>>();
-    return differences.filter((d) => !changed.get(d.table)?.has(d.key));
+    const compared = await compareRebuilt(ledger, scratch, position, keep);
+    kept = compared.kept;
+    return compared.differences;
   } finally {
     // Also after a failure: no half-built scratch schema is left behind.
     if (!kept) await dropReadModels(ledger.readModels.db, scratch).catch(() => undefined);
   }
+}
+
+/**
+ * Lists every row of the live read models that differs from `scratch`, a rebuild up to `position`;
+ * `keep` hears the rebuild when they are equal (then `kept`). Where live calls moved the live read
+ * models past the rebuild, it is brought on to them first (see catchUpRebuild).
+ */
+export async function compareRebuilt(
+  ledger: Ledger,
+  scratch: string,
+  position: number,
+  keep?: (copy: KeptCopy) => void,
+): Promise<{ differences: ModelDifference[]; kept: boolean }> {
+  // Live read models that have not reached the rebuild (a projector still taking its lease back
+  // after a failover) cannot be compared yet: a 503 to ask again, never a false difference.
+  if (!(await ledger.waitForPosition(position, 10_000)))
+    throw new ReadModelsBehind(`the read models have not reached position ${position} yet: verify again shortly`);
+  const db = ledger.readModels.db;
+  let at = position;
+  let digests = new Map<string, TableDigest>();
+  let differences = await differingRows(db, ledger.rmSchema, scratch, MAX_DIFFERENCES, undefined, at, digests);
+  for (let round = 1; differences.length > 0; round++) {
+    // Live traffic moved the live read models past the rebuild meanwhile, so the rows its events
+    // changed may rightly differ: the rebuild goes on to where the live ones are and those rows
+    // are compared again, at one position (a page fold cannot name the rows an event changes).
+    if ((await checkpoint.read(db, ledger.rmSchema)) <= at) return { differences, kept: false };
+    const caught = await catchUpRebuild(ledger, scratch, at, differences);
+    at = caught.position;
+    for (const [table, d] of caught.digestChange) addDigest(digests, table, d.rows, d.sum);
+    // A comparison cut at its limit never looked at the rows past it: once the rows it listed
+    // are explained, it runs again on the rebuild as it now stands.
+    const cut = differences.length >= MAX_DIFFERENCES;
+    differences = caught.differences;
+    if (!cut || differences.length > 0) break;
+    if (round === CATCH_UP_ROUNDS) throw new ReadModelsBehind('the live read models kept moving while verify compared them: verify again shortly');
+    digests = new Map();
+    differences = await differingRows(db, ledger.rmSchema, scratch, MAX_DIFFERENCES, undefined, at, digests);
+  }
+  if (differences.length > 0 || !keep) return { differences, kept: false };
+  keep({ schema: scratch, position: at, digests });
+  return { differences, kept: true };
 }
 
 /** The two phases of a verification: the hash chains, then the read models against a replay. */
