@@ -8,6 +8,7 @@ import type { PageObserver, ReplayJob, ReplayReport } from './runner/parallel-re
 import { ALL_PROJECTIONS } from './read-models.ts';
 import { ReplayMemory } from './runner/replay-memory.ts';
 import { applyPage, eachPage } from './runner/runner.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const job = workerData as ReplayJob;
 const projections = ALL_PROJECTIONS.filter((p) => job.projections.includes(p.name));
@@ -22,6 +23,7 @@ try {
   const types = job.types ?? undefined;
   const observer: PageObserver | null = job.observer ? (await import(job.observer)).createPageObserver() : null;
   let events = 0;
+  let pageStart = performance.now();
   await eachPage<ProjectedEvent>(
     // An observer sees every column (the stream and the hash chain); a fold alone reads fewer.
     observer
@@ -39,6 +41,9 @@ try {
       });
       events += page.length;
       report({ kind: 'page', position: page[page.length - 1].position, events });
+      // Held to a share of the time (a rebuild beside live calls): the database and the cores rest too.
+      if (job.share !== undefined) await sleep(((performance.now() - pageStart) * (1 - job.share)) / job.share);
+      pageStart = performance.now();
     },
   );
   await readModels.transaction((tx) => memory.flushAll(tx, job.readModels.schema));

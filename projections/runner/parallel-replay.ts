@@ -53,6 +53,8 @@ export interface ReplayJob {
   upTo: number;
   batchSize: number;
   memory?: ConstructorParameters<typeof ReplayMemory>[0];
+  /** Below 1: after each page the thread rests so that its pages take this share of its time (a rebuild beside live calls). */
+  share?: number;
 }
 
 /** What a worker thread says: after each page, and once at the end. */
@@ -90,6 +92,8 @@ export async function replayOnWorkers(opts: {
   youngGenerationMb?: number;
   /** An observer of the first group's pages. */
   observer?: ReplayObserver;
+  /** The share of each thread's time its pages may take (default 1). */
+  share?: number;
 }): Promise<number> {
   const entry = new URL(`../replay-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
   const workers: Worker[] = [];
@@ -103,6 +107,7 @@ export async function replayOnWorkers(opts: {
       upTo: opts.upTo,
       batchSize: opts.batchSize,
       memory: opts.memory,
+      ...(opts.share !== undefined && opts.share < 1 ? { share: opts.share } : {}),
     };
     const worker = startWorker(entry, {
       workerData: job,

@@ -37,7 +37,16 @@ interface ReplayOptions {
    * when that thread is done. Only a replay on threads runs it (scratchFoldsOnThreads says whether).
    */
   observer?: ReplayObserver;
+  /**
+   * The replay runs in a process serving live calls (a rebuild asked for over the admin API): it
+   * folds off the event loop where the database allows (a PostgreSQL server), its threads held to
+   * `share` of their time; on the loop (embedded PGlite) in small pages with `pace` between them.
+   */
+  serving?: { share: number; pace: () => Promise<void> };
 }
+
+/** Events a page when a replay folds on a serving process's event loop (its transaction holds the one PGlite connection). */
+const SERVING_PAGE = 2_000;
 
 /**
  * Below this many events a replay folds on one thread: starting the threads (each loads the
@@ -80,13 +89,15 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   // Larger pages mean fewer rewrites of hot rows (accounts, keys, daily usage: once per page each);
   // 25k events per page, two pages in memory at a time, stays well under 1 GB of heap.
   const batchSize = opts.batchSize ?? (opts.scratch ? SCRATCH_BATCH : 25_000);
+  const pace = opts.serving?.pace;
   let head = await store.headPosition();
   const progress = (position: number, events: number) => {
     opts.onProgress?.({ position, head, events, elapsedMs: Date.now() - started });
   };
   const sources = threadSources(db, store);
   const groups = sources
-    ? (replayGroups(allReadModels(), opts.threads ?? (await defaultThreads(store)), opts.observer !== undefined) ?? (opts.scratch ? [allReadModels()] : null))
+    ? (replayGroups(allReadModels(), opts.threads ?? (await defaultThreads(store)), opts.observer !== undefined) ??
+      (opts.scratch || opts.serving ? [allReadModels()] : null))
     : null;
   let folded: Folded;
   if (sources && groups) {
@@ -103,12 +114,14 @@ export async function replayInto(db: Database, store: EventReader, target: strin
       onPage: progress,
       youngGenerationMb: opts.scratch ? SCRATCH_YOUNG_GENERATION_MB : undefined,
       observer: opts.observer,
+      share: opts.serving?.share,
     });
     folded = { position: upTo, count, memory: null };
   } else {
-    folded = await foldHere(db, store, target, batchSize, opts.memory, async (position, count) => {
+    folded = await foldHere(db, store, target, pace ? Math.min(batchSize, SERVING_PAGE) : batchSize, opts.memory, async (position, count) => {
       if (position >= head) head = await store.headPosition();
       progress(position, count);
+      await pace?.();
     });
   }
   const { position, count } = folded;
@@ -128,7 +141,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   // Events appended while the threads folded (or since the last page) go in as the live runner
   // applies them, now that the tables have their keys.
   // A scratch replay catches up in small pages: they are folded on the event loop of a serving process.
-  return (await catchUp(db, store, target, position, count, progress, opts.scratch ? 1_000 : 10_000)).position;
+  return (await catchUp(db, store, target, position, count, progress, opts.scratch || pace ? 1_000 : 10_000, pace)).position;
 }
 
 /** Runs the statements side by side; once all have ended, throws the first failure. */
@@ -150,6 +163,7 @@ async function catchUp(
   count: number,
   onPage?: (position: number, count: number) => void,
   pageSize = 10_000,
+  pace?: () => Promise<void>,
 ): Promise<{ position: number; count: number }> {
   for (;;) {
     const page = await store.readAll(position, pageSize);
@@ -157,6 +171,7 @@ async function catchUp(
     position = await applyEvents(db, schema, page, position);
     count += page.length;
     onPage?.(position, count);
+    await pace?.();
   }
 }
 
@@ -202,7 +217,7 @@ export async function rebuildReadModels(
   db: Database,
   store: EventReader,
   schema: string,
-  opts: { onProgress?: (p: RebuildProgress) => void } = {},
+  opts: { onProgress?: (p: RebuildProgress) => void; serving?: ReplayOptions['serving'] } = {},
 ): Promise<{ events: number; position: number }> {
   const next = `${schema}_next`;
   // Positions are not event counts on every store (KurrentDB's are log offsets): count what is applied.
@@ -225,7 +240,7 @@ export async function rebuildReadModels(
       return true;
     });
     if (swapped) return { events, position };
-    ({ position, count: events } = await catchUp(db, store, next, position, events));
+    ({ position, count: events } = await catchUp(db, store, next, position, events, undefined, undefined, opts.serving?.pace));
   }
 }
 

@@ -13,6 +13,7 @@ import { prepareCorrection, type AppliedCorrection, type CorrectionProgress } fr
 import { streamAnswer, type LineSink } from '../http/line-stream.ts';
 import { writeStatementCsv, writeStatementJson } from './statements.ts';
 import { writeEventLog } from './event-export.ts';
+import { currentOperatorShare, Pacer } from './pacing.ts';
 import { buildUpstreamReport, upstreamReportCsv, upstreamReportQuery } from '../catalogue/index.ts';
 import { verifyLedger, type VerifyProgress } from './verification.ts';
 import { rebuildReadModels } from '../../projections/runner/rebuild.ts';
@@ -228,15 +229,19 @@ export function adminLedgerWorkRoutes(deps: RouteDeps): Router {
     const out = new PassThrough();
     ctx.type = 'application/x-ndjson';
     ctx.body = out;
+    // Beside live calls: off the event loop where it can be, within the operator share.
+    const pacer = new Pacer();
     void rebuildReadModels(ledger.readModels.db, ledger.events, ledger.rmSchema, {
       onProgress: (p) => out.write(JSON.stringify({ type: 'progress', ...p }) + '\n'),
+      serving: { share: currentOperatorShare(), pace: () => pacer.step() },
     })
       .then((done) => {
         out.end(JSON.stringify({ type: 'done', ...done }) + '\n');
       })
       .catch((e) => {
         out.end(JSON.stringify({ type: 'error', message: (e as Error).message }) + '\n');
-      });
+      })
+      .finally(() => pacer.stop());
   });
   return r;
 }
