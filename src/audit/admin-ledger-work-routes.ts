@@ -229,11 +229,13 @@ export function adminLedgerWorkRoutes(deps: RouteDeps): Router {
     const out = new PassThrough();
     ctx.type = 'application/x-ndjson';
     ctx.body = out;
-    // Beside live calls: off the event loop where it can be, within the operator share.
-    const pacer = new Pacer();
+    // Beside live calls: off the event loop where it can be, within the operator share. The pacer
+    // starts at the first paced step: on PostgreSQL that is the catch-up after the threads, which
+    // kept to the share themselves.
+    let pacer: Pacer | null = null;
     void rebuildReadModels(ledger.readModels.db, ledger.events, ledger.rmSchema, {
       onProgress: (p) => out.write(JSON.stringify({ type: 'progress', ...p }) + '\n'),
-      serving: { share: currentOperatorShare(), pace: () => pacer.step() },
+      serving: { share: currentOperatorShare(), pace: () => (pacer ??= new Pacer()).step() },
     })
       .then((done) => {
         out.end(JSON.stringify({ type: 'done', ...done }) + '\n');
@@ -241,7 +243,7 @@ export function adminLedgerWorkRoutes(deps: RouteDeps): Router {
       .catch((e) => {
         out.end(JSON.stringify({ type: 'error', message: (e as Error).message }) + '\n');
       })
-      .finally(() => pacer.stop());
+      .finally(() => pacer?.stop());
   });
   return r;
 }

@@ -21,6 +21,8 @@ import { readHeads, writeCheckpoint, type VerifiedCheckpoint } from './verified-
 
 /** Events read and applied to the copy a page at a time (fewer rewrites of the hot rows than the live runner's pages). */
 const PAGE = 5_000;
+/** Events a page when a full verification's rebuild catches up with the live read models. */
+const CATCH_UP_PAGE = 1_000;
 /** Events hashed between two turns given to live calls (~10 ms of the loop). */
 const HASHED_PER_TURN = 500;
 /** Rows listed per table when they differ (as a full verification lists them). */
@@ -173,11 +175,19 @@ export async function catchUpRebuild(ledger: Ledger, rebuilt: string, rebuiltAt:
   const db = ledger.readModels.db;
   await captureChanges(db, rebuilt);
   let at = rebuiltAt;
-  // Most of the way outside any snapshot: the last stretch is applied in compareAtOnePosition.
-  for (;;) {
-    const page = await readLogPage(ledger, at, PAGE);
-    if (page.length < PAGE) break;
-    at = await applyEvents(db, rebuilt, page, at);
+  // Most of the way outside any snapshot, in small pages paced as the replay's own catch-up is
+  // (a page's fold holds the loop, and PGlite's one connection): the last stretch is applied in
+  // compareAtOnePosition.
+  const pacer = new Pacer();
+  try {
+    for (;;) {
+      const page = await readLogPage(ledger, at, CATCH_UP_PAGE);
+      if (page.length < CATCH_UP_PAGE) break;
+      at = await applyEvents(db, rebuilt, page, at);
+      await pacer.step();
+    }
+  } finally {
+    pacer.stop();
   }
   const aligned = await compareAtOnePosition(ledger, rebuilt, at, rebuiltAt, () => undefined);
   const noted = await notedAmong(db, rebuilt, earlier);
