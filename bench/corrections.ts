@@ -57,6 +57,8 @@ export interface CorrectionSizeResult {
   seedSeconds: number;
   replaySeconds: number;
   idle: { rssMiB: number; live: { calls: number; p99: number; max: number }; waits: LiveWaits };
+  /** Idle again once every phase has ended: on a large log the first idle follows the start too closely to be a clean baseline. */
+  idleAfter: { live: Latency; waits: LiveWaits };
   dryRun: PhaseFigure & { bodyBytes: number };
   detail: PhaseFigure & { lines: number; bytes: number };
   apply: PhaseFigure & { appended: number; rate: { start: number; middle: number; end: number; overall: number } };
@@ -398,6 +400,13 @@ async function oneSize(
       },
       { ok: false },
     );
+    await new Promise((r) => setTimeout(r, 3000));
+    const idleAfterStart = performance.now();
+    await new Promise((r) => setTimeout(r, 5000));
+    const idleAfter = { live: live.between(idleAfterStart, performance.now()), waits: waits.between(idleAfterStart, performance.now()) };
+    log(
+      `corrections ${charges}: idle after the phases: live p99 ${idleAfter.live.p99.toFixed(1)} ms, longest ${idleAfter.live.max.toFixed(1)} ms; ${waitsText(idleAfter.waits)}`,
+    );
     // Exact to the token: every charge of the window billed now at ceil(tokens × 1.5).
     const [bad] = await db.query<{ n: string }>(
       `SELECT count(*) AS n FROM (SELECT c.event_id, c.prompt_tokens + c.completion_tokens AS tokens, c.billed + coalesce(sum(a.billed), 0) AS net
@@ -425,6 +434,7 @@ async function oneSize(
       seedSeconds,
       replaySeconds,
       idle,
+      idleAfter,
       dryRun: { ...dryFigure, bodyBytes: dryBytes },
       detail: { ...detailFigure, ...detailValue },
       apply: { ...applyFigure, appended, rate },
@@ -469,6 +479,7 @@ export function correctionsTable(rs: CorrectionSizeResult[]): string {
     row('operator share (TOLLGATE_OPERATOR_SHARE)', (r) => String(r.share)),
     row('events in the log (seeded)', (r) => r.events.toLocaleString('en-US')),
     row('idle: gateway RSS; live p99, longest', (r) => `${f0(r.idle.rssMiB)} MiB; ${f1(r.idle.live.p99)} ms, ${f0(r.idle.live.max)} ms`),
+    row('idle after the phases: live p99, longest', (r) => `${f1(r.idleAfter.live.p99)} ms, ${f0(r.idleAfter.live.max)} ms`),
     row('dry run (totals): time, body, peak RSS', (r) => `${f1(r.dryRun.seconds)} s, ${f0(r.dryRun.bodyBytes / 1024)} KB, ${f0(r.dryRun.peakRssMiB)} MiB`),
     row(
       'dry run (NDJSON detail): time, size, peak RSS',
