@@ -31,6 +31,9 @@ export const currentOperatorShare = (): number => operatorShare;
 const totals = { workingMs: 0, restingMs: 0 };
 export const operatorWorkTotals = (): { workingMs: number; restingMs: number } => ({ ...totals });
 
+/** The rest owed after `workedMs` of work at `share`: the work then took `share` of the time. */
+export const restFor = (workedMs: number, share: number): number => (workedMs * (1 - share)) / share;
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 /** Gives the event loop to live traffic between two steps of operator work. */
 export const yieldToTraffic = nextTurn;
@@ -63,7 +66,7 @@ export class Pacer {
     // The step's wall time counts whole: its turns of the loop and its waits on the database alike.
     const workedMs = performance.now() - this.stepStart;
     totals.workingMs += workedMs;
-    this.owedMs += (workedMs * (1 - this.share)) / this.share;
+    this.owedMs += restFor(workedMs, this.share);
     const lateMs = this.delay.max / 1e6 - RESOLUTION_MS;
     this.delay.reset();
     const backOffMs = lateMs > LATE_MS ? Math.min(MAX_BACKOFF_MS, lateMs) : 0;
