@@ -45,8 +45,8 @@ export interface Statement {
   corrections: StatementCorrection[];
 }
 
-/** Lines read from the charge log at a time. */
-const STATEMENT_PAGE = 5_000;
+/** Lines read from the charge log at a time (a page is parsed and written in one turn of the loop: 5,000 held it ~215 ms at 100,000 charges). */
+const STATEMENT_PAGE = 1_000;
 
 const lineOf = (r: ChargeRow): StatementLine => ({
   at: new Date(r.at).toISOString(),
