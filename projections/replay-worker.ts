@@ -9,6 +9,7 @@ import { ALL_PROJECTIONS } from './read-models.ts';
 import { ReplayMemory } from './runner/replay-memory.ts';
 import { applyPage, eachPage } from './runner/runner.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { restFor } from '../src/next-turn.ts';
 
 const job = workerData as ReplayJob;
 const projections = ALL_PROJECTIONS.filter((p) => job.projections.includes(p.name));
@@ -42,7 +43,7 @@ try {
       events += page.length;
       report({ kind: 'page', position: page[page.length - 1].position, events });
       // Held to a share of the time (a rebuild beside live calls): the database and the cores rest too.
-      if (job.share !== undefined) await sleep(((performance.now() - pageStart) * (1 - job.share)) / job.share);
+      if (job.share !== undefined) await sleep(restFor(performance.now() - pageStart, job.share));
       pageStart = performance.now();
     },
   );

@@ -23,3 +23,6 @@ export class TimeSlicer {
     this.sliceStart = performance.now();
   }
 }
+
+/** The rest owed after `workedMs` of work held to `share` of the time (0 < share ≤ 1): the work then took `share` of it. */
+export const restFor = (workedMs: number, share: number): number => (workedMs * (1 - share)) / share;

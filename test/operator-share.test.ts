@@ -3,7 +3,8 @@
 // rested, and a share outside (0, 1] stops the gateway at its start with the setting named.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Pacer, operatorWorkTotals, restFor, setOperatorShare } from '../src/audit/pacing.ts';
+import { Pacer, operatorWorkTotals, setOperatorShare } from '../src/audit/pacing.ts';
+import { restFor } from '../src/next-turn.ts';
 import { settingsFromEnv } from '../src/config.ts';
 import { createMetrics } from '../src/wiring/metrics.ts';
 

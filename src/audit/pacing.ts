@@ -4,7 +4,7 @@
 // projection of its appends runs in this process too), it sleeps while the loop has been late,
 // and it keeps to its share of the time: after a step that took t, it rests t × (1 − share) / share.
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import { nextTurn } from '../next-turn.ts';
+import { nextTurn, restFor } from '../next-turn.ts';
 
 /** How late the loop may run (a live call waiting that long for its turn) before the work backs off. */
 const LATE_MS = 20;
@@ -30,9 +30,6 @@ export const currentOperatorShare = (): number => operatorShare;
 /** What operator work has done in this process: its steps' wall time, and the rests it took between them. */
 const totals = { workingMs: 0, restingMs: 0 };
 export const operatorWorkTotals = (): { workingMs: number; restingMs: number } => ({ ...totals });
-
-/** The rest owed after `workedMs` of work at `share`: the work then took `share` of the time. */
-export const restFor = (workedMs: number, share: number): number => (workedMs * (1 - share)) / share;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 /** Gives the event loop to live traffic between two steps of operator work. */
