@@ -4,6 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomUUID } from 'node:crypto';
 import { testDatabases, type TestDatabase } from './support/db.ts';
+import { DEFAULT_PG_TIMEOUTS, openPostgres } from '../src/eventstore/db.ts';
 import { openLedger, metadataFor, type Ledger } from '../src/ledger/ledger.ts';
 import { readSide } from '../projections/runner/read-side.ts';
 import { dropReadModels, dumpReadModels, rebuildReadModels, replayInto } from '../projections/runner/rebuild.ts';
@@ -301,6 +302,55 @@ for (const target of testDatabases()) {
         await replayInto(t.db, ledger.events, target, { threads: 2 });
         assert.equal(await dumpReadModels(t.db, target), await dumpReadModels(t.db, ledger.rmSchema));
       } finally {
+        await t.db.exec(`DROP SCHEMA IF EXISTS "${target}" CASCADE`);
+      }
+    });
+
+  if (target.label !== 'pglite')
+    s("a replay finishes its target beyond the serving pool's statement bound", async ({ ledger, t }) => {
+      // Making a target durable and indexing it over millions of rows outlasts a serving pool's
+      // bound (a rebuild at 3M events failed on it). A lock held on the target for longer than
+      // the bound stands in for that length here.
+      const bounded = openPostgres(t.db.url!, 4, { ...DEFAULT_PG_TIMEOUTS, statementMs: 500 });
+      const holder = openPostgres(t.db.url!, 1);
+      const target = `${t.schema}_finishing`;
+      let holding: Promise<unknown> | null = null;
+      try {
+        const tooLong = await bounded.query('SELECT pg_sleep(1)').then(
+          () => null,
+          (e: { code?: string }) => e.code,
+        );
+        assert.is(tooLong, '57014', 'the bound cancels a longer statement on the serving pool');
+        // The first page is read once the target's tables exist: the lock is taken then, and
+        // making the checkpoint table durable (ACCESS EXCLUSIVE) waits 1.5 s for it.
+        const locked = async () => {
+          let taken: () => void = () => undefined;
+          const once = new Promise<void>((r) => (taken = r));
+          holding = holder.transaction(async (tx) => {
+            await tx.query(`LOCK TABLE "${target}".checkpoint IN ACCESS SHARE MODE`);
+            taken();
+            await new Promise((r) => setTimeout(r, 1_500));
+          });
+          await once;
+        };
+        let lock: Promise<void> | null = null;
+        const store: typeof ledger.events = {
+          ...ledger.events,
+          workerSource: undefined,
+          readAllProjected: undefined,
+          readAll: async (after, limit) => {
+            await (lock ??= locked());
+            return ledger.events.readAll(after, limit);
+          },
+        };
+        const started = Date.now();
+        assert.is(await replayInto(bounded, store, target, { threads: 1 }), await ledger.events.headPosition());
+        assert.ok(Date.now() - started >= 1_400, 'the finishing statement waited out the lock');
+        assert.equal(await dumpReadModels(t.db, target), await dumpReadModels(t.db, ledger.rmSchema));
+      } finally {
+        await holding;
+        await holder.close();
+        await bounded.close();
         await t.db.exec(`DROP SCHEMA IF EXISTS "${target}" CASCADE`);
       }
     });

@@ -2,7 +2,7 @@
 // keep answering, then swap the schemas in one transaction. Also dumps read models for comparison
 // and drops a scratch schema.
 import os from 'node:os';
-import type { Database } from '../../src/eventstore/db.ts';
+import { openPostgres, UNBOUNDED_STATEMENTS, type Database } from '../../src/eventstore/db.ts';
 import type { EventReader } from '../../src/eventstore/port.ts';
 import * as checkpoint from './checkpoint.ts';
 import { finishDdl } from './ddl.ts';
@@ -126,22 +126,40 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   }
   const { position, count } = folded;
   const finish = finishDdl(target, allReadModels(), { scratch: opts.scratch });
-  await db.transaction(async (tx) => {
-    await folded.memory?.flushAll(tx, target);
-    await checkpoint.advance(tx, target, position);
-    for (const stmt of finish.durable) await tx.query(stmt);
+  await withFinishingConnections(db, async (finishing) => {
+    await finishing.transaction(async (tx) => {
+      await folded.memory?.flushAll(tx, target);
+      await checkpoint.advance(tx, target, position);
+      for (const stmt of finish.durable) await tx.query(stmt);
+    });
+    // Nobody uses the target yet, so its indexes are built side by side (on PostgreSQL each on a
+    // connection of its own: the server's cores share the sorting).
+    await sideBySide(finishing, finish.indexes);
+    await finishing.transaction(async (tx) => {
+      for (const stmt of finish.keys) await tx.query(stmt);
+    });
+    await sideBySide(finishing, finish.statistics);
   });
-  // Nobody uses the target yet, so its indexes are built side by side (on PostgreSQL each on a
-  // connection of its own: the server's cores share the sorting).
-  await sideBySide(db, finish.indexes);
-  await db.transaction(async (tx) => {
-    for (const stmt of finish.keys) await tx.query(stmt);
-  });
-  await sideBySide(db, finish.statistics);
   // Events appended while the threads folded (or since the last page) go in as the live runner
   // applies them, now that the tables have their keys.
   // A scratch replay catches up in small pages: they are folded on the event loop of a serving process.
   return (await catchUp(db, store, target, position, count, progress, opts.scratch || pace ? 1_000 : 10_000, pace)).position;
+}
+
+/**
+ * Runs `fn` on the connections that finish a target: on a PostgreSQL server a small pool of its
+ * own without the statement bound (a unique index over 2M charge rows outlasted a serving pool's
+ * 5 s, and a rebuild over the admin API at 3M events failed there), which also leaves the serving
+ * pool's connections to live calls while the indexes sort. Embedded PGlite has no bound to lift.
+ */
+export async function withFinishingConnections<T>(db: Database, fn: (finishing: Database) => Promise<T>): Promise<T> {
+  if (db.kind !== 'postgres' || !db.url) return fn(db);
+  const finishing = openPostgres(db.url, Math.max(2, os.availableParallelism()), UNBOUNDED_STATEMENTS);
+  try {
+    return await fn(finishing);
+  } finally {
+    await finishing.close();
+  }
 }
 
 /** Runs the statements side by side; once all have ended, throws the first failure. */

@@ -241,6 +241,7 @@ export function adminLedgerWorkRoutes(deps: RouteDeps): Router {
         out.end(JSON.stringify({ type: 'done', ...done }) + '\n');
       })
       .catch((e) => {
+        deps.log.error({ err: (e as Error).message, requestId: ctx.state.requestId }, 'rebuild failed after its answer began');
         out.end(JSON.stringify({ type: 'error', message: (e as Error).message }) + '\n');
       })
       .finally(() => pacer?.stop());

@@ -66,6 +66,12 @@ export function queryByIndex<T>(db: Database, text: string, params?: unknown[]):
 /** The defaults for a serving process; bench and test tools that open a pool without any wait as long as they need. */
 export const DEFAULT_PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, statementMs: 5000, idleInTransactionMs: 10_000, keepAliveMs: 10_000 };
 
+/**
+ * For statements on tables nobody uses yet (a rebuild's index builds and table rewrites): the
+ * serving bounds less the statement's, which such a statement over millions of rows outlasts.
+ */
+export const UNBOUNDED_STATEMENTS: PgTimeouts = { ...DEFAULT_PG_TIMEOUTS, statementMs: 0 };
+
 /** A lost or refused connection, a timeout: the database is out of reach for now, nothing about the request. */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
