@@ -132,8 +132,8 @@ export async function replayInto(db: Database, store: EventReader, target: strin
       await checkpoint.advance(tx, target, position);
       for (const stmt of finish.durable) await tx.query(stmt);
     });
-    // Nobody uses the target yet, so its indexes are built side by side (on PostgreSQL each on a
-    // connection of its own: the server's cores share the sorting).
+    // Nobody uses the target yet, so its indexes are built side by side (on PostgreSQL a few at a
+    // time, each on a connection of its own: the server's cores share the sorting).
     await sideBySide(finishing, finish.indexes);
     await finishing.transaction(async (tx) => {
       for (const stmt of finish.keys) await tx.query(stmt);
@@ -146,6 +146,9 @@ export async function replayInto(db: Database, store: EventReader, target: strin
   return (await catchUp(db, store, target, position, count, progress, opts.scratch || pace ? 1_000 : 10_000, pace)).position;
 }
 
+/** Statements a replay's finishing runs at once (index builds, statistics): as many as the cores that sort. */
+const FINISHING_WIDTH = Math.max(2, os.availableParallelism());
+
 /**
  * Runs `fn` on the connections that finish a target: on a PostgreSQL server a small pool of its
  * own without the statement bound (a unique index over 2M charge rows outlasted a serving pool's
@@ -154,7 +157,7 @@ export async function replayInto(db: Database, store: EventReader, target: strin
  */
 export async function withFinishingConnections<T>(db: Database, fn: (finishing: Database) => Promise<T>): Promise<T> {
   if (db.kind !== 'postgres' || !db.url) return fn(db);
-  const finishing = openPostgres(db.url, Math.max(2, os.availableParallelism()), UNBOUNDED_STATEMENTS);
+  const finishing = openPostgres(db.url, FINISHING_WIDTH, UNBOUNDED_STATEMENTS);
   try {
     return await fn(finishing);
   } finally {
@@ -162,11 +165,21 @@ export async function withFinishingConnections<T>(db: Database, fn: (finishing: 
   }
 }
 
-/** Runs the statements side by side; once all have ended, throws the first failure. */
+/**
+ * Runs the statements side by side, FINISHING_WIDTH at a time (more would only queue for the pool,
+ * and a wait for a pooled connection is bounded: at 3M events the later index builds timed out
+ * there); once all have ended, throws the first failure.
+ */
 async function sideBySide(db: Database, statements: string[]): Promise<void> {
-  const settled = await Promise.allSettled(statements.map((stmt) => db.query(stmt)));
-  const failed = settled.find((r) => r.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
+  const waiting = [...statements];
+  const failures: unknown[] = [];
+  const lane = async () => {
+    for (let stmt = waiting.shift(); stmt !== undefined; stmt = waiting.shift()) {
+      await db.query(stmt).catch((e: unknown) => failures.push(e));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(FINISHING_WIDTH, waiting.length) }, lane));
+  if (failures.length > 0) throw failures[0];
 }
 
 /**
