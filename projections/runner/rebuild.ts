@@ -4,6 +4,7 @@
 import os from 'node:os';
 import { openPostgres, UNBOUNDED_STATEMENTS, type Database } from '../../src/eventstore/db.ts';
 import type { EventReader } from '../../src/eventstore/port.ts';
+import { eachAtMost } from '../../src/at-most.ts';
 import * as checkpoint from './checkpoint.ts';
 import { finishDdl } from './ddl.ts';
 import { allReadModels } from './registry.ts';
@@ -155,7 +156,7 @@ const FINISHING_WIDTH = Math.max(2, os.availableParallelism());
  * 5 s, and a rebuild over the admin API at 3M events failed there), which also leaves the serving
  * pool's connections to live calls while the indexes sort. Embedded PGlite has no bound to lift.
  */
-export async function withFinishingConnections<T>(db: Database, fn: (finishing: Database) => Promise<T>): Promise<T> {
+async function withFinishingConnections<T>(db: Database, fn: (finishing: Database) => Promise<T>): Promise<T> {
   if (db.kind !== 'postgres' || !db.url) return fn(db);
   const finishing = openPostgres(db.url, FINISHING_WIDTH, UNBOUNDED_STATEMENTS);
   try {
@@ -171,15 +172,9 @@ export async function withFinishingConnections<T>(db: Database, fn: (finishing: 
  * there); once all have ended, throws the first failure.
  */
 async function sideBySide(db: Database, statements: string[]): Promise<void> {
-  const waiting = [...statements];
-  const failures: unknown[] = [];
-  const lane = async () => {
-    for (let stmt = waiting.shift(); stmt !== undefined; stmt = waiting.shift()) {
-      await db.query(stmt).catch((e: unknown) => failures.push(e));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(FINISHING_WIDTH, waiting.length) }, lane));
-  if (failures.length > 0) throw failures[0];
+  await eachAtMost(statements, FINISHING_WIDTH, async (stmt) => {
+    await db.query(stmt);
+  });
 }
 
 /**

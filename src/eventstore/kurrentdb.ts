@@ -5,6 +5,7 @@
 // checkpoint and are woken by a live $all subscription, so a projector keeps its checkpoint (a
 // commit position) in PostgreSQL in the same transaction as its rows.
 import { randomUUID } from 'node:crypto';
+import { eachAtMost } from '../at-most.ts';
 import { EventEmitter } from 'node:events';
 import { ANY, BACKWARDS, END, NO_STREAM, type EventData, type ReadPosition, type RecordedEvent } from '@kurrent/kurrentdb-client';
 import { chainHash, eventBody, GENESIS_HASH } from './canonical.ts';
@@ -227,13 +228,9 @@ export function createKurrentDbEventStore(client: KurrentClient, options: Kurren
       if (lane) lane.push(i);
       else lanes.set(String(r.stream), [i]);
     });
-    const queue = [...lanes.values()];
-    const workers = Math.min(options.concurrency ?? 32, queue.length);
-    await Promise.all(
-      Array.from({ length: workers }, async () => {
-        for (let lane = queue.shift(); lane; lane = queue.shift()) for (const i of lane) await run(i);
-      }),
-    );
+    await eachAtMost([...lanes.values()], options.concurrency ?? 32, async (lane) => {
+      for (const i of lane) await run(i);
+    });
     return results;
   }
 

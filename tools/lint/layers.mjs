@@ -20,7 +20,7 @@ const root = process.argv[2] ?? join(fileURLToPath(new URL('.', import.meta.url)
 
 /** The base's layers, lowest first. A path belongs to the first entry whose prefix it starts with. */
 const BASE = [
-  ['shared helpers', ['src/ajv.ts', 'src/secret-shapes.ts', 'src/next-turn.ts', 'src/serial-runs.ts']],
+  ['shared helpers', ['src/ajv.ts', 'src/secret-shapes.ts', 'src/next-turn.ts', 'src/serial-runs.ts', 'src/at-most.ts']],
   ['tracing', ['src/tracing/']],
   ['storage', ['src/eventstore/']],
   ['domain base', ['src/ledger/', 'src/money/']],
