@@ -355,5 +355,50 @@ for (const target of testDatabases()) {
       }
     });
 
+  if (target.label !== 'pglite')
+    s('a rebuild swaps in its tables once a reader holding the live ones lets go', async ({ ledger, t }) => {
+      // Dropping the live tables waits for their readers, and readers after it queue behind the
+      // drop; a reader held past the serving pool's statement bound failed the rebuild. The swap
+      // now gives up its wait and tries again after a pause.
+      const bounded = openPostgres(t.db.url!, 4, { ...DEFAULT_PG_TIMEOUTS, statementMs: 500 });
+      const holder = openPostgres(t.db.url!, 1);
+      let holding: Promise<unknown> | null = null;
+      let heldFrom = 0;
+      const readerOfTheLiveTables = async () => {
+        let taken: () => void = () => undefined;
+        const once = new Promise<void>((r) => (taken = r));
+        holding = holder.transaction(async (tx) => {
+          await tx.query(`SELECT count(*) FROM "${ledger.rmSchema}".accounts`);
+          heldFrom = Date.now();
+          taken();
+          await new Promise((r) => setTimeout(r, 2_000));
+        });
+        await once;
+      };
+      // The reader starts when the rebuild has caught up with the log: right before its swap.
+      const store: typeof ledger.events = {
+        ...ledger.events,
+        workerSource: undefined,
+        readAllProjected: undefined,
+        readAll: async (after, limit) => {
+          const page = await ledger.events.readAll(after, limit);
+          if (page.length === 0 && holding === null) await readerOfTheLiveTables();
+          return page;
+        },
+      };
+      try {
+        const expected = await dumpReadModels(t.db, ledger.rmSchema);
+        const result = await rebuildReadModels(bounded, store, ledger.rmSchema);
+        assert.ok(heldFrom > 0, 'the reader held the live tables during the swap');
+        assert.ok(Date.now() - heldFrom >= 1_900, 'the swap waited for the reader');
+        assert.is(result.position, await ledger.events.headPosition());
+        assert.equal(await dumpReadModels(t.db, ledger.rmSchema), expected);
+      } finally {
+        await holding;
+        await holder.close();
+        await bounded.close();
+      }
+    });
+
   s.run();
 }

@@ -143,7 +143,7 @@ test('a row no new event changed is for the full verification', async () => {
   // Mend the live read models (the rebuild swaps in new tables: the next verification is full).
   const rebuilt = await fetch(`${gw.url}/admin/v1/rebuild`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
   const lines = (await rebuilt.text()).trim().split('\n');
-  assert.is(JSON.parse(lines.at(-1)!).type, 'done');
+  assert.is(JSON.parse(lines.at(-1)!).type, 'done', lines.at(-1));
   const fresh = await verify();
   assert.equal([fresh.ok, fresh.mode], [true, 'full'], JSON.stringify(fresh).slice(0, 1000));
   const rm = `"${gw.ledger.rmSchema}"`;
@@ -175,7 +175,7 @@ test('a verification that stops midway records nothing; the next resumes from th
   } finally {
     store.readAll = readAll;
   }
-  assert.is(failed.status, 500);
+  assert.is(failed.status, 500, JSON.stringify(failed.json).slice(0, 500));
   assert.not.match(JSON.stringify(failed.json), /went away/);
   const v = await verify();
   assert.equal([v.ok, v.mode], [true, 'since_checkpoint'], JSON.stringify(v).slice(0, 1000));

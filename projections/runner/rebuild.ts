@@ -2,6 +2,7 @@
 // keep answering, then swap the schemas in one transaction. Also dumps read models for comparison
 // and drops a scratch schema.
 import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { openPostgres, UNBOUNDED_STATEMENTS, type Database } from '../../src/eventstore/db.ts';
 import type { EventReader } from '../../src/eventstore/port.ts';
 import { eachAtMost } from '../../src/at-most.ts';
@@ -255,19 +256,42 @@ export async function rebuildReadModels(
       opts.onProgress?.(p);
     },
   });
-  for (;;) {
+  for (let attempt = 1; ; attempt++) {
     // Nothing is read from the store inside the swap transaction (embedded PGlite has one
     // connection): if the live tables got ahead meanwhile, catch up and try again.
-    const swapped = await db.transaction(async (tx) => {
-      const live = await checkpoint.lock(tx, schema);
-      if (live !== null && live > position) return false;
-      await tx.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await tx.query(`ALTER SCHEMA "${next}" RENAME TO "${schema}"`);
-      return true;
-    });
+    let swapped: boolean;
+    try {
+      swapped = await db.transaction(async (tx) => {
+        // Dropping the live tables waits for every reader of them, and readers that come after
+        // queue behind it: wait briefly, then let them through and try again.
+        await tx.query(`SELECT set_config('lock_timeout', '${SWAP_LOCK_WAIT_MS}', true)`);
+        const live = await checkpoint.lock(tx, schema);
+        if (live !== null && live > position) return false;
+        await tx.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await tx.query(`ALTER SCHEMA "${next}" RENAME TO "${schema}"`);
+        return true;
+      });
+    } catch (err) {
+      if (!isLockContention(err) || attempt >= SWAP_ATTEMPTS) throw err;
+      await sleep(SWAP_LOCK_WAIT_MS * attempt);
+      swapped = false;
+    }
     if (swapped) return { events, position };
     ({ position, count: events } = await catchUp(db, store, next, position, events, undefined, undefined, opts.serving?.pace));
   }
+}
+
+/** How long the swap waits for the live tables' locks before it lets their readers through, and how often it tries. */
+const SWAP_LOCK_WAIT_MS = 1_000;
+const SWAP_ATTEMPTS = 10;
+
+/**
+ * The swap lost a wait for a lock: its lock_timeout (55P03), a deadlock with a reader that held
+ * one live table and wanted another (40P01), or the statement bound (57014). Nothing was changed.
+ */
+function isLockContention(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '55P03' || code === '40P01' || code === '57014';
 }
 
 /** Every read-model row, sorted by key, timestamps as ISO strings: for equality checks. */
