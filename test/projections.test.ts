@@ -355,6 +355,48 @@ for (const target of testDatabases()) {
       }
     });
 
+  s('a rebuild that rests between its pages reaches a log that keeps growing', async ({ ledger, t }) => {
+    // Live calls append while a rebuild kept to a small share rests after each step. It rested after
+    // its last short page too, so each read found the events appended meanwhile and the catch-up
+    // chased them as long as they came (563 s at share 0.25 where ~130 s was due, at 100,000 charges).
+    const id = await openAccount(ledger, { accountId: 'chased', name: 'Chased' }, 'admin:test');
+    await subscribe(ledger, id, 'pro', 'admin:test');
+    const APPENDING_MS = 20_000;
+    let appending = true;
+    let granted = 0;
+    const appender = (async () => {
+      const until = Date.now() + APPENDING_MS;
+      while (appending && Date.now() < until) {
+        await grantExtra(ledger, id, 1, 'live traffic', 'admin:test');
+        granted++;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    const started = Date.now();
+    let tookMs = 0;
+    try {
+      await rebuildReadModels(t.db, ledger.events, ledger.rmSchema, {
+        serving: { share: 0.25, pace: () => new Promise((r) => setTimeout(r, 100)) },
+      });
+      tookMs = Date.now() - started;
+    } finally {
+      appending = false;
+      await appender;
+    }
+    assert.ok(granted >= 2, `live traffic ran beside the rebuild (${granted} grants)`);
+    assert.ok(tookMs < APPENDING_MS * 0.75, `the rebuild ended while the log still grew (${tookMs} ms)`);
+    await ledger.caughtUp();
+    const [row] = await t.db.query<{ extra_granted: number }>(`SELECT extra_granted FROM "${ledger.rmSchema}".accounts WHERE account_id = 'chased'`);
+    assert.is(Number(row.extra_granted), granted);
+    const fresh = `${t.schema}_fresh`;
+    try {
+      await replayInto(t.db, ledger.events, fresh);
+      assert.equal(await dumpReadModels(t.db, ledger.rmSchema), await dumpReadModels(t.db, fresh));
+    } finally {
+      await dropReadModels(t.db, fresh);
+    }
+  });
+
   if (target.label !== 'pglite')
     s('a rebuild swaps in its tables once a reader holding the live ones lets go', async ({ ledger, t }) => {
       // Dropping the live tables waits for their readers, and readers after it queue behind the

@@ -198,7 +198,9 @@ async function catchUp(
     position = await applyEvents(db, schema, page, position);
     count += page.length;
     onPage?.(position, count);
-    await pace?.();
+    // A short page reached the head: a rest now would let live calls append more than the next
+    // page can take, and with a small share the catch-up would chase them for minutes.
+    if (page.length === pageSize) await pace?.();
   }
 }
 

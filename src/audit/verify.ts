@@ -88,7 +88,8 @@ export async function checkLog(
       }
       position = page[page.length - 1].position;
       await onProgress?.(check.events, position);
-      await pacer.step();
+      // A short page reached the head: no rest before the last read (as a rebuild's catch-up).
+      if (page.length === PAGE_HERE) await pacer.step();
     }
   } finally {
     pacer.stop();
