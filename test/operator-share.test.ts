@@ -7,6 +7,8 @@ import { Pacer, operatorWorkTotals, setOperatorShare } from '../src/audit/pacing
 import { restFor } from '../src/next-turn.ts';
 import { settingsFromEnv } from '../src/config.ts';
 import { createMetrics } from '../src/wiring/metrics.ts';
+import { writeEventLog } from '../src/audit/event-export.ts';
+import type { Ledger } from '../src/ledger/ledger.ts';
 
 const test = suite('operator share');
 
@@ -64,6 +66,32 @@ test('/metrics gives the share and the work and rest seconds', async () => {
   } finally {
     setOperatorShare(1);
   }
+});
+
+test("the log's export at a share of 0.25 ends at the head while live calls keep appending", async () => {
+  // After a short page (the head reached) it rested three times its step, so each next read found
+  // what was appended meanwhile and it ran for as long as the log grew.
+  const GROWING_MS = 3_000;
+  const started = Date.now();
+  const head = () => 100 + Math.floor(Math.min(Date.now() - started, GROWING_MS) / 30);
+  const readAll = async (after: number, limit: number) => {
+    const last = Math.min(head(), after + limit);
+    return Array.from({ length: Math.max(0, last - after) }, (_, i) => ({ position: after + i + 1, type: 'Appended' }));
+  };
+  const ledger = { events: { readAll } } as unknown as Ledger;
+  let written = 0;
+  setOperatorShare(0.25);
+  try {
+    await writeEventLog(ledger, 0, async (text) => {
+      written += text.trim().split('\n').length;
+      await new Promise((r) => setTimeout(r, 10));
+    });
+  } finally {
+    setOperatorShare(1);
+  }
+  const tookMs = Date.now() - started;
+  assert.ok(tookMs < GROWING_MS * 0.75, `the export ended while the log still grew (${tookMs} ms)`);
+  assert.ok(written >= 100, `every event up to the head it reached was written (${written})`);
 });
 
 test.run();
