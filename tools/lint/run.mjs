@@ -1,8 +1,8 @@
 // npm run lint: installs the lint tools on first use (npm ci into tools/lint, from its committed
 // lockfile, again whenever that lockfile changes), then runs ESLint over the repository, the
-// formatter's check (Prettier, .prettierrc.json), the layer check and the import-cycle check over the
-// application's sources. Exits non-zero if any finds anything. `npm run format` (this script
-// with --write) formats the sources in place.
+// formatter's check (Prettier, .prettierrc.json), the layer check, the runtime's dependencies check
+// and the import-cycle check over the application's sources. Exits non-zero if any finds anything.
+// `npm run format` (this script with --write) formats the sources in place.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -38,6 +38,8 @@ console.log('lint: import cycles');
 const cycles = run(bin('dpdm'), ['--no-warning', '--no-tree', '--exit-code', 'circular:1', 'src/**/*.ts', 'projections/**/*.ts', 'bin/*.js']);
 console.log('lint: layers (each module imports only its own layer or those below, tools/lint/layers.mjs)');
 const layers = run(process.execPath, [join(here, 'layers.mjs')]);
+console.log('lint: dependencies (what the runtime imports is in "dependencies": the production install has nothing else)');
+const dependencies = run(process.execPath, [join(here, 'dependencies.mjs')]);
 console.log('lint: formatting (prettier --check; npm run format fixes it)');
 const format = run(bin('prettier'), ['--check', '--log-level', 'warn', ...SOURCES]);
-process.exit(eslint || cycles || layers || format ? 1 : 0);
+process.exit(eslint || cycles || layers || dependencies || format ? 1 : 0);
