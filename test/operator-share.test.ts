@@ -41,6 +41,20 @@ test('a pacer with a share of 0.25 rests three times as long as it worked; the t
   assert.ok(Math.abs(after.restingMs - before.restingMs - pacer.sleptMs) < 1e-6, 'the resting total has the rests');
 });
 
+test('at the head of the log a pacer does not rest; the rest owed waits for the next full page', async () => {
+  const pacer = new Pacer(undefined, 0.25);
+  try {
+    busy(5);
+    await pacer.step({ atHead: true });
+    assert.is(pacer.sleptMs, 0, 'no rest after the page that reached the head');
+    busy(5);
+    await pacer.step();
+    assert.ok(pacer.sleptMs >= 3 * 10 - 2, `both steps' rest taken after the full page (${pacer.sleptMs.toFixed(1)} ms)`);
+  } finally {
+    pacer.stop();
+  }
+});
+
 test('the rest owed: none at a share of 1, as long as the work at 0.5, three times at 0.25', () => {
   assert.equal(
     [1, 0.5, 0.25, 0.1].map((share) => restFor(12, share)),

@@ -42,9 +42,10 @@ interface ReplayOptions {
   /**
    * The replay runs in a process serving live calls (a rebuild asked for over the admin API): it
    * folds off the event loop where the database allows (a PostgreSQL server), its threads held to
-   * `share` of their time; on the loop (embedded PGlite) in small pages with `pace` between them.
+   * `share` of their time; on the loop (embedded PGlite) in small pages with `pace` between them,
+   * told when a page reached the log's head (the pacer rests then no more).
    */
-  serving?: { share: number; pace: () => Promise<void> };
+  serving?: { share: number; pace: (opts?: { atHead?: boolean }) => Promise<void> };
 }
 
 /** Events a page when a replay folds on a serving process's event loop (its transaction holds the one PGlite connection). */
@@ -190,7 +191,7 @@ async function catchUp(
   count: number,
   onPage?: (position: number, count: number) => void,
   pageSize = 10_000,
-  pace?: () => Promise<void>,
+  pace?: (opts: { atHead: boolean }) => Promise<void>,
 ): Promise<{ position: number; count: number }> {
   for (;;) {
     const page = await store.readAll(position, pageSize);
@@ -198,9 +199,7 @@ async function catchUp(
     position = await applyEvents(db, schema, page, position);
     count += page.length;
     onPage?.(position, count);
-    // A short page reached the head: a rest now would let live calls append more than the next
-    // page can take, and with a small share the catch-up would chase them for minutes.
-    if (page.length === pageSize) await pace?.();
+    await pace?.({ atHead: page.length < pageSize });
   }
 }
 

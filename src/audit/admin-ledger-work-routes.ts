@@ -235,7 +235,7 @@ export function adminLedgerWorkRoutes(deps: RouteDeps): Router {
     let pacer: Pacer | null = null;
     void rebuildReadModels(ledger.readModels.db, ledger.events, ledger.rmSchema, {
       onProgress: (p) => out.write(JSON.stringify({ type: 'progress', ...p }) + '\n'),
-      serving: { share: currentOperatorShare(), pace: () => (pacer ??= new Pacer()).step() },
+      serving: { share: currentOperatorShare(), pace: (opts) => (pacer ??= new Pacer()).step(opts) },
     })
       .then((done) => {
         out.end(JSON.stringify({ type: 'done', ...done }) + '\n');

@@ -26,8 +26,7 @@ export async function writeEventLog(ledger: Ledger, after: number, write: Write)
         );
       }
       position = page[page.length - 1].position;
-      // A short page reached the head: no rest before the last read, or the export chases live calls.
-      if (page.length === EXPORT_PAGE) await pacer.step();
+      await pacer.step({ atHead: page.length < EXPORT_PAGE });
     }
   } finally {
     pacer.stop();

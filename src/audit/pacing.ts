@@ -56,8 +56,11 @@ export class Pacer {
    * Between two steps: yields, lets the read side catch up, rests to keep to the share, and backs
    * off as long as the loop was late since the last step (the monitor records a late turn on its
    * next tick: a step's own blocking is seen by the step after it).
+   * `atHead`: the step's page was short, so the log's head is reached and the next read is the last.
+   * No rest then (the rest owed waits for a next full page): while it rested, live calls would
+   * append more, the read would find it, and the work would chase them as long as they came.
    */
-  async step(): Promise<void> {
+  async step(opts: { atHead?: boolean } = {}): Promise<void> {
     await yieldToTraffic();
     if (this.readSide) await this.readSide();
     // The step's wall time counts whole: its turns of the loop and its waits on the database alike.
@@ -67,7 +70,7 @@ export class Pacer {
     const lateMs = this.delay.max / 1e6 - RESOLUTION_MS;
     this.delay.reset();
     const backOffMs = lateMs > LATE_MS ? Math.min(MAX_BACKOFF_MS, lateMs) : 0;
-    const restMs = Math.max(backOffMs, this.owedMs);
+    const restMs = opts.atHead ? 0 : Math.max(backOffMs, this.owedMs);
     if (restMs >= MIN_REST_MS) {
       this.owedMs = Math.max(0, this.owedMs - restMs);
       this.sleptMs += restMs;

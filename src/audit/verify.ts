@@ -88,8 +88,7 @@ export async function checkLog(
       }
       position = page[page.length - 1].position;
       await onProgress?.(check.events, position);
-      // A short page reached the head: no rest before the last read (as a rebuild's catch-up).
-      if (page.length === PAGE_HERE) await pacer.step();
+      await pacer.step({ atHead: page.length < PAGE_HERE });
     }
   } finally {
     pacer.stop();
