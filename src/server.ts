@@ -7,7 +7,6 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
@@ -29,6 +28,7 @@ import { startProcessLease } from './eventstore/process-lease.ts';
 import { createSeenEverywhere, type SeenEverywhere } from './eventstore/seen-everywhere.ts';
 import { warmValidators } from './http/validate.ts';
 import { trackUnstartedConnections } from './http/unstarted-connections.ts';
+import { answerClientError } from './http/client-error-answer.ts';
 import { warmTokenizer } from './upstream/tokenizer.ts';
 import { startSweeper, sweepStaleHolds } from './calls/sweeper.ts';
 import { createReleaseRetry } from './calls/release-retry.ts';
@@ -81,41 +81,6 @@ export interface RunningGateway {
 
 /** How long start-up waits for the in-memory views to read the log before listening anyway. */
 const VIEWS_START_WAIT_MS = 10_000;
-
-const CLIENT_ERRORS: Record<string, [number, string, string, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'The request headers are too large (at most 16 KB in all).', 'request_headers_too_large'],
-  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Payload Too Large', 'The chunk extensions of the request body are too large.', 'request_too_large'],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'The request was not received in time.', 'request_timeout'],
-  ERR_HTTP_HEADERS_TIMEOUT: [408, 'Request Timeout', 'The request headers were not received in time.', 'request_timeout'],
-};
-
-/**
- * Requests Node's HTTP parser refuses before Koa sees them (headers over its limit, a malformed
- * request line, a timeout) get an answer in OpenAI's error shape instead of a bare status line,
- * then the connection is closed. Never throws: the socket may already be gone.
- */
-function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  try {
-    // A reset connection has nobody to answer; a response already under way cannot be replaced.
-    const busy = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
-    if (err.code !== 'ECONNRESET' && socket.writable && !busy) {
-      const [status, reason, message, code] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'Bad Request', 'The request is not valid HTTP/1.1.', 'invalid_request'];
-      const body = JSON.stringify({ error: { message, type: 'invalid_request_error', param: null, code } });
-      const head = `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
-      // Destroyed once written (or soon, if the client does not read it).
-      const timer = setTimeout(() => socket.destroy(), 2000);
-      timer.unref();
-      socket.end(head + body, () => {
-        clearTimeout(timer);
-        socket.destroy();
-      });
-      return;
-    }
-  } catch {
-    /* the socket went away meanwhile */
-  }
-  socket.destroy();
-}
 
 /** Events whose effect the gateways keep in memory (keys, prices, channels): answered once every gateway has read them. */
 const CACHED_CHANGES = new Set(['KeyRevoked', 'KeyControlsSet', 'KeyRotated', 'ModelPriced', 'ChannelEnabled', 'ChannelDisabled']);
